@@ -1,0 +1,253 @@
+"""`Lake`: the front object over one lake folder (reader, SQL, versions, maintenance, writes).
+
+Reads go through cached dataset handles that are refreshed when a newer version exists at
+most every `refresh_s` seconds, and at once after a write through this object, so a change
+made here is visible to the next query. A `Lake` opened at a tag is read-only and frozen.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import lance
+import pyarrow as pa
+
+from episodelake.lake import layout, schema, tables
+from episodelake.lake import sql as lake_sql
+from episodelake.lake.errors import InvalidInput, LakeError, NotFound
+from episodelake.lake.images import sniff_format
+from episodelake.lake.writer import LakeWriter, WriterOptions, replay_orphans
+
+log = logging.getLogger(__name__)
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+class Lake:
+    def __init__(self, path: Path | str | None = None, *, tag: str | None = None, create: bool = True,
+                 refresh_s: float = 0.5):
+        self.path = Path(path) if path is not None else layout.default_lake_path()
+        self.tag = tag
+        self.refresh_s = refresh_s
+        if create and tag is None:
+            self.path.mkdir(parents=True, exist_ok=True)
+            tables.ensure_tables(self.path)
+        elif not layout.table_path(self.path, "steps").exists():
+            raise NotFound(f"no lake at {self.path}: create one with `elake demo` or by recording into it")
+        self._cache: dict[str, tuple[float, lance.LanceDataset]] = {}
+        self._cache_lock = threading.Lock()
+
+    # -- datasets ----------------------------------------------------------------------
+    def dataset(self, table: str) -> lance.LanceDataset:
+        if table not in schema.TABLES:
+            raise InvalidInput(f"unknown table {table!r}; tables: {', '.join(schema.TABLES)}")
+        now = time.monotonic()
+        with self._cache_lock:
+            hit = self._cache.get(table)
+            if hit and (self.tag is not None or now - hit[0] < self.refresh_s):
+                return hit[1]
+        if self.tag is not None:
+            try:
+                ds = tables.open_table(self.path, table, version=self.tag)
+            except (ValueError, OSError) as exc:
+                raise NotFound(f"table {table!r} has no tag {self.tag!r} ({exc})") from None
+        elif hit:
+            ds = hit[1]
+            latest = ds.latest_version
+            if latest != ds.version:
+                ds = ds.checkout_version(latest)
+        else:
+            ds = tables.open_table(self.path, table)
+        with self._cache_lock:
+            self._cache[table] = (now, ds)
+        return ds
+
+    def datasets(self) -> dict[str, lance.LanceDataset]:
+        return {t: self.dataset(t) for t in schema.TABLES}
+
+    def invalidate(self, table: str | None = None) -> None:
+        with self._cache_lock:
+            if table is None:
+                self._cache.clear()
+            else:
+                self._cache.pop(table, None)
+
+    # -- SQL ---------------------------------------------------------------------------
+    def sql(self, query: str, params: list | dict | None = None) -> pa.Table:
+        """Trusted SQL over every table (see `episodelake.lake.sql`)."""
+        return lake_sql.run(self.datasets(), query, params)
+
+    def sql_sandboxed(self, query: str, *, max_rows: int = lake_sql.DEFAULT_MAX_ROWS,
+                      timeout_s: float = lake_sql.DEFAULT_TIMEOUT_S) -> tuple[pa.Table, bool]:
+        """Untrusted SQL: one SELECT, no file access, a row cap and a time limit."""
+        return lake_sql.run_sandboxed(self.datasets(), query, max_rows=max_rows, timeout_s=timeout_s)
+
+    # -- reading episodes and steps ----------------------------------------------------
+    def episode(self, episode_id: str) -> dict:
+        layout.check_id(episode_id, "episode_id")
+        rows = self.dataset("episodes").to_table(filter=f"episode_id = {_quote(episode_id)}").to_pylist()
+        if not rows:
+            raise NotFound(f"episode {episode_id!r} is not in the lake")
+        return rows[-1]
+
+    def steps(self, episode_id: str, columns: list[str] | None = None) -> pa.Table:
+        """An episode's steps in order, without image bytes."""
+        layout.check_id(episode_id, "episode_id")
+        cols = columns or schema.columns("steps")
+        if any(c in schema.IMAGE_COLUMNS["steps"] for c in cols):
+            raise InvalidInput("steps() never returns image bytes; use image() or images()")
+        t = self.dataset("steps").to_table(columns=cols, filter=f"episode_id = {_quote(episode_id)}")
+        return t.sort_by("step") if "step" in cols else t
+
+    def _step_rowid(self, episode_id: str, step: int) -> int:
+        layout.check_id(episode_id, "episode_id")
+        if not isinstance(step, int) or step < 0:
+            raise InvalidInput(f"step must be a non-negative integer, not {step!r}")
+        hit = self.dataset("steps").to_table(
+            columns=["step"], with_row_id=True,
+            filter=f"episode_id = {_quote(episode_id)} AND step = {int(step)}",
+        )
+        if hit.num_rows == 0:
+            raise NotFound(f"episode {episode_id!r} has no step {step}")
+        return hit["_rowid"][0].as_py()
+
+    def image(self, episode_id: str, step: int) -> tuple[bytes, str]:
+        """One step's screenshot as stored, with its format (png | jpeg | webp).
+
+        Found through the `episode_id` index (built by `optimize`) and read as one blob,
+        without scanning the table.
+        """
+        rowid = self._step_rowid(episode_id, step)
+        ds = self.dataset("steps")
+        blob = ds.take_blobs("image", ids=[rowid])[0]
+        data = blob.read()
+        return data, sniff_format(data)
+
+    def images(self, episode_id: str) -> Iterator[tuple[int, bytes]]:
+        """An episode's screenshots in step order, as (step, bytes)."""
+        layout.check_id(episode_id, "episode_id")
+        ds = self.dataset("steps")
+        hits = ds.to_table(columns=["step"], with_row_id=True,
+                           filter=f"episode_id = {_quote(episode_id)}").sort_by("step")
+        if hits.num_rows == 0:
+            return
+        blobs = ds.take_blobs("image", ids=hits["_rowid"].to_pylist())
+        for step, blob in zip(hits["step"].to_pylist(), blobs, strict=True):
+            yield step, blob.read()
+
+    # -- writing -----------------------------------------------------------------------
+    def writer(self, options: WriterOptions | None = None) -> LakeWriter:
+        self._writable()
+        return LakeWriter(self.path, options)
+
+    def upsert(self, table: str, rows: list[dict]) -> None:
+        """Write small rows (curation, bookkeeping) as one immediate commit."""
+        self._writable()
+        tables.commit(self.path, table, schema.conform(table, rows), "upsert")
+        self.invalidate(table)
+
+    def _writable(self) -> None:
+        if self.tag is not None:
+            raise InvalidInput(f"this lake view is pinned at tag {self.tag!r} and is read-only")
+
+    # -- versions, tags, maintenance ---------------------------------------------------
+    def versions(self) -> dict[str, list[dict]]:
+        return {t: self.dataset(t).versions() for t in schema.TABLES}
+
+    def current_versions(self) -> dict[str, int]:
+        return {t: self.dataset(t).version for t in schema.TABLES}
+
+    def tags(self) -> dict[str, dict[str, int]]:
+        """tag -> {table: version}."""
+        out: dict[str, dict[str, int]] = {}
+        for t in schema.TABLES:
+            for name, info in self.dataset(t).tags.list().items():
+                out.setdefault(name, {})[t] = info["version"] if isinstance(info, dict) else info.version
+        return out
+
+    def create_tag(self, name: str) -> dict[str, int]:
+        """Tag the current version of every table with `name` (one lake-wide snapshot)."""
+        self._writable()
+        layout.check_id(name, "tag")
+        if name in self.tags():
+            raise InvalidInput(f"tag {name!r} exists; pick another name or delete it first")
+        self.invalidate()
+        pinned = self.current_versions()
+        for t, v in pinned.items():
+            self.dataset(t).tags.create(name, v)
+        return pinned
+
+    def delete_tag(self, name: str) -> None:
+        self._writable()
+        for t in schema.TABLES:
+            ds = self.dataset(t)
+            if name in ds.tags.list():
+                ds.tags.delete(name)
+
+    def at(self, tag: str) -> Lake:
+        """A read-only view of the whole lake as of `tag`."""
+        if tag not in self.tags():
+            raise NotFound(f"no tag {tag!r}; `elake tag --list` shows the tags")
+        return Lake(self.path, tag=tag, create=False)
+
+    def optimize(self, *, prune_older_than: timedelta | None = timedelta(days=7)) -> dict:
+        """Compact fragments, (re)build the episode_id indexes, prune old untagged versions."""
+        self._writable()
+        report = {}
+        for t in schema.TABLES:
+            ds = tables.open_table(self.path, t)
+            before = len(ds.get_fragments())
+            if before > 1:
+                ds.optimize.compact_files()
+            ds = tables.open_table(self.path, t)
+            key = schema.KEYS[t][0]
+            if ds.count_rows() > 0:
+                if any(i["name"] == f"{key}_idx" for i in ds.list_indices()):
+                    ds.optimize.optimize_indices()
+                else:
+                    ds.create_scalar_index(key, "BTREE", name=f"{key}_idx")
+            removed = 0
+            if prune_older_than is not None:
+                stats = ds.cleanup_old_versions(older_than=prune_older_than,
+                                                error_if_tagged_old_versions=False)
+                removed = stats.old_versions
+            report[t] = {"fragments_before": before,
+                         "fragments_after": len(tables.open_table(self.path, t).get_fragments()),
+                         "versions_removed": removed}
+        self.invalidate()
+        return report
+
+    def recover(self) -> dict:
+        """Replay dead writers' spools and check every table reads back."""
+        self._writable()
+        replayed = replay_orphans(self.path)
+        problems = {}
+        for t in schema.TABLES:
+            try:
+                tables.open_table(self.path, t).count_rows()
+            except (OSError, LakeError) as exc:
+                problems[t] = str(exc)
+        self.invalidate()
+        return {"rows_replayed": replayed, "problems": problems}
+
+    def info(self) -> dict:
+        out = {}
+        for t in schema.TABLES:
+            ds = self.dataset(t)
+            size = sum(f.stat().st_size for f in layout.table_path(self.path, t).rglob("*") if f.is_file())
+            out[t] = {"rows": ds.count_rows(), "version": ds.version,
+                      "fragments": len(ds.get_fragments()), "bytes": size}
+        return out
+
+
+def dumps(value: object) -> str | None:
+    """JSON text for the schema's JSON columns (None stays null)."""
+    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)

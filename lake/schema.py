@@ -1,0 +1,192 @@
+"""The lake's data model: the one source of truth for every table's Arrow schema.
+
+The writer, the SQL views, the API models and the exporters all derive their columns from
+here. Changing a column means changing it here and nowhere else; readers that need "every
+column but the image" ask :func:`columns` instead of listing names.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+#: Metadata that makes Lance store a column out of line as a blob (read lazily, by row).
+BLOB_METADATA = {"lance-encoding:blob": "true"}
+
+#: Columns holding image bytes. SQL views leave them out unless a query names them.
+IMAGE_COLUMNS = {"steps": ("image",)}
+
+EPISODE_STATUSES = ("running", "finished", "aborted")
+SET_KINDS = ("failure", "regression", "sft", "eval")
+FAILURE_CATEGORIES = ("grounding", "planning", "perception", "environment", "other")
+
+_ts = pa.timestamp("us", tz="UTC")
+
+EPISODES = pa.schema(
+    [
+        pa.field("episode_id", pa.string(), nullable=False),
+        pa.field("run_id", pa.string()),
+        pa.field("task_name", pa.string()),
+        pa.field("task_goal", pa.string()),
+        pa.field("env", pa.string()),
+        pa.field("device", pa.string()),
+        pa.field("model_name", pa.string()),
+        pa.field("policy_version", pa.string()),
+        pa.field("group_id", pa.string()),
+        pa.field("created_at", _ts),
+        pa.field("finished_at", _ts),
+        pa.field("status", pa.string()),
+        pa.field("success", pa.bool_()),
+        pa.field("eval_score", pa.float64()),
+        pa.field("eval_reason", pa.string()),
+        pa.field("episode_reward", pa.float64()),
+        pa.field("episode_length", pa.int32()),
+        pa.field("tags", pa.list_(pa.string())),
+        pa.field("extra", pa.string()),  # JSON text
+    ]
+)
+
+STEPS = pa.schema(
+    [
+        pa.field("episode_id", pa.string(), nullable=False),
+        pa.field("step", pa.int32(), nullable=False),
+        pa.field("timestamp", _ts),
+        pa.field("image", pa.large_binary(), metadata=BLOB_METADATA),
+        pa.field("image_format", pa.string()),  # png | jpeg | webp
+        pa.field("image_sha256", pa.string()),
+        pa.field("image_phash", pa.int64()),  # 64-bit perceptual hash, status bar cropped
+        pa.field("width", pa.int32()),
+        pa.field("height", pa.int32()),
+        pa.field("ui_tree_hash", pa.string()),
+        pa.field("model_response", pa.string()),
+        pa.field("thinking", pa.string()),
+        pa.field("action_type", pa.string()),
+        pa.field("action", pa.string()),  # JSON text of the parsed arguments
+        pa.field("action_valid", pa.bool_()),
+        pa.field("action_error", pa.string()),  # why the action is invalid, when it is
+        pa.field("x", pa.float64()),
+        pa.field("y", pa.float64()),
+        pa.field("x2", pa.float64()),
+        pa.field("y2", pa.float64()),
+        pa.field("reward", pa.float64()),
+        pa.field("step_reward", pa.float64()),
+        pa.field("step_reward_reason", pa.string()),
+        pa.field("anchor_key", pa.string()),
+        pa.field("prompt", pa.string()),  # JSON text of the messages behind the response
+        pa.field("info", pa.string()),  # JSON text: whatever else the collector knew
+    ]
+)
+
+SETS = pa.schema(
+    [
+        pa.field("set_id", pa.string(), nullable=False),
+        pa.field("name", pa.string()),
+        pa.field("kind", pa.string()),
+        pa.field("description", pa.string()),
+        pa.field("pinned_tag", pa.string()),
+        pa.field("created_at", _ts),
+        pa.field("updated_at", _ts),
+        pa.field("deleted", pa.bool_()),
+    ]
+)
+
+SET_MEMBERS = pa.schema(
+    [
+        pa.field("set_id", pa.string(), nullable=False),
+        pa.field("episode_id", pa.string(), nullable=False),
+        pa.field("failure_category", pa.string()),
+        pa.field("failing_step", pa.int32()),
+        pa.field("note", pa.string()),
+        pa.field("added_by", pa.string()),
+        pa.field("added_at", _ts),
+        pa.field("removed", pa.bool_()),
+    ]
+)
+
+ANNOTATIONS = pa.schema(
+    [
+        pa.field("annotation_id", pa.string(), nullable=False),
+        pa.field("episode_id", pa.string(), nullable=False),
+        pa.field("step", pa.int32()),
+        pa.field("label", pa.string()),
+        pa.field("note", pa.string()),
+        pa.field("author", pa.string()),
+        pa.field("created_at", _ts),
+        pa.field("deleted", pa.bool_()),
+    ]
+)
+
+#: Export jobs (SFT / eval datasets): what was selected, from which lake version, where to.
+EXPORTS = pa.schema(
+    [
+        pa.field("export_id", pa.string(), nullable=False),
+        pa.field("format", pa.string()),
+        pa.field("selection", pa.string()),  # JSON text
+        pa.field("lake_versions", pa.string()),  # JSON text: table -> version
+        pa.field("out_dir", pa.string()),
+        pa.field("status", pa.string()),
+        pa.field("samples", pa.int64()),
+        pa.field("created_at", _ts),
+        pa.field("finished_at", _ts),
+        pa.field("manifest", pa.string()),  # JSON text
+    ]
+)
+
+#: Training runs and regression re-runs: one row per (run, iteration) with its metrics.
+RUNS = pa.schema(
+    [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("iteration", pa.int32(), nullable=False),
+        pa.field("kind", pa.string()),  # train | rerun | rollout
+        pa.field("config", pa.string()),  # JSON text
+        pa.field("metrics", pa.string()),  # JSON text
+        pa.field("created_at", _ts),
+    ]
+)
+
+TABLES: dict[str, pa.Schema] = {
+    "episodes": EPISODES,
+    "steps": STEPS,
+    "sets": SETS,
+    "set_members": SET_MEMBERS,
+    "annotations": ANNOTATIONS,
+    "exports": EXPORTS,
+    "runs": RUNS,
+}
+
+#: The key of each table: rows with the same key are the same row (upserts, replays, dedup).
+KEYS: dict[str, tuple[str, ...]] = {
+    "episodes": ("episode_id",),
+    "steps": ("episode_id", "step"),
+    "sets": ("set_id",),
+    "set_members": ("set_id", "episode_id"),
+    "annotations": ("annotation_id",),
+    "exports": ("export_id",),
+    "runs": ("run_id", "iteration"),
+}
+
+#: Tables whose rows are written once and never updated: appends, deduplicated on replay.
+APPEND_ONLY = frozenset({"steps"})
+
+
+def columns(table: str, *, images: bool = False) -> list[str]:
+    """The column names of `table`, without image columns unless `images` is set."""
+    skip = () if images else IMAGE_COLUMNS.get(table, ())
+    return [name for name in TABLES[table].names if name not in skip]
+
+
+def empty(table: str) -> pa.Table:
+    return TABLES[table].empty_table()
+
+
+def conform(table: str, rows: list[dict]) -> pa.Table:
+    """Build an Arrow table of `table`'s schema from dict rows; missing keys become null.
+
+    Unknown keys are an error, so a typo in a collector never silently drops a field.
+    """
+    schema = TABLES[table]
+    names = set(schema.names)
+    for row in rows:
+        unknown = set(row) - names
+        if unknown:
+            raise ValueError(f"unknown column(s) for table {table!r}: {sorted(unknown)}")
+    return pa.Table.from_pylist(rows, schema=schema)

@@ -1,0 +1,20 @@
+"""Maps the product's top-level folders onto one package name, `episodelake`.
+
+`lake/` installs as `episodelake.lake`, `collectors/sim/` as `episodelake.collectors.sim`, and
+so on; `episodelake` itself is a namespace package. Everything else lives in pyproject.toml.
+"""
+
+from setuptools import find_packages, setup
+
+ROOTS = ("lake", "collectors", "trainer", "api")
+
+packages = []
+for root in ROOTS:
+    packages.append(f"episodelake.{root}")
+    packages += [f"episodelake.{root}.{sub}" for sub in find_packages(root)]
+
+setup(
+    packages=packages,
+    package_dir={f"episodelake.{root}": root for root in ROOTS},
+    package_data={"episodelake.api": ["static/**/*"], "episodelake.trainer": ["configs/*.json"]},
+)
