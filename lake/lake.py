@@ -1,8 +1,8 @@
 """`Lake`: the front object over one lake folder (reader, SQL, versions, maintenance, writes).
 
-Reads go through cached dataset handles that are refreshed when a newer version exists at
-most every `refresh_s` seconds, and at once after a write through this object, so a change
-made here is visible to the next query. A `Lake` opened at a tag is read-only and frozen.
+Reads go through cached dataset handles; each read checks for a newer version (cheap: the
+latest manifest) unless `refresh_s` asks to check less often, so a change made by any writer
+is visible to the next query. A `Lake` opened at a tag is read-only and frozen.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _quote(value: str) -> str:
 
 class Lake:
     def __init__(self, path: Path | str | None = None, *, tag: str | None = None, create: bool = True,
-                 refresh_s: float = 0.5):
+                 refresh_s: float = 0.0):
         self.path = Path(path) if path is not None else layout.default_lake_path()
         self.tag = tag
         self.refresh_s = refresh_s

@@ -1,0 +1,134 @@
+"""Screenshots on the way in: accept what collectors have, store exactly the bytes received.
+
+Encoded PNG/JPEG/WebP bytes are stored unchanged (never decoded and re-encoded); PIL images
+and numpy arrays are encoded once as PNG. Every image is fully decoded once anyway, because
+that is the only way to know a PNG is not truncated, and the decoded pixels give the
+perceptual hash that anchor keys are built from. Anything that is not a whole image is an
+`InvalidInput` naming what was wrong: the lake never stores a placeholder.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import io
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image
+
+from episodelake.lake.errors import InvalidInput
+from episodelake.lake.images import sniff_format
+
+MAX_PIXELS = 50_000_000
+#: Fraction of the screen height taken by the status bar (clock, battery), cropped before
+#: hashing so the same screen at two clock times hashes alike. 4% of 2400 px is 96 px.
+STATUS_BAR_FRACTION = 0.04
+_HASH_SIZE = 32
+
+
+@dataclass(frozen=True)
+class StoredImage:
+    data: bytes
+    format: str
+    width: int
+    height: int
+    sha256: str
+    phash: int
+
+
+def _dct_matrix(n: int) -> np.ndarray:
+    k = np.arange(n)[:, None]
+    i = np.arange(n)[None, :]
+    m = np.cos(np.pi * (2 * i + 1) * k / (2 * n)) * np.sqrt(2.0 / n)
+    m[0] /= np.sqrt(2.0)
+    return m
+
+
+_DCT = _dct_matrix(_HASH_SIZE)
+
+
+def phash64(image: Image.Image, status_bar_fraction: float = STATUS_BAR_FRACTION) -> int:
+    """A 64-bit DCT perceptual hash of the screen below the status bar, as a signed int64.
+
+    Low-frequency DCT coefficients of a 32x32 greyscale thumbnail, thresholded at their
+    median: robust to the clock, small badges and compression, different for other screens.
+    """
+    w, h = image.size
+    top = int(round(h * status_bar_fraction))
+    grey = image.convert("L").crop((0, top, w, h))
+    factor = max(1, min(grey.size) // (_HASH_SIZE * 4))
+    if factor > 1:
+        grey = grey.reduce(factor)
+    pixels = np.asarray(grey.resize((_HASH_SIZE, _HASH_SIZE), Image.Resampling.BOX), dtype=np.float64)
+    coeffs = (_DCT @ pixels @ _DCT.T)[:8, :8].flatten()
+    bits = coeffs > np.median(coeffs[1:])
+    value = 0
+    for bit in bits:
+        value = (value << 1) | int(bit)
+    return value - (1 << 64) if value >= (1 << 63) else value
+
+
+def hamming(a: int, b: int) -> int:
+    return ((a ^ b) & 0xFFFFFFFFFFFFFFFF).bit_count()
+
+
+def _to_bytes(image: object) -> tuple[bytes, bool]:
+    """(encoded bytes, whether we encoded them) from any accepted input."""
+    if isinstance(image, (bytes, bytearray, memoryview)):
+        return bytes(image), False
+    if isinstance(image, str):
+        text = image.strip()
+        if text.startswith("data:"):
+            text = text.split(",", 1)[-1]
+        try:
+            return base64.b64decode(text, validate=True), False
+        except (binascii.Error, ValueError) as exc:
+            raise InvalidInput(f"image: corrupt base64 text ({exc})") from None
+    if isinstance(image, np.ndarray):
+        if image.dtype != np.uint8 or image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[2] not in (3, 4)):
+            raise InvalidInput(
+                f"image: numpy arrays must be uint8 HxW, HxWx3 or HxWx4 (got {image.dtype} {image.shape})"
+            )
+        image = Image.fromarray(image)
+    if isinstance(image, Image.Image):
+        if image.width * image.height > MAX_PIXELS:
+            raise InvalidInput(f"image: {image.width}x{image.height} is over the {MAX_PIXELS:,}-pixel limit")
+        buf = io.BytesIO()
+        image.save(buf, format="PNG", compress_level=1)
+        return buf.getvalue(), True
+    raise InvalidInput(
+        f"image: expected PNG/JPEG/WebP bytes, base64 text, a PIL image or a numpy array, not {type(image).__name__}"
+    )
+
+
+def prepare_image(image: object) -> StoredImage:
+    """Validate and describe a screenshot; the bytes returned are the bytes to store."""
+    data, _ = _to_bytes(image)
+    fmt = sniff_format(data)
+    if fmt is None:
+        raise InvalidInput("image: the bytes are not a PNG, JPEG or WebP image")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            opened = Image.open(io.BytesIO(data))
+            width, height = opened.size
+            if width * height > MAX_PIXELS:
+                raise InvalidInput(f"image: {width}x{height} is over the {MAX_PIXELS:,}-pixel limit")
+            opened.load()
+    except InvalidInput:
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise InvalidInput(f"image: over the {MAX_PIXELS:,}-pixel limit") from None
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise InvalidInput(f"image: the {fmt.upper()} data is damaged or truncated ({exc})") from None
+    return StoredImage(
+        data=data,
+        format=fmt,
+        width=width,
+        height=height,
+        sha256=hashlib.sha256(data).hexdigest(),
+        phash=phash64(opened),
+    )
