@@ -175,20 +175,17 @@ def _image_bytes(folder: Path, record: dict) -> tuple[bytes | None, str | None]:
     file name under images/ beside the JSON. Only image files are read (by suffix here, by
     content when the step row is built), so a crafted path cannot pull other files in.
     """
-    candidates = []
-    if record.get("image_path"):
-        original = Path(str(record["image_path"]))
-        if original.suffix.lower() in IMAGE_SUFFIXES:
-            candidates += [original, folder / IMAGE_DIR / original.name]
-    if isinstance(record.get("step"), int):
-        candidates.append(folder / IMAGE_DIR / f"step_{record['step']:04d}.png")
+    if not record.get("image_path"):
+        return None, "image_path is null in episode.json"
+    original = Path(str(record["image_path"]))
+    if original.suffix.lower() not in IMAGE_SUFFIXES:
+        return None, f"image_path is not an image file: {original}"
+    candidates = [original, folder / IMAGE_DIR / original.name]
     for path in candidates:
         try:
             return path.read_bytes(), None
         except OSError:
             continue
-    if not record.get("image_path"):
-        return None, "image_path is null in episode.json"
     return None, f"image file not found: {record['image_path']}"
 
 

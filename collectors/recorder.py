@@ -256,7 +256,7 @@ class Recorder:
         unknown = set(fields) - set(self.defaults)
         if unknown:
             raise InvalidInput(f"start_episode: unknown field(s) {sorted(unknown)}")
-        episode_id = check_id(episode_id or str(uuid.uuid4()), "episode_id")
+        episode_id = check_id(str(uuid.uuid4()) if episode_id is None else episode_id, "episode_id")
         if group_id is not None:
             check_id(group_id, "group_id")
         row = {

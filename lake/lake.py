@@ -210,7 +210,7 @@ class Lake:
             ds = tables.open_table(self.path, t)
             key = schema.KEYS[t][0]
             if ds.count_rows() > 0:
-                if any(i["name"] == f"{key}_idx" for i in ds.list_indices()):
+                if any(i.name == f"{key}_idx" for i in ds.describe_indices()):
                     ds.optimize.optimize_indices()
                 else:
                     ds.create_scalar_index(key, "BTREE", name=f"{key}_idx")

@@ -1,0 +1,38 @@
+# EpisodeLake tasks. `just` alone runs the tests and the linter.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+venv := ".venv"
+py := venv + "/bin/python"
+lake := env_var_or_default("ELAKE_LAKE", "elake-data")
+port := env_var_or_default("ELAKE_PORT", "8799")
+
+import? 'web/web.just'
+
+default: test lint
+
+# Create .venv and install the project (CPU torch first, so nothing pulls a CUDA build).
+setup:
+    test -x {{py}} || python3 -m venv {{venv}}
+    {{py}} -m pip install -q --upgrade pip
+    {{py}} -m pip install -q -c constraints.txt torch==2.13.0
+    {{py}} -m pip install -q -c constraints.txt -e '.[dev]' transformers
+    {{py}} -c "import deepspeed" 2>/dev/null || {{py}} -m pip install -q -c constraints.txt --no-build-isolation deepspeed || echo "deepspeed did not install: the trainer falls back to plain torch"
+
+# Install, build the web app, create a demo lake if there is none, and serve it.
+up: setup
+    if [ -f web/package.json ]; then just web; else echo "web app: not built yet (no web/package.json)"; fi
+    if [ ! -d "{{lake}}/steps.lance" ]; then {{venv}}/bin/elake --lake {{lake}} demo; fi
+    @echo "serving {{lake}} on http://127.0.0.1:{{port}}"
+    {{venv}}/bin/elake --lake {{lake}} serve --port {{port}}
+
+# Run the whole test suite (real Lance, DuckDB, FastAPI and Chromium; nothing mocked).
+test *args: setup
+    {{py}} -m pytest -q {{args}}
+
+# Benchmarks: each prints ratios against a baseline measured in the same run.
+bench *args: setup
+    for b in bench/bench_*.py; do echo "== $b"; {{py}} "$b" {{args}}; done
+
+lint:
+    {{venv}}/bin/ruff check lake collectors trainer api tests bench

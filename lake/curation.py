@@ -1,0 +1,257 @@
+"""Curation: named sets of episodes, their members, and per-step annotations.
+
+A set (kind failure | regression | sft | eval) collects episodes; each member carries the
+failure category, the step where the episode went wrong and a note. Annotations label one
+step (or a whole episode when `step` is null). Every change is one `Lake.upsert` commit on
+the `sets` / `set_members` / `annotations` tables, so it is durable when the call returns
+and visible to the next SQL query. Nothing is deleted: sets and annotations get a `deleted`
+flag and members a `removed` flag, so older lake versions (and tags that pin a set) keep
+meaning what they meant, and SQL over curation filters on those flags.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from datetime import UTC, datetime
+
+from episodelake.lake import layout, schema
+from episodelake.lake.errors import Conflict, InvalidInput, NotFound
+from episodelake.lake.lake import Lake
+
+MAX_NAME = 200
+MAX_TEXT = 10_000
+SET_FIELDS = ("name", "kind", "description", "pinned_tag")
+
+#: Updates read a row, change it and write it back; one at a time within this process.
+_write_lock = threading.Lock()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _text(value: object, field: str, max_len: int = MAX_TEXT, *, required: bool = False) -> str | None:
+    if value is None or (isinstance(value, str) and not value.strip() and not required):
+        if required:
+            raise InvalidInput(f"{field} is required")
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be text, not {type(value).__name__}")
+    value = value.strip()
+    if required and not value:
+        raise InvalidInput(f"{field} must not be empty")
+    if len(value) > max_len:
+        raise InvalidInput(f"{field} is {len(value)} characters long; the limit is {max_len}")
+    return value
+
+
+def _choice(value: object, field: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise InvalidInput(f"{field} must be one of {', '.join(allowed)}, not {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def _rows(lake: Lake, query: str, params: list) -> list[dict]:
+    return lake.sql(query, params).to_pylist()
+
+
+# -- sets ------------------------------------------------------------------------------
+_SETS_QUERY = """
+    SELECT s.*, count(m.episode_id) FILTER (WHERE NOT coalesce(m.removed, false)) AS members
+    FROM sets s LEFT JOIN set_members m ON m.set_id = s.set_id
+    WHERE NOT coalesce(s.deleted, false) {extra}
+    GROUP BY ALL ORDER BY s.created_at, s.set_id
+"""
+
+
+def list_sets(lake: Lake) -> list[dict]:
+    """Live sets, oldest first, each with its live member count."""
+    return _rows(lake, _SETS_QUERY.format(extra=""), [])
+
+
+def get_set(lake: Lake, set_id: str) -> dict:
+    layout.check_id(set_id, "set_id")
+    rows = _rows(lake, _SETS_QUERY.format(extra="AND s.set_id = ?"), [set_id])
+    if not rows:
+        raise NotFound(f"set {set_id!r} does not exist (or was deleted)")
+    return rows[0]
+
+
+def _check_name_free(lake: Lake, name: str, except_id: str | None = None) -> None:
+    clash = [s for s in list_sets(lake) if s["name"] == name and s["set_id"] != except_id]
+    if clash:
+        raise Conflict(f"name: a set named {name!r} exists ({clash[0]['set_id']}); pick another name")
+
+
+def _check_tag(lake: Lake, tag: object) -> str | None:
+    if tag is None:
+        return None
+    layout.check_id(tag, "pinned_tag")
+    if tag not in lake.tags():
+        raise NotFound(f"pinned_tag: no tag {tag!r}; create it with `elake tag {tag}`")
+    return tag  # type: ignore[return-value]
+
+
+def create_set(lake: Lake, name: str, kind: str = "failure", description: str | None = None,
+               pinned_tag: str | None = None) -> dict:
+    name = _text(name, "name", MAX_NAME, required=True)  # type: ignore[assignment]
+    row = {
+        "set_id": f"set-{uuid.uuid4().hex[:12]}",
+        "name": name,
+        "kind": _choice(kind, "kind", schema.SET_KINDS),
+        "description": _text(description, "description"),
+        "pinned_tag": _check_tag(lake, pinned_tag),
+        "created_at": _now(),
+        "updated_at": _now(),
+        "deleted": False,
+    }
+    with _write_lock:
+        _check_name_free(lake, name)
+        lake.upsert("sets", [row])
+    return get_set(lake, row["set_id"])
+
+
+def update_set(lake: Lake, set_id: str, **changes: object) -> dict:
+    """Rename, describe, change the kind or (un)pin a set; `None` clears description/pinned_tag."""
+    unknown = set(changes) - set(SET_FIELDS)
+    if unknown:
+        raise InvalidInput(f"cannot change {sorted(unknown)}; a set's editable fields are {SET_FIELDS}")
+    with _write_lock:
+        current = get_set(lake, set_id)
+        row = {k: current[k] for k in schema.SETS.names}
+        if "name" in changes:
+            row["name"] = _text(changes["name"], "name", MAX_NAME, required=True)
+            _check_name_free(lake, row["name"], except_id=set_id)
+        if "kind" in changes:
+            row["kind"] = _choice(changes["kind"], "kind", schema.SET_KINDS)
+        if "description" in changes:
+            row["description"] = _text(changes["description"], "description")
+        if "pinned_tag" in changes:
+            row["pinned_tag"] = _check_tag(lake, changes["pinned_tag"])
+        row["updated_at"] = _now()
+        lake.upsert("sets", [row])
+    return get_set(lake, set_id)
+
+
+def delete_set(lake: Lake, set_id: str) -> None:
+    with _write_lock:
+        current = get_set(lake, set_id)
+        row = {k: current[k] for k in schema.SETS.names}
+        lake.upsert("sets", [{**row, "deleted": True, "updated_at": _now()}])
+
+
+# -- members ---------------------------------------------------------------------------
+_MEMBERS_QUERY = """
+    SELECT m.*, e.task_name, e.success, e.episode_length, e.policy_version
+    FROM set_members m LEFT JOIN episodes e ON e.episode_id = m.episode_id
+    WHERE NOT coalesce(m.removed, false) {extra}
+    ORDER BY m.added_at, m.episode_id
+"""
+
+
+def members(lake: Lake, set_id: str) -> list[dict]:
+    """A set's live members, each with its episode's task, success and length."""
+    get_set(lake, set_id)
+    return _rows(lake, _MEMBERS_QUERY.format(extra="AND m.set_id = ?"), [set_id])
+
+
+def _check_step(lake: Lake, episode_id: str, step: object, field: str) -> int | None:
+    if step is None:
+        return None
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise InvalidInput(f"{field} must be a non-negative integer, not {step!r}")
+    hit = _rows(lake, "SELECT 1 FROM steps WHERE episode_id = ? AND step = ?", [episode_id, step])
+    if not hit:
+        raise InvalidInput(f"{field}: episode {episode_id!r} has no step {step}")
+    return step
+
+
+def add_member(lake: Lake, set_id: str, episode_id: str, *, failure_category: str | None = None,
+               failing_step: int | None = None, note: str | None = None,
+               added_by: str | None = None) -> dict:
+    """Add an episode to a set, or replace its category, failing step and note."""
+    get_set(lake, set_id)
+    lake.episode(episode_id)  # validates the id and that the episode exists
+    row = {
+        "set_id": set_id,
+        "episode_id": episode_id,
+        "failure_category": None if failure_category is None
+        else _choice(failure_category, "failure_category", schema.FAILURE_CATEGORIES),
+        "failing_step": _check_step(lake, episode_id, failing_step, "failing_step"),
+        "note": _text(note, "note"),
+        "added_by": _text(added_by, "added_by", MAX_NAME),
+        "added_at": _now(),
+        "removed": False,
+    }
+    with _write_lock:
+        lake.upsert("set_members", [row])
+    return member(lake, set_id, episode_id)
+
+
+def member(lake: Lake, set_id: str, episode_id: str) -> dict:
+    layout.check_id(episode_id, "episode_id")
+    rows = _rows(lake, _MEMBERS_QUERY.format(extra="AND m.set_id = ? AND m.episode_id = ?"),
+                 [set_id, episode_id])
+    if not rows:
+        raise NotFound(f"episode {episode_id!r} is not in set {set_id!r}")
+    return rows[0]
+
+
+def remove_member(lake: Lake, set_id: str, episode_id: str) -> None:
+    with _write_lock:
+        current = member(lake, layout.check_id(set_id, "set_id"), episode_id)
+        row = {k: current[k] for k in schema.SET_MEMBERS.names}
+        lake.upsert("set_members", [{**row, "removed": True}])
+
+
+def memberships(lake: Lake, episode_id: str) -> list[dict]:
+    """The live sets an episode belongs to, with the member's category, step and note."""
+    layout.check_id(episode_id, "episode_id")
+    return _rows(lake, """
+        SELECT m.*, s.name AS set_name, s.kind AS set_kind
+        FROM set_members m JOIN sets s ON s.set_id = m.set_id
+        WHERE m.episode_id = ? AND NOT coalesce(m.removed, false) AND NOT coalesce(s.deleted, false)
+        ORDER BY m.added_at
+    """, [episode_id])
+
+
+# -- annotations -----------------------------------------------------------------------
+def annotations(lake: Lake, episode_id: str) -> list[dict]:
+    """An episode's live annotations, in step order (episode-wide ones first)."""
+    layout.check_id(episode_id, "episode_id")
+    return _rows(lake, """
+        SELECT * FROM annotations WHERE episode_id = ? AND NOT coalesce(deleted, false)
+        ORDER BY step NULLS FIRST, created_at
+    """, [episode_id])
+
+
+def annotate(lake: Lake, episode_id: str, step: int | None, *, label: str | None = None,
+             note: str | None = None, author: str | None = None) -> dict:
+    lake.episode(episode_id)
+    label = _text(label, "label", MAX_NAME)
+    note = _text(note, "note")
+    if label is None and note is None:
+        raise InvalidInput("label or note: an annotation needs at least one of them")
+    row = {
+        "annotation_id": f"ann-{uuid.uuid4().hex[:16]}",
+        "episode_id": episode_id,
+        "step": _check_step(lake, episode_id, step, "step"),
+        "label": label,
+        "note": note,
+        "author": _text(author, "author", MAX_NAME),
+        "created_at": _now(),
+        "deleted": False,
+    }
+    lake.upsert("annotations", [row])
+    return row
+
+
+def delete_annotation(lake: Lake, annotation_id: str) -> None:
+    layout.check_id(annotation_id, "annotation_id")
+    with _write_lock:
+        rows = _rows(lake, "SELECT * FROM annotations WHERE annotation_id = ? AND NOT coalesce(deleted, false)",
+                     [annotation_id])
+        if not rows:
+            raise NotFound(f"annotation {annotation_id!r} does not exist (or was deleted)")
+        lake.upsert("annotations", [{**rows[0], "deleted": True}])

@@ -1,0 +1,148 @@
+"""Recorder on a real lake: what a step row holds, and every kind of bad input."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import numpy as np
+import pytest
+from factories import response, screenshot
+from PIL import Image
+
+from episodelake.collectors.recorder import Recorder
+from episodelake.lake.errors import Conflict, InvalidInput
+
+
+@pytest.fixture
+def rec(lake):
+    r = Recorder(lake, run_id="run-1", policy_version="p1", env="test")
+    yield r
+    r.close()
+
+
+def _count(lake, where="true"):
+    return lake.sql(f"select count(*) from steps where {where}").column(0)[0].as_py()
+
+
+def test_episode_round_trip(rec, lake):
+    png = screenshot(1)
+    with rec.start_episode("wifi_on", "Turn on Wi-Fi", group_id="g1") as ep:
+        s0 = ep.log_step(png, response("click", coordinate=[100, 200]), reward=0.0, step_reward=1.0,
+                         step_reward_reason="opened settings", prompt=[{"role": "user", "content": "x"}])
+        ep.log_step(base64.b64encode(screenshot(2)).decode(), response("terminate", status="success"))
+        ep.finish(success=True, eval_score=1.0, eval_reason="wifi is on")
+    rec.flush()
+    episode = lake.episode(ep.episode_id)
+    assert episode["status"] == "finished" and episode["success"] is True
+    assert episode["episode_length"] == 2 and episode["run_id"] == "run-1" and episode["group_id"] == "g1"
+    steps = lake.steps(ep.episode_id).to_pylist()
+    assert [s["step"] for s in steps] == [0, 1]
+    first = steps[0]
+    assert first["action_type"] == "click" and first["action_valid"] is True
+    assert first["x"] == pytest.approx(100 / 999) and first["y"] == pytest.approx(200 / 999)
+    assert first["thinking"] == "tap the button" and first["step_reward_reason"] == "opened settings"
+    assert first["width"] == 108 and first["height"] == 240 and first["image_format"] == "png"
+    assert first["image_sha256"] == s0.image_sha256 and first["anchor_key"].startswith("ph:")
+    assert lake.image(ep.episode_id, 0) == (png, "png")  # stored byte for byte
+
+
+def test_pil_numpy_and_jpeg_inputs(rec, lake):
+    jpeg = screenshot(3, fmt="JPEG")
+    ep = rec.start_episode("t", "g")
+    ep.log_step(Image.open(io.BytesIO(screenshot(4))), "")
+    ep.log_step(np.zeros((50, 20, 3), np.uint8), "")
+    ep.log_step(jpeg, "")
+    ep.finish(success=False)
+    rec.flush()
+    assert [f for _, f in (lake.image(ep.episode_id, n) for n in range(3))] == ["png", "png", "jpeg"]
+    assert lake.image(ep.episode_id, 2)[0] == jpeg
+
+
+def test_same_screen_at_two_clock_times_shares_anchor_key(rec):
+    ep = rec.start_episode("t", "g", group_id="g7")
+    a = ep.log_step(screenshot(5, size=(540, 1200), clock="09:41"), "")
+    b = ep.log_step(screenshot(5, size=(540, 1200), clock="17:02"), "")
+    c = ep.log_step(screenshot(6, size=(540, 1200), clock="09:41"), "")
+    assert a.image_sha256 != b.image_sha256
+    assert a.anchor_key == b.anchor_key != c.anchor_key
+
+
+def test_unparseable_response_is_kept_flagged(rec, lake):
+    ep = rec.start_episode("t", "g")
+    ep.log_step(screenshot(1), "I will click somewhere nice")
+    ep.finish()
+    rec.flush()
+    row = lake.steps(ep.episode_id).to_pylist()[0]
+    assert row["action_type"] == "unparsed" and row["action_valid"] is False
+    assert row["model_response"] == "I will click somewhere nice" and row["action_error"]
+
+
+def test_exception_marks_episode_aborted_and_keeps_steps(rec, lake):
+    with pytest.raises(RuntimeError):
+        with rec.start_episode("t", "g") as ep:
+            ep.log_step(screenshot(1), response())
+            raise RuntimeError("device went away")
+    rec.flush()
+    row = lake.episode(ep.episode_id)
+    assert row["status"] == "aborted" and "device went away" in row["eval_reason"]
+    assert _count(lake, f"episode_id = '{ep.episode_id}'") == 1
+
+
+BAD_IMAGES = [
+    ("not base64 !!", "corrupt base64"),
+    (b"hello, not an image", "not a PNG, JPEG or WebP"),
+    (screenshot(1)[:300], "damaged or truncated"),
+    (np.zeros((4, 4), np.float32), "numpy arrays must be uint8"),
+]
+
+
+@pytest.mark.parametrize(("image", "message"), BAD_IMAGES)
+def test_bad_images_are_refused_and_nothing_is_lost(rec, lake, image, message):
+    ep = rec.start_episode("t", "g")
+    ep.log_step(screenshot(1), "")
+    with pytest.raises(InvalidInput, match=message):
+        ep.log_step(image, "")
+    ep.log_step(screenshot(2), "")  # the episode goes on; the bad step took no number
+    ep.finish()
+    rec.flush()
+    assert [s["step"] for s in lake.steps(ep.episode_id).to_pylist()] == [0, 1]
+
+
+def test_huge_image_is_refused_before_decoding(rec):
+    buf = io.BytesIO()
+    Image.new("1", (8000, 7000)).save(buf, format="PNG")  # 56 MP, a tiny file
+    with pytest.raises(InvalidInput, match="pixel limit"):
+        rec.start_episode("t", "g").log_step(buf.getvalue(), "")
+
+
+@pytest.mark.parametrize("field", ["reward", "step_reward"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), "1.0"])
+def test_non_finite_rewards_are_refused(rec, field, value):
+    ep = rec.start_episode("t", "g")
+    with pytest.raises(InvalidInput, match=field):
+        ep.log_step(screenshot(1), "", **{field: value})
+
+
+def test_non_utf8_text_is_refused(rec):
+    ep = rec.start_episode("t", "g")
+    with pytest.raises(InvalidInput, match="model_response: not valid UTF-8"):
+        ep.log_step(screenshot(1), b"\xff\xfe bad")
+    with pytest.raises(InvalidInput, match="model_response: not valid UTF-8"):
+        ep.log_step(screenshot(1), "lone surrogate \udcff")
+
+
+def test_duplicate_step_and_log_after_finish(rec):
+    ep = rec.start_episode("t", "g")
+    ep.log_step(screenshot(1), "", step=0)
+    with pytest.raises(Conflict, match="already has step 0"):
+        ep.log_step(screenshot(1), "", step=0)
+    ep.finish()
+    with pytest.raises(Conflict, match="log_step after finish"):
+        ep.log_step(screenshot(1), "")
+
+
+@pytest.mark.parametrize("bad", ["../etc", "a/b", "..", "", "x y", "a\\b"])
+def test_ids_with_path_separators_are_refused(rec, bad):
+    with pytest.raises(InvalidInput, match="episode_id"):
+        rec.start_episode("t", "g", episode_id=bad)
