@@ -110,7 +110,7 @@ def cmd_sql(args) -> None:
                                          if not pa.types.is_binary(result.schema.field(c).type)
                                          and not pa.types.is_large_binary(result.schema.field(c).type)])
             sink = pa.BufferOutputStream()
-            pacsv.write_csv(binary_free, sink, pacsv.WriteOptions(quoting_style="needed", quoting_header="needed"))
+            pacsv.write_csv(binary_free, sink, pacsv.WriteOptions(quoting_style="needed", quoting_header="none"))
             out.write(sink.getvalue().to_pybytes().decode())
         else:
             for row in result.to_pylist():
