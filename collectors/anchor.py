@@ -41,9 +41,11 @@ class AnchorKeyer:
         self._groups: OrderedDict[str | None, list[int]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def key(self, group_id: str | None, phash: int, ui_tree: str | None = None) -> str:
+    def key(self, group_id: str | None, phash: int | None, ui_tree: str | None = None) -> str:
         if ui_tree is not None:
             return "ui:" + ui_tree_hash(ui_tree)
+        if phash is None:
+            raise ValueError("an anchor key needs a perceptual hash or a UI tree")
         with self._lock:
             reps = self._groups.setdefault(group_id, [])
             self._groups.move_to_end(group_id)

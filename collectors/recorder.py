@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 class AnchorKeyer(Protocol):
     """Turns a step's screen into its anchor key (the GiGPO anchor state)."""
 
-    def key(self, group_id: str | None, phash: int, ui_tree: str | None) -> str: ...
+    def key(self, group_id: str | None, phash: int | None, ui_tree: str | None) -> str: ...
 
 
 def now() -> datetime:
@@ -100,6 +100,7 @@ def build_step_row(
     ui_tree: str | None = None,
     group_id: str | None = None,
     anchor: AnchorKeyer | None = None,
+    decode_images: bool = True,
 ) -> dict:
     """A validated `steps` row. Shared by the recorder and the importers.
 
@@ -128,11 +129,11 @@ def build_step_row(
 
         row["ui_tree_hash"] = ui_tree_hash(tree)
     if image is not None:
-        img = prepare_image(image)
+        img = prepare_image(image, decode=decode_images)
         row.update(image=img.data, image_format=img.format, image_sha256=img.sha256,
                    image_phash=img.phash, width=img.width, height=img.height)
-        if anchor is not None:
-            row["anchor_key"] = anchor.key(group_id, img.phash, tree)
+    if anchor is not None and (tree is not None or row.get("image_phash") is not None):
+        row["anchor_key"] = anchor.key(group_id, row.get("image_phash"), tree)
     return row
 
 
@@ -175,7 +176,7 @@ class EpisodeHandle:
             self.episode_id, step, image, model_response, timestamp=timestamp, reward=reward,
             step_reward=step_reward, step_reward_reason=step_reward_reason, prompt=prompt,
             info=info, ui_tree=ui_tree, group_id=self.row.get("group_id"),
-            anchor=self.recorder.anchor,
+            anchor=self.recorder.anchor, decode_images=self.recorder.image_checks == "decode",
         )
         self.recorder.writer.append("steps", row)
         self.steps.add(step)
@@ -232,8 +233,10 @@ class EpisodeHandle:
 class Recorder:
     """Opens one lake writer and hands out episode handles. Thread-safe per episode."""
 
+
     def __init__(self, lake: Lake | Path | str | None = None, *, options: WriterOptions | None = None,
-                 anchor: AnchorKeyer | None | str = "default", run_id: str | None = None,
+                 anchor: AnchorKeyer | None | str = "default", image_checks: str = "decode",
+                 run_id: str | None = None,
                  policy_version: str | None = None, env: str | None = None,
                  device: str | None = None, model_name: str | None = None):
         self.lake = lake if isinstance(lake, Lake) else Lake(lake)
@@ -243,6 +246,11 @@ class Recorder:
 
             anchor = DefaultKeyer()
         self.anchor = anchor
+        if image_checks not in ("decode", "structure"):
+            raise InvalidInput(f"image_checks: 'decode' or 'structure', not {image_checks!r}")
+        #: "decode" proves every image whole and gives perceptual hashes (anchor keys);
+        #: "structure" checks chunks/markers only, ~40x cheaper, no perceptual hash.
+        self.image_checks = image_checks
         self.defaults = {"run_id": run_id, "policy_version": policy_version, "env": env,
                          "device": device, "model_name": model_name}
         self._open: dict[str, EpisodeHandle] = {}

@@ -43,6 +43,7 @@ class Lake:
         elif not layout.table_path(self.path, "steps").exists():
             raise NotFound(f"no lake at {self.path}: create one with `elake demo` or by recording into it")
         self._cache: dict[str, tuple[float, lance.LanceDataset]] = {}
+        self._sql: lake_sql.SqlEngine | None = None
         self._cache_lock = threading.Lock()
 
     # -- datasets ----------------------------------------------------------------------
@@ -81,14 +82,21 @@ class Lake:
                 self._cache.pop(table, None)
 
     # -- SQL ---------------------------------------------------------------------------
+    @property
+    def sql_engine(self) -> lake_sql.SqlEngine:
+        with self._cache_lock:
+            if self._sql is None:
+                self._sql = lake_sql.SqlEngine()
+            return self._sql
+
     def sql(self, query: str, params: list | dict | None = None) -> pa.Table:
         """Trusted SQL over every table (see `episodelake.lake.sql`)."""
-        return lake_sql.run(self.datasets(), query, params)
+        return self.sql_engine.run(self.datasets(), query, params)
 
     def sql_sandboxed(self, query: str, *, max_rows: int = lake_sql.DEFAULT_MAX_ROWS,
                       timeout_s: float = lake_sql.DEFAULT_TIMEOUT_S) -> tuple[pa.Table, bool]:
         """Untrusted SQL: one SELECT, no file access, a row cap and a time limit."""
-        return lake_sql.run_sandboxed(self.datasets(), query, max_rows=max_rows, timeout_s=timeout_s)
+        return self.sql_engine.run_sandboxed(self.datasets(), query, max_rows=max_rows, timeout_s=timeout_s)
 
     # -- reading episodes and steps ----------------------------------------------------
     def episode(self, episode_id: str) -> dict:
@@ -128,6 +136,8 @@ class Lake:
         rowid = self._step_rowid(episode_id, step)
         ds = self.dataset("steps")
         blob = ds.take_blobs("image", ids=[rowid])[0]
+        if blob is None:  # an imported step whose screenshot was lost
+            raise NotFound(f"episode {episode_id!r} step {step} has no screenshot")
         data = blob.read()
         return data, sniff_format(data)
 

@@ -67,12 +67,17 @@ class _ImageBytes(lance.LanceDataset):
         return base
 
 
+def _tables_named(datasets: Mapping[str, lance.LanceDataset], query: str) -> list[str]:
+    return [t for t in datasets if re.search(rf"\b{t}\b", query, re.IGNORECASE)]
+
+
 def register_views(
     con: duckdb.DuckDBPyConnection, datasets: Mapping[str, lance.LanceDataset], query: str
 ) -> None:
-    """Register each table as a view; tables with images carry them only if `query` names one."""
+    """Register each table the query names as a view; images only if the query names one."""
     wants_images = bool(_NAMES_IMAGE.search(query))
-    for table, ds in datasets.items():
+    for table in _tables_named(datasets, query):
+        ds = datasets[table]
         image_cols = schema.IMAGE_COLUMNS.get(table, ())
         if not image_cols:
             con.register(table, ds)
@@ -84,18 +89,69 @@ def register_views(
             con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT {cols} FROM __{table}_all")
 
 
-def run(
-    datasets: Mapping[str, lance.LanceDataset],
-    query: str,
-    params: list | dict | None = None,
-) -> pa.Table:
-    """Run trusted SQL (our own code, the CLI's owner) and return an Arrow table."""
-    con = duckdb.connect()
-    try:
-        register_views(con, datasets, query)
-        return con.sql(query, params=params).to_arrow_table()
-    finally:
-        con.close()
+class SqlEngine:
+    """Two in-process DuckDB databases: one trusted, one locked down for untrusted SQL.
+
+    Opening a DuckDB database costs tens of milliseconds; a cursor on an open one costs
+    microseconds, so each query gets a fresh cursor (its own connection and views, safe
+    across threads) on a database opened once. The sandbox database has external access
+    disabled and its configuration locked at creation, and it can never be unlocked.
+    """
+
+    def __init__(self, threads: int = 2):
+        self._trusted = duckdb.connect(config={"threads": threads})
+        self._sandbox = duckdb.connect(config={"threads": threads})
+        self._sandbox.execute("SET enable_external_access = false")
+        self._sandbox.execute("SET lock_configuration = true")
+
+    def run(self, datasets: Mapping[str, lance.LanceDataset], query: str,
+            params: list | dict | None = None) -> pa.Table:
+        """Trusted SQL (our own code, the lake owner's CLI) as an Arrow table."""
+        con = self._trusted.cursor()
+        try:
+            register_views(con, datasets, query)
+            return con.sql(query, params=params).to_arrow_table()
+        finally:
+            con.close()
+
+    def run_sandboxed(self, datasets: Mapping[str, lance.LanceDataset], query: str, *,
+                      max_rows: int = DEFAULT_MAX_ROWS,
+                      timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[pa.Table, bool]:
+        """Untrusted SQL. Returns (rows, truncated): at most `max_rows` rows."""
+        check_statement(query)
+        con = self._sandbox.cursor()
+        timed_out = threading.Event()
+
+        def interrupt():
+            timed_out.set()
+            con.interrupt()
+
+        timer = threading.Timer(timeout_s, interrupt)
+        limit = f"query stopped at the time limit of {timeout_s:g} s"
+        try:
+            register_views(con, datasets, query)
+            timer.start()
+            try:
+                reader = con.sql(query).to_arrow_reader(batch_size=min(max_rows + 1, 8192))
+                batches, count = [], 0
+                for batch in reader:
+                    batches.append(batch)
+                    count += batch.num_rows
+                    if count > max_rows:
+                        break
+            except duckdb.InterruptException:
+                raise SqlRefused(limit) from None
+            except duckdb.PermissionException as exc:
+                raise SqlRefused(f"the sandbox cannot read or write files or other databases ({exc})") from None
+            except duckdb.Error as exc:
+                raise SqlRefused(limit if timed_out.is_set() else f"query failed: {exc}") from None
+            if timed_out.is_set():
+                raise SqlRefused(limit)
+            table = pa.Table.from_batches(batches, schema=reader.schema)
+            return table.slice(0, max_rows), table.num_rows > max_rows
+        finally:
+            timer.cancel()
+            con.close()
 
 
 def check_statement(query: str) -> None:
@@ -111,53 +167,3 @@ def check_statement(query: str) -> None:
         word = query.strip().split(None, 1)[0].lower() if query.strip() else ""
         reason = _REFUSED_WORDS.get(word, f"{stmt.type.name} statements are not allowed: the sandbox runs SELECT only")
         raise SqlRefused(reason)
-
-
-def run_sandboxed(
-    datasets: Mapping[str, lance.LanceDataset],
-    query: str,
-    *,
-    max_rows: int = DEFAULT_MAX_ROWS,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-) -> tuple[pa.Table, bool]:
-    """Run untrusted SQL. Returns (rows, truncated): at most `max_rows` rows."""
-    check_statement(query)
-    con = duckdb.connect(config={"threads": 2})
-    timer = None
-    timed_out = threading.Event()
-    try:
-        register_views(con, datasets, query)
-        con.execute("SET enable_external_access = false")
-        con.execute("SET lock_configuration = true")
-
-        def interrupt():
-            timed_out.set()
-            con.interrupt()
-
-        timer = threading.Timer(timeout_s, interrupt)
-        timer.start()
-        try:
-            reader = con.sql(query).to_arrow_reader(batch_size=min(max_rows + 1, 8192))
-            batches, count = [], 0
-            for batch in reader:
-                batches.append(batch)
-                count += batch.num_rows
-                if count > max_rows:
-                    break
-        except duckdb.InterruptException:
-            raise SqlRefused(f"query stopped at the time limit of {timeout_s:g} s") from None
-        except duckdb.PermissionException as exc:
-            raise SqlRefused(f"the sandbox cannot read or write files or other databases ({exc})") from None
-        except duckdb.Error as exc:
-            if timed_out.is_set():
-                raise SqlRefused(f"query stopped at the time limit of {timeout_s:g} s") from None
-            raise SqlRefused(f"query failed: {exc}") from None
-        if timed_out.is_set():
-            raise SqlRefused(f"query stopped at the time limit of {timeout_s:g} s")
-        table = pa.Table.from_batches(batches, schema=reader.schema) if batches else reader.schema.empty_table()
-        truncated = table.num_rows > max_rows
-        return table.slice(0, max_rows), truncated
-    finally:
-        if timer is not None:
-            timer.cancel()
-        con.close()

@@ -92,7 +92,7 @@ def test_exception_marks_episode_aborted_and_keeps_steps(rec, lake):
 BAD_IMAGES = [
     ("not base64 !!", "corrupt base64"),
     (b"hello, not an image", "not a PNG, JPEG or WebP"),
-    (screenshot(1)[:300], "damaged or truncated"),
+    (screenshot(1)[:300], "truncated"),
     (np.zeros((4, 4), np.float32), "numpy arrays must be uint8"),
 ]
 
@@ -146,3 +146,17 @@ def test_duplicate_step_and_log_after_finish(rec):
 def test_ids_with_path_separators_are_refused(rec, bad):
     with pytest.raises(InvalidInput, match="episode_id"):
         rec.start_episode("t", "g", episode_id=bad)
+
+
+@pytest.mark.parametrize("checks", ["decode", "structure"])
+def test_truncated_and_damaged_png_refused_at_both_check_levels(lake, checks):
+    png = screenshot(1)
+    damaged = bytearray(png)
+    damaged[60] ^= 0xFF
+    with Recorder(lake, image_checks=checks) as r:
+        ep = r.start_episode("t", "g")
+        for bad in (png[:-20], png[: len(png) // 2], bytes(damaged)):
+            with pytest.raises(InvalidInput, match="truncated|damaged"):
+                ep.log_step(bad, "")
+        record = ep.log_step(png, "")
+        assert (record.anchor_key is None) == (checks == "structure")
