@@ -20,14 +20,13 @@ setup:
     {{py}} -c "import deepspeed" 2>/dev/null || {{py}} -m pip install -q -c constraints.txt --no-build-isolation deepspeed || echo "deepspeed did not install: the trainer falls back to plain torch"
 
 # Install, build the web app, create a demo lake if there is none, and serve it.
-up: setup
-    if [ -f web/package.json ]; then just web; else echo "web app: not built yet (no web/package.json)"; fi
+up: setup web
     if [ ! -d "{{lake}}/steps.lance" ]; then {{venv}}/bin/elake --lake {{lake}} demo; fi
     @echo "serving {{lake}} on http://127.0.0.1:{{port}}"
     {{venv}}/bin/elake --lake {{lake}} serve --port {{port}}
 
 # Run the whole test suite (real Lance, DuckDB, FastAPI and Chromium; nothing mocked).
-test *args: setup
+test *args: setup web
     {{py}} -m pytest -q {{args}}
 
 # Benchmarks: each prints ratios against a baseline measured in the same run.

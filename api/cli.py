@@ -34,6 +34,10 @@ GROUPS = {
 COMMAND_MODULES = (
     "episodelake.lake.commands",
     "episodelake.collectors.commands",
+    "episodelake.collectors.rollout_commands",
+    "episodelake.collectors.device_commands",
+    "episodelake.collectors.rerun_commands",
+    "episodelake.lake.export.commands",
     "episodelake.trainer.commands",
     "episodelake.api.commands",
 )

@@ -180,7 +180,7 @@ GUI_OWL_SCALE = CoordinateScale(GRID, GRID, 1000, 1000)
 UI_TARS_SCALE = CoordinateScale(1000, 1000, 1000, 1000)
 
 #: ``parser(text, image_size) -> ParsedAction``.
-FormatParser = Callable[[str, "tuple[int, int] | None"], ParsedAction]
+FormatParser = Callable[[str, tuple[int, int] | None], ParsedAction]
 
 
 @dataclass(frozen=True)
@@ -455,11 +455,11 @@ def parse_tool_call_text(text: str, *, scale: CoordinateScale | None, fmt: str) 
     thinking = _thinking(text)
     match = _TOOL_CALL.search(text)
     if match is None:
-        return _fallback(_outside_thinking(text), scale, thinking, "no <tool_call> block")
+        return _fallback(_outside_thinking(text), scale, thinking, "no <tool_call> block", fmt)
     body = _CODE_FENCE.sub("", match.group(1).strip())
     call, problem = _load_json_object(body)
     if call is None:
-        return _fallback(body, scale, thinking, f"tool call is not valid JSON ({problem})")
+        return _fallback(body, scale, thinking, f"tool call is not valid JSON ({problem})", fmt)
     arguments = call.get("arguments", call)
     if isinstance(arguments, str):
         try:
@@ -538,7 +538,7 @@ _FALLBACK_PATTERNS = (
 
 
 def _fallback(
-    text: str, scale: CoordinateScale | None, thinking: str | None, why: str
+    text: str, scale: CoordinateScale | None, thinking: str | None, why: str, fmt: str
 ) -> ParsedAction:
     """Recover an action from free text when exactly one distinct candidate is present."""
     text = _ascii_punctuation(text)
@@ -551,10 +551,12 @@ def _fallback(
             point = [_to_number(x), _to_number(y)]
             candidates[(name, *point)] = {"action": name, "coordinate": point}
     if not candidates:
-        return unparsed(f"{why}, and no action found in the text", thinking=thinking)
+        return unparsed(f"{why}, and no action found in the text", thinking=thinking, fmt=fmt)
     if len(candidates) > 1:
         found = "; ".join(action_summary(a["action"], a) for a in candidates.values())
-        return unparsed(f"{why}, and the text names several actions: {found}", thinking=thinking)
+        return unparsed(
+            f"{why}, and the text names several actions: {found}", thinking=thinking, fmt=fmt
+        )
     (arguments,) = candidates.values()
     return normalise_arguments(arguments, scale=scale, fmt="fallback", thinking=thinking)
 
@@ -584,7 +586,7 @@ def _parse_ui_tars(text: str, image_size: tuple[int, int] | None) -> ParsedActio
     match = _UI_TARS_ACTION.search(text)
     thinking = _UI_TARS_THOUGHT.sub("", text[: match.start()] if match else "").strip() or None
     if match is None:
-        return _fallback(text, UI_TARS_SCALE, thinking, "no 'Action: name(...)' line")
+        return _fallback(text, UI_TARS_SCALE, thinking, "no 'Action: name(...)' line", "ui-tars")
     name = match.group(1).lower()
     kwargs = {
         key: _unescape(single if single else double)
@@ -757,7 +759,11 @@ def _detect_gui_owl(text: str) -> bool:
     if "<tool_call>" not in text:
         return False
     before, _, body = text.partition("<tool_call>")
-    return bool(_ACTION_LINE.search(before)) or '"coordinate2"' in body or '"failure"' in body
+    return (
+        bool(_ACTION_LINE.search(_outside_thinking(before)))
+        or '"coordinate2"' in body
+        or '"failure"' in body
+    )
 
 
 def _parse_qwen(text: str, image_size: tuple[int, int] | None) -> ParsedAction:

@@ -27,14 +27,11 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
+from episodelake.collectors.anchor import phash64
 from episodelake.lake.errors import InvalidInput
 from episodelake.lake.images import sniff_format
 
 MAX_PIXELS = 50_000_000
-#: Fraction of the screen height taken by the status bar (clock, battery), cropped before
-#: hashing so the same screen at two clock times hashes alike. 4% of 2400 px is 96 px.
-STATUS_BAR_FRACTION = 0.04
-_HASH_SIZE = 32
 
 
 @dataclass(frozen=True)
@@ -45,42 +42,6 @@ class StoredImage:
     height: int
     sha256: str
     phash: int | None
-
-
-def _dct_matrix(n: int) -> np.ndarray:
-    k = np.arange(n)[:, None]
-    i = np.arange(n)[None, :]
-    m = np.cos(np.pi * (2 * i + 1) * k / (2 * n)) * np.sqrt(2.0 / n)
-    m[0] /= np.sqrt(2.0)
-    return m
-
-
-_DCT = _dct_matrix(_HASH_SIZE)
-
-
-def phash64(image: Image.Image, status_bar_fraction: float = STATUS_BAR_FRACTION) -> int:
-    """A 64-bit DCT perceptual hash of the screen below the status bar, as a signed int64.
-
-    Low-frequency DCT coefficients of a 32x32 greyscale thumbnail, thresholded at their
-    median: robust to the clock, small badges and compression, different for other screens.
-    """
-    w, h = image.size
-    top = int(round(h * status_bar_fraction))
-    grey = image.convert("L").crop((0, top, w, h))
-    factor = max(1, min(grey.size) // (_HASH_SIZE * 4))
-    if factor > 1:
-        grey = grey.reduce(factor)
-    pixels = np.asarray(grey.resize((_HASH_SIZE, _HASH_SIZE), Image.Resampling.BOX), dtype=np.float64)
-    coeffs = (_DCT @ pixels @ _DCT.T)[:8, :8].flatten()
-    bits = coeffs > np.median(coeffs[1:])
-    value = 0
-    for bit in bits:
-        value = (value << 1) | int(bit)
-    return value - (1 << 64) if value >= (1 << 63) else value
-
-
-def hamming(a: int, b: int) -> int:
-    return ((a ^ b) & 0xFFFFFFFFFFFFFFFF).bit_count()
 
 
 def _to_bytes(image: object) -> tuple[bytes, bool]:

@@ -91,10 +91,10 @@ ImagePart = Callable[[Any], dict[str, Any]]
 class HistoryStep:
     """A step already taken: what the model said and the screenshot it said it about.
 
-    `summary` is the one-line action (see :func:`~episodelake.collectors.actions.action_summary`;
-    derived from `response` when absent); `response` the raw model text. At least one of them
-    is needed. `image` is the caller's
-    reference to the screenshot, passed to `image_part` unchanged.
+    `response` is the raw model text; `summary` the one-line action (see
+    :func:`~episodelake.collectors.actions.action_summary`), derived from `response` when
+    absent. At least one of them is needed. `image` is the caller's reference to the
+    screenshot, passed to `image_part` unchanged.
     """
 
     response: str | None = None

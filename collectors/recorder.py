@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 class AnchorKeyer(Protocol):
     """Turns a step's screen into its anchor key (the GiGPO anchor state)."""
 
-    def key(self, group_id: str | None, phash: int | None, ui_tree: str | None) -> str: ...
+    def key(self, group_id: str, *, phash: int | None = None, ui_tree: str | None = None) -> str: ...
 
 
 def now() -> datetime:
@@ -133,7 +133,7 @@ def build_step_row(
         row.update(image=img.data, image_format=img.format, image_sha256=img.sha256,
                    image_phash=img.phash, width=img.width, height=img.height)
     if anchor is not None and (tree is not None or row.get("image_phash") is not None):
-        row["anchor_key"] = anchor.key(group_id, row.get("image_phash"), tree)
+        row["anchor_key"] = anchor.key(group_id or "", phash=row.get("image_phash"), ui_tree=tree)
     return row
 
 

@@ -155,16 +155,16 @@ class Lake:
 
     # -- writing -----------------------------------------------------------------------
     def writer(self, options: WriterOptions | None = None) -> LakeWriter:
-        self._writable()
+        self.check_writable()
         return LakeWriter(self.path, options)
 
     def upsert(self, table: str, rows: list[dict]) -> None:
         """Write small rows (curation, bookkeeping) as one immediate commit."""
-        self._writable()
+        self.check_writable()
         tables.commit(self.path, table, schema.conform(table, rows), "upsert")
         self.invalidate(table)
 
-    def _writable(self) -> None:
+    def check_writable(self) -> None:
         if self.tag is not None:
             raise InvalidInput(f"this lake view is pinned at tag {self.tag!r} and is read-only")
 
@@ -185,7 +185,7 @@ class Lake:
 
     def create_tag(self, name: str) -> dict[str, int]:
         """Tag the current version of every table with `name` (one lake-wide snapshot)."""
-        self._writable()
+        self.check_writable()
         layout.check_id(name, "tag")
         if name in self.tags():
             raise InvalidInput(f"tag {name!r} exists; pick another name or delete it first")
@@ -196,7 +196,7 @@ class Lake:
         return pinned
 
     def delete_tag(self, name: str) -> None:
-        self._writable()
+        self.check_writable()
         for t in schema.TABLES:
             ds = self.dataset(t)
             if name in ds.tags.list():
@@ -210,7 +210,7 @@ class Lake:
 
     def optimize(self, *, prune_older_than: timedelta | None = timedelta(days=7)) -> dict:
         """Compact fragments, (re)build the episode_id indexes, prune old untagged versions."""
-        self._writable()
+        self.check_writable()
         report = {}
         for t in schema.TABLES:
             ds = tables.open_table(self.path, t)
@@ -237,7 +237,7 @@ class Lake:
 
     def recover(self) -> dict:
         """Replay dead writers' spools and check every table reads back."""
-        self._writable()
+        self.check_writable()
         replayed = replay_orphans(self.path)
         problems = {}
         for t in schema.TABLES:

@@ -58,10 +58,15 @@ class Spool:
 
     def __init__(self, lake: Path, fsync: bool = False):
         self.writer_id = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        self.dir = layout.spool_root(lake) / self.writer_id
-        self.dir.mkdir(parents=True)
-        self._lock = open(self.dir / layout.SPOOL_LOCK, "w")
+        root = layout.spool_root(lake)
+        # Built under a hidden name, locked, then renamed: another writer scanning for dead
+        # writers' folders never sees this one without its lock held.
+        staging = root / f".{self.writer_id}"
+        staging.mkdir(parents=True)
+        self._lock = open(staging / layout.SPOOL_LOCK, "w")
         fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        self.dir = root / self.writer_id
+        staging.rename(self.dir)
         self.fsync = fsync
         self._seq = 0
 
@@ -108,10 +113,9 @@ def orphaned(lake: Path) -> Iterator[tuple[Path, object]]:
     root = layout.spool_root(lake)
     if not root.exists():
         return
-    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-        lock_file = folder / layout.SPOOL_LOCK
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
         try:
-            fh = open(lock_file, "a+")
+            fh = open(folder / layout.SPOOL_LOCK)  # never created here: only writers create locks
         except FileNotFoundError:
             continue
         try:

@@ -80,7 +80,8 @@ def dedupe_last(table: pa.Table, keys: tuple[str, ...]) -> pa.Table:
     return table.take(pc.take(grouped["__i_max"], keep))
 
 
-def _retry(what: str, fn: Callable[[], object]) -> object:
+def retry_commit(what: str, fn: Callable[[], object]) -> object:
+    """Run a commit, retrying Lance's commit conflicts with jittered exponential backoff."""
     delay = 0.02
     for attempt in range(1, MAX_COMMIT_ATTEMPTS + 1):
         try:
@@ -104,7 +105,7 @@ def commit(lake: Path, table: str, rows: pa.Table, kind: str) -> None:
     uri = str(layout.table_path(lake, table))
     keys = list(schema.KEYS[table])
     if kind == "append":
-        _retry(f"append {table}", lambda: lance.write_dataset(rows, uri, mode="append"))
+        retry_commit(f"append {table}", lambda: lance.write_dataset(rows, uri, mode="append"))
         return
     rows = dedupe_last(rows, schema.KEYS[table])
 
@@ -116,4 +117,4 @@ def commit(lake: Path, table: str, rows: pa.Table, kind: str) -> None:
             raise ValueError(f"unknown commit kind {kind!r}")
         builder.when_not_matched_insert_all().execute(rows)
 
-    _retry(f"{kind} {table}", merge)
+    retry_commit(f"{kind} {table}", merge)

@@ -304,6 +304,11 @@ def test_gui_owl_swipe_with_two_points_is_a_drag():
     assert parsed.thinking == "Action: Scroll the list."
 
 
+def test_an_action_line_inside_the_thinking_is_not_gui_owl():
+    text = mai({"action": "wait"}, thinking="Plan:\nAction: wait a little")
+    assert parse_response(text).fmt == "mai-ui"
+
+
 def test_gui_owl_terminate_failure_is_fail():
     text = "Action: Give up.\n" + mai({"action": "terminate", "status": "failure"}, thinking=None)
     parsed = parse_response(text)

@@ -71,6 +71,7 @@ def _history(rows: list[dict]) -> list[HistoryStep]:
 
 
 def step_samples(ep: EpisodeSteps, spec: ExportSpec, skipped: Counter) -> Iterator[Sample]:
+    history = _history(ep.steps)  # built once: every later step's prompt shows a window of it
     for index, row in enumerate(ep.steps):
         if row["step"] not in ep.targets:
             continue
@@ -81,7 +82,7 @@ def step_samples(ep: EpisodeSteps, spec: ExportSpec, skipped: Counter) -> Iterat
             skipped["invalid_action"] += 1
             continue
         start = 0 if spec.history_length is None else max(0, index - spec.history_length)
-        messages = build_messages(ep.task_goal, _history(ep.steps[start:index]),
+        messages = build_messages(ep.task_goal, history[start:index],
                                   screenshot=row["image_sha256"], style=spec.style,
                                   history_length=spec.history_images, image_part=image_placeholder)
         messages.append({"role": "assistant", "content": row["model_response"]})

@@ -60,7 +60,7 @@ def resolve_set(curation: Lake, name_or_id: str) -> dict:
         "SELECT * FROM sets WHERE (set_id = ? OR name = ?) AND NOT coalesce(deleted, false) "
         "ORDER BY set_id = ? DESC LIMIT 1", [name_or_id, name_or_id, name_or_id]).to_pylist()
     if not rows:
-        raise NotFound(f"set: no set named {name_or_id!r} (or with that id); `elake sets` lists them")
+        raise NotFound(f"set: no set named {name_or_id!r} (or with that id); `elake sql \"select set_id, name from sets\"` lists them")
     return rows[0]
 
 

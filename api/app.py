@@ -1,0 +1,59 @@
+"""The FastAPI app: routers under /api, the web app at /, guards around everything.
+
+Middleware, outermost first: CORS (only when origins are configured: closed by default),
+trusted Host names for loopback binds (a page on another site cannot reach the server
+through DNS rebinding), the token guard (for any configured token), the body size limit (ours, not FastAPI's
+`max_body_size`, which answers an oversized Content-Length in plain text, not our error shape).
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+from episodelake.api import errors
+from episodelake.api.routes import ROUTERS, web
+from episodelake.api.security import BodyLimit, TokenGuard
+from episodelake.api.settings import Settings
+from episodelake.lake.lake import Lake
+
+LOOPBACK_NAMES = ["127.0.0.1", "localhost", "::1"]
+
+
+def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
+    """The app for `settings`; the lake opens at start-up unless one is given."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        app.state.lake = lake if lake is not None else Lake(settings.lake, create=False)
+        yield
+
+    app = FastAPI(
+        title="EpisodeLake",
+        summary="Replay, query and curate GUI-agent episodes.",
+        version="0.1.0",
+        lifespan=lifespan,
+        docs_url="/api/docs",
+        redoc_url=None,
+        openapi_url="/openapi.json",
+    )
+    app.state.settings = settings
+    errors.install(app)
+    for router in ROUTERS:
+        app.include_router(router, prefix="/api", responses=errors.ERROR_RESPONSES)
+    web.mount(app, settings.static_dir)
+
+    # add_middleware wraps: the last added runs first
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    if settings.token:
+        app.add_middleware(TokenGuard, token=settings.token)
+    if settings.local_only:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=[*LOOPBACK_NAMES, settings.host])
+    if settings.cors_origins:
+        app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
+                           allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+                           allow_headers=["Authorization", "Content-Type"], allow_credentials=True)
+    return app

@@ -1,0 +1,156 @@
+"""Episode filters, sorting and cursor pagination, as parameterised SQL over `episodes`.
+
+The same `EpisodeFilter` narrows the episodes list, the task tree and the stats, so the
+left panel, the list and the charts always agree. Values travel as query parameters,
+never spliced into SQL; the one exception is `where`, a caller's SQL fragment, which runs
+alone through the lake's sandbox first (one SELECT, no file access, time limit) and comes
+back as a list of episode ids.
+
+Pagination is keyset-based: the cursor encodes the last row's sort value and episode_id,
+so a page costs the same at any depth and rows added meanwhile do not shift pages.
+NULL sort values come last in either direction.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, fields
+from datetime import datetime
+
+from episodelake.lake.errors import InvalidInput
+from episodelake.lake.lake import Lake
+
+#: Sortable columns and the SQL type their cursor value is cast back to.
+SORTS = {
+    "created_at": "TIMESTAMPTZ",
+    "finished_at": "TIMESTAMPTZ",
+    "episode_length": "INTEGER",
+    "episode_reward": "DOUBLE",
+    "eval_score": "DOUBLE",
+    "task_name": "VARCHAR",
+    "policy_version": "VARCHAR",
+    "episode_id": "VARCHAR",
+}
+#: The sandbox caps rows; a WHERE fragment may match every episode, so its cap is high.
+WHERE_MAX_EPISODES = 10_000_000
+
+
+@dataclass(frozen=True)
+class EpisodeFilter:
+    task: str | None = None
+    success: bool | None = None
+    unjudged: bool = False
+    run_id: str | None = None
+    policy_version: str | None = None
+    group_id: str | None = None
+    env: str | None = None
+    tag: str | None = None
+    set_id: str | None = None
+    zero_step_reward: bool = False
+    min_length: int | None = None
+    max_length: int | None = None
+    where: str | None = None
+
+
+def _equals(column: str):
+    return lambda v: (f"e.{column} = ?", [v])
+
+
+_CLAUSES = {
+    "task": _equals("task_name"),
+    "success": _equals("success"),
+    "unjudged": lambda v: ("e.success IS NULL", []) if v else None,
+    "run_id": _equals("run_id"),
+    "policy_version": _equals("policy_version"),
+    "group_id": _equals("group_id"),
+    "env": _equals("env"),
+    "tag": lambda v: ("list_contains(e.tags, ?)", [v]),
+    "set_id": lambda v: ("e.episode_id IN (SELECT episode_id FROM set_members "
+                         "WHERE set_id = ? AND NOT coalesce(removed, false))", [v]),
+    "zero_step_reward": lambda v: ("e.episode_id IN (SELECT episode_id FROM steps "
+                                   "WHERE step_reward = 0)", []) if v else None,
+    "min_length": lambda v: ("e.episode_length >= ?", [v]),
+    "max_length": lambda v: ("e.episode_length <= ?", [v]),
+}
+
+
+def where_clause(lake: Lake, filt: EpisodeFilter, *, timeout_s: float) -> tuple[str, list]:
+    """SQL text (`TRUE` when nothing filters) and its parameters, for `episodes e`."""
+    parts, params = [], []
+    for f in fields(filt):
+        value = getattr(filt, f.name)
+        if value is None or f.name == "where":
+            continue
+        clause = _CLAUSES[f.name](value)
+        if clause:
+            parts.append(clause[0])
+            params += clause[1]
+    if filt.where is not None and filt.where.strip():
+        ids = matching_ids(lake, filt.where, timeout_s=timeout_s)
+        parts.append("e.episode_id IN (SELECT unnest(?::VARCHAR[]))")
+        params.append(ids)
+    return (" AND ".join(parts) or "TRUE"), params
+
+
+def matching_ids(lake: Lake, fragment: str, *, timeout_s: float) -> list[str]:
+    """Episode ids matching a caller's WHERE fragment, run through the sandbox."""
+    if ";" in fragment:
+        raise InvalidInput("where: a WHERE fragment is one condition, without ';'")
+    table, _ = lake.sql_sandboxed(f"SELECT episode_id FROM episodes WHERE ({fragment}\n)",
+                                  max_rows=WHERE_MAX_EPISODES, timeout_s=timeout_s)
+    return table.column(0).to_pylist()
+
+
+def encode_cursor(value: object, episode_id: str) -> str:
+    if isinstance(value, datetime):
+        value = value.isoformat()
+    raw = json.dumps([value, episode_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[object, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        value, episode_id = json.loads(raw)
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput(f"cursor is not one this server issued ({exc})") from None
+    if not isinstance(episode_id, str) or isinstance(value, dict | list):
+        raise InvalidInput("cursor is not one this server issued")
+    return value, episode_id
+
+
+def _after(sort: str, descending: bool, cursor: str) -> tuple[str, list]:
+    """The keyset condition 'comes after the cursor' for ORDER BY sort NULLS LAST, episode_id."""
+    value, last_id = decode_cursor(cursor)
+    cmp = "<" if descending else ">"
+    if value is None:
+        return f"(e.{sort} IS NULL AND e.episode_id {cmp} ?)", [last_id]
+    cast = f"CAST(? AS {SORTS[sort]})"
+    return (f"(e.{sort} IS NULL OR e.{sort} {cmp} {cast} OR (e.{sort} = {cast} AND e.episode_id {cmp} ?))",
+            [value, value, last_id])
+
+
+def list_episodes(lake: Lake, filt: EpisodeFilter, *, sort: str, descending: bool, limit: int,
+                  cursor: str | None, timeout_s: float) -> tuple[list[dict], str | None, int | None]:
+    """One page of episodes: (rows, next cursor or None, total on the first page)."""
+    if sort not in SORTS:
+        raise InvalidInput(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
+    where, params = where_clause(lake, filt, timeout_s=timeout_s)
+    total = None
+    if cursor is None:
+        total = lake.sql(f"SELECT count(*) FROM episodes e WHERE {where}", params).column(0)[0].as_py()
+    else:
+        after, extra = _after(sort, descending, cursor)
+        where, params = f"{where} AND {after}", params + extra
+    direction = "DESC" if descending else "ASC"
+    rows = lake.sql(
+        f"SELECT * FROM episodes e WHERE {where} "
+        f"ORDER BY e.{sort} {direction} NULLS LAST, e.episode_id {direction} LIMIT {int(limit) + 1}",
+        params,
+    ).to_pylist()
+    next_cursor = None
+    if len(rows) > limit:
+        rows = rows[:limit]
+        next_cursor = encode_cursor(rows[-1][sort], rows[-1]["episode_id"])
+    return rows, next_cursor, total

@@ -1,0 +1,219 @@
+"""Request and response models. Row models derive from `lake/schema.py`, never by hand.
+
+`row_model` turns a table's Arrow schema into a pydantic model (nullable columns become
+optional fields), so a column added to the schema shows up in the API and its OpenAPI
+document without touching this file. JSON text columns (`action`, `extra`) are parsed into
+objects on the way out. Request models are separate and carry only what a caller may set.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from episodelake.lake import schema
+from episodelake.lake.curation import MAX_NAME, MAX_TEXT
+
+
+def _py_type(t: pa.DataType) -> Any:
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return str
+    if pa.types.is_boolean(t):
+        return bool
+    if pa.types.is_integer(t):
+        return int
+    if pa.types.is_floating(t):
+        return float
+    if pa.types.is_timestamp(t):
+        return datetime
+    if pa.types.is_list(t):
+        return list[_py_type(t.value_type)]
+    raise TypeError(f"no API type for Arrow type {t}")
+
+
+def row_model(name: str, table: str, *, exclude: tuple[str, ...] = (), json_fields: tuple[str, ...] = (),
+              extra: dict[str, tuple[Any, Any]] | None = None, doc: str = "") -> type[BaseModel]:
+    """A response model with one field per column of `table` (minus `exclude`)."""
+    fields: dict[str, tuple[Any, Any]] = {}
+    for field in schema.TABLES[table]:
+        if field.name in exclude or field.name in schema.IMAGE_COLUMNS.get(table, ()):
+            continue
+        typ = dict[str, Any] if field.name in json_fields else _py_type(field.type)
+        fields[field.name] = (typ, ...) if not field.nullable else (typ | None, None)
+    fields.update(extra or {})
+    model = create_model(name, __config__=ConfigDict(extra="ignore"), **fields)  # type: ignore[call-overload]
+    model.__doc__ = doc or f"One row of the {table} table."
+    return model
+
+
+Episode = row_model("Episode", "episodes", json_fields=("extra",))
+Step = row_model(
+    "Step", "steps", exclude=("prompt", "info"), json_fields=("action",),
+    extra={"image_url": (str | None, None)},
+    doc="One step without its image bytes (fetch image_url) or its prompt (see StepDetail).",
+)
+StepDetail = row_model(
+    "StepDetail", "steps", json_fields=("action",), extra={"image_url": (str | None, None)},
+    doc="One step with its prompt and collector info (JSON text), without image bytes.",
+)
+SetRow = row_model("Set", "sets", exclude=("deleted",), extra={"members": (int, 0)},
+                   doc="A curated set of episodes, with its live member count.")
+Member = row_model(
+    "Member", "set_members", exclude=("removed",),
+    extra={"task_name": (str | None, None), "success": (bool | None, None),
+           "episode_length": (int | None, None), "policy_version": (str | None, None)},
+    doc="An episode in a set, with the member's curation fields and the episode's outcome.",
+)
+Membership = row_model(
+    "Membership", "set_members", exclude=("removed",),
+    extra={"set_name": (str | None, None), "set_kind": (str | None, None)},
+    doc="A set that an episode belongs to.",
+)
+Annotation = row_model("Annotation", "annotations", exclude=("deleted",))
+
+SetKind = Literal[schema.SET_KINDS]  # type: ignore[valid-type]
+FailureCategory = Literal[schema.FAILURE_CATEGORIES]  # type: ignore[valid-type]
+
+
+class EpisodeDetail(BaseModel):
+    episode: Episode  # type: ignore[valid-type]
+    steps: list[Step]  # type: ignore[valid-type]
+    memberships: list[Membership]  # type: ignore[valid-type]
+    annotations: list[Annotation]  # type: ignore[valid-type]
+
+
+class EpisodePage(BaseModel):
+    items: list[Episode]  # type: ignore[valid-type]
+    next_cursor: str | None = Field(None, description="pass as `cursor` for the next page; null at the end")
+    total: int | None = Field(None, description="matching episodes; given on the first page only")
+
+
+class TaskNode(BaseModel):
+    task_name: str | None
+    task_goal: str | None
+    episodes: int
+    successes: int
+    failures: int
+    unjudged: int
+    success_rate: float | None = Field(description="successes / judged episodes; null if none judged")
+    mean_length: float | None
+
+
+class SuccessCell(BaseModel):
+    task_name: str | None
+    policy_version: str | None
+    episodes: int
+    successes: int
+    success_rate: float | None
+
+
+class Bin(BaseModel):
+    lo: float
+    hi: float
+    count: int
+
+
+class Stats(BaseModel):
+    episodes: int
+    steps: int
+    success_by_task_policy: list[SuccessCell]
+    step_reward_histogram: list[Bin]
+    step_reward_nulls: int
+    length_histogram: list[Bin]
+
+
+class SqlRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(min_length=1, max_length=20_000, examples=["select task_name, count(*) from episodes group by 1"])
+    max_rows: int | None = Field(None, ge=1, description="at most the server's cap")
+
+
+class SqlColumn(BaseModel):
+    name: str
+    type: str
+
+
+class SqlResult(BaseModel):
+    columns: list[SqlColumn]
+    rows: list[list[Any]]
+    truncated: bool
+    elapsed_ms: float
+
+
+class SetCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=MAX_NAME)
+    kind: SetKind = "failure"  # type: ignore[valid-type]
+    description: str | None = Field(None, max_length=MAX_TEXT)
+    pinned_tag: str | None = Field(None, max_length=200)
+
+
+class SetUpdate(BaseModel):
+    """Only the fields sent change; null clears description or pinned_tag."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = Field(None, min_length=1, max_length=MAX_NAME)
+    kind: SetKind | None = None  # type: ignore[valid-type]
+    description: str | None = Field(None, max_length=MAX_TEXT)
+    pinned_tag: str | None = Field(None, max_length=200)
+
+
+class MemberPut(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    failure_category: FailureCategory | None = None  # type: ignore[valid-type]
+    failing_step: int | None = Field(None, ge=0, le=1_000_000)
+    note: str | None = Field(None, max_length=MAX_TEXT)
+    added_by: str | None = Field(None, max_length=MAX_NAME)
+
+
+class AnnotationCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    step: int | None = Field(None, ge=0, le=1_000_000, description="null annotates the whole episode")
+    label: str | None = Field(None, max_length=MAX_NAME)
+    note: str | None = Field(None, max_length=MAX_TEXT)
+    author: str | None = Field(None, max_length=MAX_NAME)
+
+
+class GroupSummary(BaseModel):
+    group_id: str
+    task_name: str | None
+    episodes: int
+    successes: int
+    mean_reward: float | None
+
+
+class GroupStep(BaseModel):
+    episode_id: str
+    step: int
+    action_type: str | None
+    reward: float | None
+    step_reward: float | None
+    discounted_return: float | None
+    advantage: float | None
+    image_url: str
+
+
+class AnchorGroup(BaseModel):
+    anchor_key: str
+    episodes: int = Field(description="distinct episodes with a step at this anchor")
+    steps: list[GroupStep]
+
+
+class GroupDetail(BaseModel):
+    group_id: str
+    gamma: float
+    episodes: list[Episode]  # type: ignore[valid-type]
+    anchors: list[AnchorGroup] = Field(description="anchor-state groups, most shared first")
+    unanchored_steps: int = Field(description="steps without an anchor key")
+    advantages_available: bool
+    advantages_note: str | None
+
+
+class Health(BaseModel):
+    ok: bool
+    lake: str
+    tables: dict[str, int]
+    tags: list[str]

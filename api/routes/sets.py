@@ -1,0 +1,55 @@
+"""Curated sets and their members: /api/sets, /api/sets/{set_id}, /api/sets/{set_id}/members."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from episodelake.api.deps import LakeDep
+from episodelake.api.models import Member, MemberPut, SetCreate, SetRow, SetUpdate
+from episodelake.lake import curation
+
+router = APIRouter(tags=["sets"])
+
+
+@router.get("/sets", response_model=list[SetRow])
+def list_sets(lake: LakeDep) -> list[dict]:
+    return curation.list_sets(lake)
+
+
+@router.post("/sets", response_model=SetRow, status_code=201)
+def create_set(lake: LakeDep, body: SetCreate) -> dict:
+    return curation.create_set(lake, body.name, body.kind, body.description, body.pinned_tag)
+
+
+@router.get("/sets/{set_id}", response_model=SetRow)
+def get_set(lake: LakeDep, set_id: str) -> dict:
+    return curation.get_set(lake, set_id)
+
+
+@router.patch("/sets/{set_id}", response_model=SetRow)
+def update_set(lake: LakeDep, set_id: str, body: SetUpdate) -> dict:
+    """Rename, describe, change the kind, pin to a tag (null unpins)."""
+    return curation.update_set(lake, set_id, **body.model_dump(exclude_unset=True))
+
+
+@router.delete("/sets/{set_id}", status_code=204, response_class=Response)
+def delete_set(lake: LakeDep, set_id: str) -> Response:
+    curation.delete_set(lake, set_id)
+    return Response(status_code=204)
+
+
+@router.get("/sets/{set_id}/members", response_model=list[Member])
+def members(lake: LakeDep, set_id: str) -> list[dict]:
+    return curation.members(lake, set_id)
+
+
+@router.put("/sets/{set_id}/members/{episode_id}", response_model=Member)
+def put_member(lake: LakeDep, set_id: str, episode_id: str, body: MemberPut) -> dict:
+    """Add the episode to the set, or replace its category, failing step and note."""
+    return curation.add_member(lake, set_id, episode_id, **body.model_dump())
+
+
+@router.delete("/sets/{set_id}/members/{episode_id}", status_code=204, response_class=Response)
+def remove_member(lake: LakeDep, set_id: str, episode_id: str) -> Response:
+    curation.remove_member(lake, set_id, episode_id)
+    return Response(status_code=204)

@@ -1,0 +1,128 @@
+"""Request guards that must see every request, before routing: body size and the token.
+
+They are plain ASGI middleware rather than FastAPI dependencies because a dependency only
+runs for API routes, while the token must also protect the built web app, `/openapi.json`
+and `/docs`, and an oversized body must be refused before anything reads it.
+
+The token is accepted as `Authorization: Bearer <token>`, as the `elake_token` cookie, or
+once as `?token=<token>` in a page URL (a browser cannot add headers to `<img>` requests);
+a valid query token is answered with the cookie set, so links without it keep working.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from http.cookies import SimpleCookie
+from urllib.parse import parse_qs
+
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from episodelake.lake.errors import LakeError
+
+COOKIE = "elake_token"
+
+
+class Unauthorized(LakeError):
+    status = 401
+
+
+class PayloadTooLarge(LakeError):
+    status = 413
+
+
+async def _reply(send: Send, error: LakeError, headers: list[tuple[bytes, bytes]] = ()) -> None:
+    body = json.dumps(error.to_json()).encode()
+    await send({"type": "http.response.start", "status": error.status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()), *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodyLimit:
+    """Refuse request bodies over `max_bytes`, by Content-Length or while streaming."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        too_large = PayloadTooLarge(f"request body is over the limit of {self.max_bytes} bytes")
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
+            return await _reply(send, too_large)
+        seen = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            # Raised inside the route's body read: FastAPI passes HTTPExceptions through to
+            # the app's error handler, which answers 413 in the usual shape.
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise _BodyTooLarge(413, str(too_large))
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _BodyTooLarge:
+            if started:
+                raise
+            await _reply(send, too_large)
+
+
+class _BodyTooLarge(HTTPException):
+    """The body limit, raised from `receive` (an HTTPException, so FastAPI passes it on)."""
+
+
+class TokenGuard:
+    """Require the token on every HTTP request when one is configured."""
+
+    def __init__(self, app: ASGIApp, token: str):
+        self.app = app
+        self.token = token.encode()
+
+    def _presented(self, scope: Scope) -> tuple[bytes | None, bool]:
+        """(token presented, whether it came in the query string)."""
+        headers = dict(scope["headers"])
+        auth = headers.get(b"authorization", b"")
+        if auth[:7].lower() == b"bearer ":
+            return auth[7:].strip(), False
+        cookies = SimpleCookie(headers.get(b"cookie", b"").decode("latin-1"))
+        if COOKIE in cookies:
+            return cookies[COOKIE].value.encode(), False
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if "token" in query:
+            return query["token"][0].encode(), True
+        return None, False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # the app has no websockets; lifespan passes
+            return await self.app(scope, receive, send)
+        presented, from_query = self._presented(scope)
+        if presented is None:
+            return await _reply(send, Unauthorized(
+                "this server needs its token: send `Authorization: Bearer <ELAKE_TOKEN>`, "
+                "or open the app once with ?token=<ELAKE_TOKEN>"), [(b"www-authenticate", b"Bearer")])
+        if not hmac.compare_digest(presented, self.token):
+            return await _reply(send, Unauthorized("the token is wrong"), [(b"www-authenticate", b"Bearer")])
+        if not from_query:
+            return await self.app(scope, receive, send)
+        cookie = f"{COOKIE}={self.token.decode()}; Path=/; HttpOnly; SameSite=Strict".encode()
+
+        async def with_cookie(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), (b"set-cookie", cookie)]}
+            await send(message)
+
+        await self.app(scope, receive, with_cookie)

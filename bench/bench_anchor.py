@@ -1,0 +1,146 @@
+"""Anchor-key quality on labelled simulated steps.
+
+Rolls out noisy demo episodes in groups (one task per group, several rollouts with different
+seeds, so the status-bar clock differs), labels every step with the phone's ground-truth
+``screen_id``, and scores each keying by its pairs of steps within a group:
+precision = pairs with the same key that really are the same screen / pairs with the same key,
+recall = pairs of the same screen that got the same key / pairs of the same screen.
+
+Targets (issue 3): precision >= 0.99 and recall >= 0.95 for the perceptual-hash key. The
+"jpeg" column is the share of steps whose screenshot, re-encoded as JPEG (quality 85), keeps
+its key: what a threshold buys on lossy sources.
+
+    python bench/bench_anchor.py [--groups 16] [--rollouts 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from episodelake.collectors.anchor import (
+    DEFAULT_THRESHOLD,
+    AnchorKeyer,
+    group_anchor_keys,
+    hamming,
+    phash64,
+    ui_tree_hash,
+)
+from episodelake.collectors.sim.phone import Phone
+from episodelake.collectors.sim.policy import DemoPolicy, NoiseConfig
+from episodelake.collectors.sim.tasks import sample_tasks
+
+THRESHOLDS = (0, 2, 4, 8)
+#: More mistakes than the demo mix, so groups visit many screens several times.
+NOISE = NoiseConfig(grounding=0.12, planning=0.10, premature_terminate=0.0, loop=0.05)
+MAX_STEPS = 20
+
+
+@dataclass(frozen=True)
+class Step:
+    group: str
+    screen_id: str
+    sha256: str
+    phash: int
+    tree: str
+    jpeg_phash: int
+
+
+def collect(groups: int, rollouts: int, seed: int) -> list[Step]:
+    steps = []
+    for g, task in enumerate(sample_tasks(groups, seed)):
+        for r in range(rollouts):
+            episode_seed = seed * 100_000 + g * 100 + r
+            phone = Phone(episode_seed)
+            task.setup(phone)
+            policy = DemoPolicy(task, NOISE, episode_seed)
+            for _ in range(MAX_STEPS):
+                steps.append(Step(task.id, phone.screen_id(), hashlib.sha256(phone.screenshot()).hexdigest(),
+                                  phash64(phone.image()), ui_tree_hash(phone.ui_tree()), _jpeg_phash(phone)))
+                if phone.step(policy.decide(phone).arguments).done:
+                    break
+    return steps
+
+
+def _jpeg_phash(phone: Phone) -> int:
+    buffer = io.BytesIO()
+    phone.image().save(buffer, format="JPEG", quality=85)
+    return phash64(buffer.getvalue())
+
+
+def score(steps: Sequence[Step], keys: Sequence[str]) -> tuple[float, float, int]:
+    """Pairwise precision and recall of "same key" against "same screen", within groups."""
+    by_group: dict[str, list[int]] = defaultdict(list)
+    for i, step in enumerate(steps):
+        by_group[step.group].append(i)
+    tp = fp = fn = 0
+    for members in by_group.values():
+        for a, i in enumerate(members):
+            for j in members[a + 1:]:
+                same_screen = steps[i].screen_id == steps[j].screen_id
+                same_key = keys[i] == keys[j]
+                tp += same_screen and same_key
+                fp += same_key and not same_screen
+                fn += same_screen and not same_key
+    precision = tp / (tp + fp) if tp + fp else 1.0
+    recall = tp / (tp + fn) if tp + fn else 1.0
+    return precision, recall, tp + fn
+
+
+def online_keys(steps: Sequence[Step], threshold: int) -> list[str]:
+    keyer = AnchorKeyer(threshold, mode="phash")
+    return [keyer.key(s.group, phash=s.phash) for s in steps]
+
+
+def batch_keys(steps: Sequence[Step], threshold: int) -> list[str]:
+    by_group: dict[str, list[int]] = defaultdict(list)
+    for i, step in enumerate(steps):
+        by_group[step.group].append(i)
+    keys = [""] * len(steps)
+    for members in by_group.values():
+        for i, key in zip(members, group_anchor_keys([steps[i].phash for i in members], threshold), strict=True):
+            keys[i] = key
+    return keys
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--groups", type=int, default=16)
+    parser.add_argument("--rollouts", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=3)
+    args = parser.parse_args()
+
+    start = time.perf_counter()
+    steps = collect(args.groups, args.rollouts, args.seed)
+    elapsed = time.perf_counter() - start
+    screens = len({(s.group, s.screen_id) for s in steps})
+    print(f"{len(steps)} steps in {args.groups} groups x {args.rollouts} rollouts, {screens} distinct "
+          f"(group, screen) labels, collected in {elapsed:.1f}s")
+
+    rows: list[tuple[str, Callable[[], list[str]], str]] = [
+        ("exact sha256 of the PNG", lambda: [s.sha256 for s in steps], "-"),
+        ("ui-tree hash", lambda: [s.tree for s in steps], "-"),
+    ]
+    for threshold in THRESHOLDS:
+        mark = " (default)" if threshold == DEFAULT_THRESHOLD else ""
+        kept = sum(hamming(s.phash, s.jpeg_phash) <= threshold for s in steps) / len(steps)
+        rows.append((f"phash keyer, <= {threshold} bits{mark}", lambda t=threshold: online_keys(steps, t),
+                     f"{kept:.4f}"))
+    for threshold in THRESHOLDS:
+        rows.append((f"phash batch, <= {threshold} bits", lambda t=threshold: batch_keys(steps, t), "-"))
+
+    print(f"{'key':36s} {'precision':>9s} {'recall':>7s} {'jpeg':>7s}")
+    positives = 0
+    for name, make, jpeg in rows:
+        precision, recall, positives = score(steps, make())
+        print(f"{name:36s} {precision:9.4f} {recall:7.4f} {jpeg:>7s}")
+    print(f"(over {positives} same-screen pairs; targets: precision >= 0.99, recall >= 0.95)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""Learning on the simulated phone: GiGPO vs GRPO, TinyPolicy, same seeds, same episode budget.
+
+Each algorithm trains its own TinyPolicy from the same initial weights, on the same tasks
+(the easy templates' training share), with the same rollout seeds and the same number of
+episodes. Before training and after every update, the policy plays the held-out easy tasks
+(unseen parameter values of the same templates) on the same phones; the success rate there
+is the learning curve. Both curves are printed side by side, then one summary line per
+algorithm. Targets: held-out success from < 20% to > 60%; GiGPO >= GRPO at equal episodes.
+
+    python bench/bench_learning.py            # default budget: about 30 minutes on 2 cores
+    python bench/bench_learning.py --quick    # a few minutes: fewer, smaller iterations
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+
+from common import line, workdir
+
+from episodelake.lake import Lake
+from episodelake.trainer import loop
+from episodelake.trainer.config import TrainConfig
+
+ALGOS = ("gigpo", "grpo")
+
+
+def budget(quick: bool, iterations: int | None, seed: int) -> dict:
+    base = {"difficulty": "easy", "seed": seed, "max_steps": 8, "holdout": 0.3}
+    if quick:
+        base.update(iterations=6, tasks=4, group_size=6, eval_repeats=4)
+    else:
+        base.update(iterations=26, tasks=8, group_size=8, eval_repeats=8)
+    if iterations is not None:
+        base["iterations"] = iterations
+    return base
+
+
+def initial_success(lake: Lake, config: TrainConfig) -> float:
+    """Held-out success of the untrained policy (the curve's starting point)."""
+    policy = loop.build_policy(config)
+    _, held_out = loop.split_tasks(config)
+    report = loop.evaluate(lake, policy, held_out, config, run_id="initial", version="0",
+                           iteration=-1, progress=False)
+    assert report is not None
+    return report.success_rate
+
+
+def run(algo: str, settings: dict, folder) -> dict:
+    config = TrainConfig(algo=algo, run_id=f"bench-{algo}", **settings)
+    lake = Lake(folder / algo)
+    started = time.perf_counter()
+    start = initial_success(lake, config)
+    result = loop.train(config, lake, progress=False)
+    return {"start": start, "metrics": result.metrics, "seconds": time.perf_counter() - started,
+            "episodes_per_iteration": config.tasks * config.group_size}
+
+
+def percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:5.1f}%"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a few minutes instead of ~30")
+    parser.add_argument("--iterations", type=int, help="override the budget's iterations")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log each iteration")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    settings = budget(args.quick, args.iterations, args.seed)
+    results = {}
+    with workdir("learning") as folder:
+        for algo in ALGOS:
+            results[algo] = run(algo, settings, folder)
+            r = results[algo]
+            print(f"# {algo}: {len(r['metrics'])} iterations in {r['seconds']:.0f} s", flush=True)
+
+    per_iteration = results[ALGOS[0]]["episodes_per_iteration"]
+    print(f"\n{'episodes':>8}  " + "  ".join(f"{a + ' train':>12}  {a + ' held-out':>15}"
+                                             for a in ALGOS))
+    print(f"{0:>8}  " + "  ".join(f"{'-':>12}  {percent(results[a]['start']):>15}" for a in ALGOS))
+    for i in range(settings["iterations"]):
+        cells = []
+        for algo in ALGOS:
+            m = results[algo]["metrics"][i]
+            cells.append(f"{percent(m['success_rate']):>12}  {percent(m['eval_success_rate']):>15}")
+        print(f"{(i + 1) * per_iteration:>8}  " + "  ".join(cells))
+    print()
+    for algo in ALGOS:
+        r = results[algo]
+        curve = [m["eval_success_rate"] for m in r["metrics"]]
+        tail = curve[-3:]
+        line(f"learning {algo}", start=percent(r["start"]).strip(),
+             final=percent(sum(tail) / len(tail)).strip(), best=percent(max(curve)).strip(),
+             mean_curve=percent(sum(curve) / len(curve)).strip(),
+             episodes=len(curve) * r["episodes_per_iteration"], seconds=r["seconds"])
+
+
+if __name__ == "__main__":
+    main()

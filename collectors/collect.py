@@ -1,0 +1,324 @@
+"""The collection loop: a device, a policy and a Recorder, one episode at a time.
+
+Per step: screenshot (and UI tree) -> the policy's response -> the parsed action is carried
+out -> the step is logged with what the device did. An episode ends on ``terminate`` or
+``answer``, at ``max_steps``, or when the device is lost; then the device's evaluator (if it
+has one) scores it. What each stop means for the stored episode:
+
+- finished: ended by the agent or at max_steps; ``success`` from the evaluator, null without
+  one (the agent's own claim is kept in ``extra.agent_status``);
+- aborted, steps kept: the device or server was lost, the user pressed Ctrl-C, or a stop was
+  requested (parallel workers); ``eval_reason`` says which.
+
+An invalid response is logged as an invalid step and nothing is sent to the device (the
+reference turns it into a ``wait``); an action the device rejects is logged with the
+rejection in ``info.error`` and the episode goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from episodelake.collectors.actions import ParsedAction, format_tool_call, parse_response
+from episodelake.collectors.devices.base import (
+    ActionFailed,
+    Device,
+    DeviceError,
+    DeviceUnavailable,
+    EnvironmentLost,
+    Evaluation,
+    Task,
+)
+from episodelake.collectors.model_client import ModelClient
+from episodelake.collectors.prompts import HistoryStep, build_messages, data_url_part
+from episodelake.collectors.recorder import EpisodeHandle, Recorder
+from episodelake.lake.errors import InvalidInput
+from episodelake.lake.images import sniff_format
+
+log = logging.getLogger(__name__)
+
+#: Actions after which the agent is done.
+FINAL_ACTIONS = ("terminate", "answer")
+
+
+# --- policies ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Observation:
+    """What a policy sees before step `step`: the goal, the screen, and the steps so far
+    (`history`, oldest first, whose ``image`` is the step number of its screenshot in
+    `images`; only the most recent screenshots are kept)."""
+
+    goal: str
+    step: int
+    screenshot: bytes
+    history: Sequence[HistoryStep]
+    images: Mapping[int, bytes]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The policy's raw response and the messages behind it (stored as ``steps.prompt``, with
+    every image as ``{"type": "image", "image": {"step": N}}`` instead of its bytes)."""
+
+    response: str
+    prompt: list[dict[str, Any]] | None = None
+
+
+class Policy(Protocol):
+    #: The episodes ``model_name`` of what this policy runs.
+    name: str
+    #: How many past screenshots the policy looks at (the loop keeps that many).
+    history_length: int
+
+    def act(self, observation: Observation) -> Reply: ...
+
+
+class ModelPolicy:
+    """An agent model behind an OpenAI-compatible server, prompted as MAI-UI or GUI-Owl."""
+
+    def __init__(self, client: ModelClient, *, style: str = "mai-ui", history_length: int = 3):
+        self.client = client
+        self.style = style
+        self.history_length = history_length
+        self.name = client.model
+
+    def act(self, observation: Observation) -> Reply:
+        images = {**observation.images, observation.step: observation.screenshot}
+
+        def inline(step: int) -> dict[str, Any]:
+            data = images[step]
+            return data_url_part(data, f"image/{sniff_format(data)}")
+
+        def reference(step: int) -> dict[str, Any]:
+            return {"type": "image", "image": {"step": step}}
+
+        def messages(image_part: Any) -> list[dict[str, Any]]:
+            return build_messages(observation.goal, observation.history,
+                                  screenshot=observation.step, style=self.style,
+                                  history_length=self.history_length, image_part=image_part)
+
+        return Reply(self.client.complete(messages(inline)), messages(reference))
+
+
+class RandomPolicy:
+    """Uniformly random MAI-UI actions: no model, for smoke tests of the infrastructure and
+    throughput benchmarks. Terminates with probability `terminate_p` per step."""
+
+    name = "random"
+    history_length = 0
+
+    def __init__(self, seed: int = 0, terminate_p: float = 0.05):
+        self._rng = random.Random(seed)
+        self.terminate_p = terminate_p
+
+    def act(self, observation: Observation) -> Reply:
+        rng = self._rng
+        if rng.random() < self.terminate_p:
+            action: dict[str, Any] = {"action": "terminate", "status": "fail"}
+        else:
+            point = [rng.randrange(1000), rng.randrange(100, 1000)]
+            action = rng.choice([
+                {"action": "click", "coordinate": point},
+                {"action": "swipe", "direction": rng.choice(["up", "down", "left", "right"]),
+                 "coordinate": point},
+                {"action": "system_button", "button": "back"},
+                {"action": "wait"},
+            ])
+        return Reply(format_tool_call(action, thinking=f"random step {observation.step}"))
+
+
+# --- tasks ------------------------------------------------------------------------------------
+
+def load_tasks(path: Path | str, *, repeat: int = 1, run_id: str = "run") -> list[Task]:
+    """Tasks from a file: one task a line, either plain text (a task name for devices with a
+    task registry, the goal itself for a phone) or a JSON object with ``name`` and/or ``goal``
+    and optionally ``repeat`` (episodes of that task, one group). Blank and # lines skipped."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read task file {path}: {exc}") from None
+    entries: list[tuple[str, str | None, int]] = []
+    for number, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        if not text.startswith("{"):
+            entries.append((text, None, repeat))
+            continue
+        try:
+            item = json.loads(text)
+            name = item.get("name") or item.get("goal")
+            times = int(item.get("repeat", repeat))
+        except (ValueError, AttributeError, TypeError) as exc:
+            raise InvalidInput(f"{path}:{number}: not a task line ({exc}); write a task name, a "
+                               'goal, or {"name": ..., "goal": ..., "repeat": N}') from None
+        if not isinstance(name, str) or not name.strip() or times < 1:
+            raise InvalidInput(f"{path}:{number}: a task needs a non-empty name or goal and "
+                               "repeat >= 1")
+        entries.append((name, item.get("goal"), times))
+    if not entries:
+        raise InvalidInput(f"task file {path} holds no task")
+    return grouped_tasks(entries, run_id)
+
+
+def grouped_tasks(entries: Iterable[tuple[str, str | None, int]], run_id: str) -> list[Task]:
+    """One Task per episode: each entry (name, goal, repeat) repeated, its episodes sharing a
+    group id (the GRPO/GiGPO episode group)."""
+    tasks: list[Task] = []
+    for index, (name, goal, times) in enumerate(entries):
+        group = f"{run_id}.g{index}" if times > 1 else None
+        tasks += [Task(name, goal, group)] * times
+    return tasks
+
+
+# --- the loop ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class EpisodeSummary:
+    episode_id: str | None
+    task_name: str
+    status: str  # finished | aborted | skipped (the task never started)
+    steps: int = 0
+    success: bool | None = None
+    eval_score: float | None = None
+    reason: str = ""
+
+
+@dataclass
+class _Run:
+    """The state of one episode's loop."""
+
+    history: list[HistoryStep] = field(default_factory=list)
+    images: dict[int, bytes] = field(default_factory=dict)
+    stop_reason: str = "max_steps"
+    agent_status: str | None = None
+
+
+class StopRequested(Exception):
+    """A stop was asked for from outside (a parallel worker being shut down)."""
+
+
+def run_episode(device: Device, policy: Policy, recorder: Recorder, task: Task, *,
+                max_steps: int = 20, tags: Sequence[str] = (),
+                stop: threading.Event | None = None) -> EpisodeSummary:
+    """Run and record one episode. Raises DeviceError when the task cannot start, and
+    KeyboardInterrupt after recording the episode as aborted. A set `stop` aborts the
+    episode before its next step."""
+    if max_steps < 1:
+        raise InvalidInput(f"max_steps must be >= 1, got {max_steps}")
+    goal = device.start_task(task)
+    try:
+        ep = recorder.start_episode(task.name, goal, group_id=task.group_id, tags=tags,
+                                    env=device.env, device=device.name, model_name=policy.name)
+        run = _Run()
+        try:
+            for step in range(max_steps):
+                if stop is not None and stop.is_set():
+                    raise StopRequested("stopped: the collection was asked to stop")
+                if _step(device, policy, ep, goal, step, run):
+                    break
+            evaluation, eval_problem = _evaluate(device, task)
+        except (DeviceError, StopRequested) as exc:
+            return _summary(ep.abort(str(exc)), task)
+        except KeyboardInterrupt:
+            ep.abort("interrupted (Ctrl-C)")
+            raise
+        except BaseException as exc:
+            ep.abort(f"{type(exc).__name__}: {exc}")
+            raise
+        extra = {"stop": run.stop_reason, "agent_status": run.agent_status}
+        if evaluation is None:
+            row = ep.finish(eval_reason=eval_problem, extra=extra)
+        else:
+            row = ep.finish(eval_score=evaluation.score, eval_reason=evaluation.reason, extra=extra)
+        return _summary(row, task)
+    finally:
+        device.end_task(task)
+
+
+def _evaluate(device: Device, task: Task) -> tuple[Evaluation | None, str | None]:
+    """The device's verdict, or None and why not (no evaluator, or the evaluation failed:
+    the episode itself is complete, so it stays finished with success unknown)."""
+    try:
+        return device.evaluate(task), None
+    except DeviceError as exc:
+        return None, str(exc)
+
+
+def _step(device: Device, policy: Policy, ep: EpisodeHandle, goal: str, step: int,
+          run: _Run) -> bool:
+    """One step; True when the agent is done."""
+    shot = device.screenshot()
+    tree = device.ui_tree()
+    reply = policy.act(Observation(goal, step, shot, list(run.history), dict(run.images)))
+    parsed = parse_response(reply.response)
+    info, lost = _carry_out(device, parsed)
+    ep.log_step(shot, reply.response, prompt=reply.prompt, info=info, ui_tree=tree)
+    if lost is not None:
+        raise lost
+    run.history.append(HistoryStep(response=reply.response, image=step))
+    run.images[step] = shot
+    for old in [s for s in run.images if s <= step - policy.history_length]:
+        del run.images[old]
+    if parsed.valid and parsed.action_type in FINAL_ACTIONS:
+        run.stop_reason = parsed.action_type
+        run.agent_status = parsed.action.get("status")
+        return True
+    return False
+
+
+def _carry_out(device: Device, parsed: ParsedAction) -> tuple[dict[str, Any], EnvironmentLost | None]:
+    """Execute a valid action; (the step's info, the loss that ends the episode if any)."""
+    if not parsed.valid:
+        return {"skipped": f"invalid action, nothing sent to the device: {parsed.error}"}, None
+    try:
+        return device.execute(parsed).info(), None
+    except ActionFailed as exc:
+        return {"error": str(exc)}, None
+    except EnvironmentLost as exc:
+        return {"error": str(exc)}, exc
+
+
+def _summary(row: dict[str, Any], task: Task) -> EpisodeSummary:
+    return EpisodeSummary(row["episode_id"], task.name, row["status"], row["episode_length"] or 0,
+                          row["success"], row["eval_score"], row["eval_reason"] or "")
+
+
+def collect_one(device: Device, policy: Policy, recorder: Recorder, task: Task, *,
+                max_steps: int = 20, tags: Sequence[str] = (),
+                stop: threading.Event | None = None) -> EpisodeSummary:
+    """`run_episode`, except that a task which cannot start is skipped (and logged) instead
+    of raised; DeviceUnavailable (nothing left to drive) and Ctrl-C still propagate."""
+    try:
+        summary = run_episode(device, policy, recorder, task, max_steps=max_steps, tags=tags,
+                              stop=stop)
+    except DeviceUnavailable:
+        raise
+    except DeviceError as exc:  # only start_task raises these: mid-episode ones abort it
+        log.error("task %s skipped: %s", task.name, exc)
+        return EpisodeSummary(None, task.name, "skipped", reason=str(exc))
+    log.info("episode %s (%s): %s after %d step(s)%s", summary.episode_id, task.name,
+             summary.status, summary.steps,
+             f", score {summary.eval_score}" if summary.eval_score is not None else "")
+    return summary
+
+
+def collect(device: Device, policy: Policy, recorder: Recorder, tasks: Iterable[Task], *,
+            max_steps: int = 20, tags: Sequence[str] = (),
+            stop: threading.Event | None = None) -> list[EpisodeSummary]:
+    """Run every task in turn on one device (see `collect_one`); a set `stop` ends the batch."""
+    out: list[EpisodeSummary] = []
+    for task in tasks:
+        if stop is not None and stop.is_set():
+            break
+        out.append(collect_one(device, policy, recorder, task, max_steps=max_steps, tags=tags,
+                               stop=stop))
+    return out

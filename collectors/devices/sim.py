@@ -1,0 +1,104 @@
+"""The simulated phone (:mod:`episodelake.collectors.sim`) as a `Device`, with its tasks.
+
+Task names are the sim registry's task ids (``wifi_on``,
+``notes_create[title=Groceries,body=milk]``). Every episode starts from a fresh phone built
+from the same seed, so the episodes of one group start from the same screen, as a GRPO group
+does on a reset emulator. Evaluation checks the task's goal on the phone's internal state.
+
+:class:`OraclePolicy` plays the registry's oracle on this device, for tests and demos that
+need episodes which succeed without a model.
+"""
+
+from __future__ import annotations
+
+from episodelake.collectors.actions import ParsedAction, format_tool_call
+from episodelake.collectors.collect import Observation, Reply
+from episodelake.collectors.devices.base import (
+    ActionFailed,
+    ActionResult,
+    Device,
+    DeviceError,
+    Evaluation,
+    Screen,
+    Task,
+)
+from episodelake.collectors.envserver import TaskInfo
+from episodelake.collectors.sim import tasks as sim_tasks
+from episodelake.collectors.sim.geometry import HEIGHT, WIDTH
+from episodelake.collectors.sim.phone import Phone
+
+
+class SimDevice(Device):
+    env = "sim"
+
+    def __init__(self, seed: int = 0, *, name: str = "sim-0", with_ui_tree: bool = True):
+        self.seed = seed
+        self._name = name
+        self.with_ui_tree = with_ui_tree
+        self.phone = Phone(seed)
+        self.task: sim_tasks.Task | None = None
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def screen(self) -> Screen:
+        # the phone's logical pixels, which agents' coordinates map onto (screenshots are
+        # rendered at half that size; points travel as fractions, so both agree)
+        return Screen(WIDTH, HEIGHT)
+
+    def screenshot(self) -> bytes:
+        return self.phone.screenshot()
+
+    def ui_tree(self) -> str | None:
+        return self.phone.ui_tree() if self.with_ui_tree else None
+
+    def execute(self, action: ParsedAction) -> ActionResult:
+        outcome = self.phone.step(action.action)
+        if not outcome.valid:
+            raise ActionFailed(f"the phone did nothing: {outcome.reason}")
+        return ActionResult(outcome.result)
+
+    def start_task(self, task: Task) -> str:
+        try:
+            sim_task = sim_tasks.get_task(task.name)
+        except KeyError as exc:
+            raise DeviceError(f"{exc.args[0]}; `elake serve-env --list-tasks` lists them") from None
+        self.phone = Phone(self.seed)
+        sim_task.setup(self.phone)
+        self.task = sim_task
+        return task.goal or sim_task.goal
+
+    def evaluate(self, task: Task) -> Evaluation:
+        if self.task is None or self.task.id != task.name:
+            raise DeviceError(f"task {task.name!r} is not running on {self.name}")
+        if self.task.check(self.phone):
+            return Evaluation(1.0, "the goal holds on the phone")
+        return Evaluation(0.0, "the goal does not hold on the phone")
+
+    def end_task(self, task: Task) -> None:
+        self.task = None
+
+    def oracle_action(self) -> dict:
+        """The registry oracle's next action (tool-call arguments) from the current state."""
+        if self.task is None:
+            raise DeviceError("no task is running: the oracle needs one (start_task)")
+        return self.task.solution(self.phone)
+
+
+class OraclePolicy:
+    """Answers with the oracle's next action on `device`, written as a MAI-UI response."""
+
+    name = "oracle"
+    history_length = 0
+
+    def __init__(self, device: SimDevice):
+        self.device = device
+
+    def act(self, observation: Observation) -> Reply:
+        return Reply(format_tool_call(self.device.oracle_action(), thinking="oracle"))
+
+
+def task_infos() -> list[TaskInfo]:
+    """The registry as the environment server lists it (tags: difficulty, template)."""
+    return [TaskInfo(t.id, t.goal, [t.difficulty, t.name]) for t in sim_tasks.all_tasks()]

@@ -1,0 +1,300 @@
+"""The step-reward judge (a process reward model): did this step move the phone toward the goal?
+
+A VLM on an OpenAI-compatible server sees the goal, the screenshot before the step with the
+action marked on it, the screenshot after, the agent's recent responses and the current one,
+and answers ``{"reason": "...", "reward": 0 | 1}``.
+
+Unlike the reference judge, which scores 1 when the call or the parsing fails, an answer that
+is not exactly that JSON object is an *invalid* verdict (``reward`` None, the problem in
+``reason``) after the retries are spent: nothing is ever scored by default. Valid verdicts are
+cached by (before-image hash, after-image hash, action, goal, judge model, prompt version),
+in memory or in a SQLite file shared by runs.
+
+:func:`backfill` judges stored episodes: every step that has a next step (the after
+screenshot) and no step reward yet, writing ``step_reward`` and ``step_reward_reason`` back
+with :func:`~episodelake.lake.updates.update_columns`, one commit per episode, so an
+interrupted run resumes where it stopped. Rewards are stored raw, in {0, 1}: the reference's
+division by (steps - 1) is the trainer's business. Last steps are not judged (no after
+screenshot); invalid verdicts leave the reward null with the reason, so the next run retries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PIL import Image, ImageDraw
+
+from episodelake.collectors.actions import action_summary
+from episodelake.collectors.model_client import ModelClient
+from episodelake.collectors.prompts import data_url_part
+from episodelake.lake.errors import InvalidInput, NotFound
+from episodelake.lake.images import sniff_format
+from episodelake.lake.lake import Lake
+from episodelake.lake.updates import update_columns
+
+log = logging.getLogger(__name__)
+
+#: Changes whenever the prompt changes, so cached verdicts of another prompt are not reused.
+PROMPT_VERSION = "step-judge-1"
+HISTORY_RESPONSES = 5
+
+SYSTEM_PROMPT = """\
+You judge one step of an agent that operates an Android phone for a user.
+You are given the user's goal, the agent's recent responses (newest first), the agent's
+current response with the action it chose, the screenshot BEFORE the action (a red dot marks
+where it touched; for a drag, red is the start and blue the end) and the screenshot AFTER it.
+
+Decide whether this step was useful: reward 1 if the action was sensible for the goal and the
+phone moved toward it (or the step correctly finished the task), reward 0 if it did nothing
+useful, went the wrong way, or acted on the wrong element.
+
+Answer with only this JSON object and nothing else:
+{"reason": "<one or two sentences>", "reward": <0 or 1>}"""
+
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
+_THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The judge's answer. ``reward`` is 0.0 or 1.0, or None when the answer was invalid."""
+
+    reward: float | None
+    reason: str
+    raw: str = ""
+
+    @property
+    def valid(self) -> bool:
+        return self.reward is not None
+
+
+def parse_verdict(text: str) -> Verdict:
+    """Read the judge's answer strictly: a JSON object (optionally in a ```json fence, after
+    an optional <think> block) with ``reward`` exactly 0 or 1 and a string ``reason``."""
+    body = _THINK.sub("", text.strip(), count=1).strip()
+    fenced = _FENCE.match(body)
+    if fenced:
+        body = fenced.group(1)
+    try:
+        answer = json.loads(body)
+    except json.JSONDecodeError as exc:
+        return _invalid(f"not a JSON object ({exc.msg})", text)
+    if not isinstance(answer, dict):
+        return _invalid(f"expected a JSON object, got {type(answer).__name__}", text)
+    reward, reason = answer.get("reward"), answer.get("reason")
+    if isinstance(reward, bool) or not isinstance(reward, (int, float)) or reward not in (0, 1):
+        return _invalid(f"'reward' must be 0 or 1, got {reward!r}", text)
+    if not isinstance(reason, str) or not reason.strip():
+        return _invalid("'reason' must be a non-empty string", text)
+    return Verdict(float(reward), reason.strip(), text)
+
+
+def _invalid(problem: str, text: str) -> Verdict:
+    return Verdict(None, f"invalid judge response: {problem}: {text.strip()[:200]!r}", text)
+
+
+@dataclass(frozen=True)
+class StepToJudge:
+    """One step as the judge sees it. Points are fractions of the screenshot, as stored."""
+
+    goal: str
+    before: bytes
+    after: bytes
+    response: str
+    action_type: str | None
+    action: str | None  # JSON text, as in the steps table
+    x: float | None = None
+    y: float | None = None
+    x2: float | None = None
+    y2: float | None = None
+    history: Sequence[str] = ()  # earlier responses, newest first
+
+    def cache_key(self, model: str) -> str:
+        parts = [hashlib.sha256(self.before).hexdigest(), hashlib.sha256(self.after).hexdigest(),
+                 self.action_type or "", self.action or "", self.goal, model, PROMPT_VERSION]
+        return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+
+def mark_action(image: bytes, step: StepToJudge) -> bytes:
+    """The before screenshot with the action's point(s) drawn, as PNG (for the judge only;
+    stored images are never touched)."""
+    img = Image.open(io.BytesIO(image)).convert("RGB")
+    w, h = img.size
+    r = max(6, round(min(w, h) / 72))  # the reference's 15 px on a 1080-wide screen
+    d = ImageDraw.Draw(img)
+    if step.x is not None and step.y is not None:
+        start = (step.x * w, step.y * h)
+        if step.x2 is not None and step.y2 is not None:
+            end = (step.x2 * w, step.y2 * h)
+            d.line((start, end), fill=(255, 0, 0), width=max(2, r // 3))
+            d.ellipse((end[0] - r, end[1] - r, end[0] + r, end[1] + r), fill=(0, 0, 255))
+        d.ellipse((start[0] - r, start[1] - r, start[0] + r, start[1] + r), fill=(255, 0, 0))
+    out = io.BytesIO()
+    img.save(out, format="PNG")
+    return out.getvalue()
+
+
+def judge_messages(step: StepToJudge) -> list[dict[str, Any]]:
+    history = "\n".join(f"- {r}" for r in step.history[:HISTORY_RESPONSES]) or "(none)"
+    text = (f"Goal: {step.goal}\n\nRecent responses (newest first):\n{history}\n\n"
+            f"Current response:\n{step.response}\n\n"
+            f"Action: {action_summary(step.action_type, step.action)}")
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": [
+            {"type": "text", "text": text},
+            {"type": "text", "text": "Screenshot BEFORE the action:"},
+            data_url_part(mark_action(step.before, step), "image/png"),
+            {"type": "text", "text": "Screenshot AFTER the action:"},
+            data_url_part(step.after, f"image/{sniff_format(step.after)}"),
+        ]},
+    ]
+
+
+class JudgeCache:
+    """Valid verdicts by cache key: in memory, or in a SQLite file when `path` is given."""
+
+    def __init__(self, path: Path | str | None = None):
+        self._memory: dict[str, Verdict] = {}
+        self._db: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        if path is not None:
+            self._db = sqlite3.connect(str(path), check_same_thread=False)
+            self._db.execute("CREATE TABLE IF NOT EXISTS verdicts "
+                             "(key TEXT PRIMARY KEY, reward REAL, reason TEXT)")
+
+    def get(self, key: str) -> Verdict | None:
+        with self._lock:
+            if key in self._memory or self._db is None:
+                return self._memory.get(key)
+            row = self._db.execute("SELECT reward, reason FROM verdicts WHERE key = ?",
+                                   (key,)).fetchone()
+        return Verdict(row[0], row[1]) if row else None
+
+    def put(self, key: str, verdict: Verdict) -> None:
+        if not verdict.valid:
+            return  # an invalid answer is retried next time, never remembered
+        with self._lock:
+            self._memory[key] = verdict
+            if self._db is not None:
+                self._db.execute("INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?)",
+                                 (key, verdict.reward, verdict.reason))
+                self._db.commit()
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+
+
+class StepJudge:
+    """Judges steps with one model; invalid answers are asked again up to `attempts` times."""
+
+    def __init__(self, client: ModelClient, *, attempts: int = 3, cache: JudgeCache | None = None,
+                 temperature: float = 0.1):
+        if attempts < 1:
+            raise ValueError(f"attempts must be >= 1, got {attempts}")
+        self.client = client
+        self.attempts = attempts
+        self.cache = cache or JudgeCache()
+        self.temperature = temperature
+
+    def judge(self, step: StepToJudge) -> Verdict:
+        key = step.cache_key(self.client.model)
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached
+        messages = judge_messages(step)
+        verdict = _invalid("no answer", "")
+        for attempt in range(1, self.attempts + 1):
+            verdict = parse_verdict(self.client.complete(messages, temperature=self.temperature))
+            if verdict.valid:
+                break
+            log.warning("judge attempt %d/%d: %s", attempt, self.attempts, verdict.reason)
+        self.cache.put(key, verdict)
+        return verdict
+
+
+# --- back-filling stored episodes -------------------------------------------------------------
+
+@dataclass
+class BackfillReport:
+    episodes: int = 0
+    judged: int = 0
+    invalid: int = 0
+
+    def summary(self) -> str:
+        return (f"judged {self.judged} step(s) in {self.episodes} episode(s): "
+                f"{self.invalid} invalid answer(s) (left without a reward, retried next run)")
+
+
+def select_episodes(lake: Lake, *, set_name: str | None = None, where: str | None = None) -> list[str]:
+    """Episode ids of a curation set (by name) or of an SQL condition over `episodes`."""
+    if (set_name is None) == (where is None):
+        raise InvalidInput("choose the episodes with exactly one of --set NAME or --where SQL")
+    if set_name is not None:
+        found = lake.sql("SELECT set_id FROM sets WHERE name = ? AND NOT coalesce(deleted, false)",
+                         [set_name])
+        if found.num_rows == 0:
+            raise NotFound(f"no set named {set_name!r}; `elake sets` lists them")
+        query = ("SELECT DISTINCT episode_id FROM set_members WHERE set_id = ? "
+                 "AND NOT coalesce(removed, false) ORDER BY episode_id")
+        return lake.sql(query, [found["set_id"][0].as_py()])["episode_id"].to_pylist()
+    try:
+        rows = lake.sql(f"SELECT episode_id FROM episodes WHERE {where} ORDER BY created_at, episode_id")
+    except Exception as exc:  # DuckDB raises many error types for bad SQL
+        raise InvalidInput(f"--where: {exc}") from None
+    return rows["episode_id"].to_pylist()
+
+
+def _steps_to_judge(lake: Lake, episode_id: str, goal: str, redo: bool) -> Iterator[tuple[int, StepToJudge]]:
+    rows = lake.steps(episode_id, ["step", "model_response", "action_type", "action", "x", "y",
+                                   "x2", "y2", "step_reward"]).to_pylist()
+    wanted = {r["step"] for r in rows[:-1] if redo or r["step_reward"] is None}
+    if not wanted:
+        return
+    images = dict(lake.images(episode_id))
+    for index, row in enumerate(rows[:-1]):
+        step = row["step"]
+        if step not in wanted or step + 1 not in images or step not in images:
+            continue
+        history = [r["model_response"] or "" for r in reversed(rows[:index])]
+        yield step, StepToJudge(
+            goal, images[step], images[step + 1], row["model_response"] or "", row["action_type"],
+            row["action"], row["x"], row["y"], row["x2"], row["y2"], history)
+
+
+def backfill(lake: Lake, judge: StepJudge, episode_ids: Sequence[str], *, redo: bool = False,
+             progress: bool = True) -> BackfillReport:
+    """Judge the steps of `episode_ids` that have no step reward yet (all with `redo`)."""
+    from tqdm import tqdm
+
+    report = BackfillReport()
+    goals = {r["episode_id"]: r["task_goal"] or ""
+             for r in lake.sql("SELECT episode_id, task_goal FROM episodes").to_pylist()}
+    bar = tqdm(episode_ids, unit="episode", desc="judging", disable=not progress)
+    for episode_id in bar:
+        goal = goals.get(episode_id)
+        if goal is None:
+            raise NotFound(f"episode {episode_id!r} is not in the lake")
+        updates = []
+        for step, item in _steps_to_judge(lake, episode_id, goal, redo):
+            verdict = judge.judge(item)
+            report.judged += 1
+            report.invalid += not verdict.valid
+            updates.append({"episode_id": episode_id, "step": step,
+                            "step_reward": verdict.reward, "step_reward_reason": verdict.reason})
+            bar.set_postfix(steps=report.judged, invalid=report.invalid)
+        if updates:
+            update_columns(lake, "steps", updates)
+            report.episodes += 1
+    return report

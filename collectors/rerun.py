@@ -1,0 +1,420 @@
+"""Regression re-runs: play every task of a set again with a new policy and compare.
+
+A set (typically of failures) is a benchmark: its member episodes say which tasks to run and
+how they went before (read at the set's pinned tag when it has one, so the "before" of a set
+re-run months later is what it was when the set was curated). `run_rerun` runs each task `n`
+times on a device with the new policy, records the new episodes in the lake (``run_id`` = the
+re-run's id, tag ``rerun``), and reports per task before/after success, what got fixed and
+what broke, and the overall change in success rate with a confidence interval. The report is
+stored in the ``runs`` table (kind ``rerun``) so the web app can list re-runs later.
+
+Reading the numbers: a task *passes* when at least half of its judged episodes succeeded;
+*fixed* = failed before, passes now; *broke* = passed before, fails now. The overall delta is
+after minus before success rate over judged episodes, with Newcombe's hybrid score interval
+(built from two Wilson intervals), which stays sensible at 0% and 100%. It treats episodes
+as independent; episodes of one task are not, so read a narrow interval over few tasks with
+care. For a failure set, "before" is 0% by construction (the episodes were picked because
+they failed): the delta says how many of them the new policy fixes, not how it compares with
+the old policy on fresh tasks.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from statistics import NormalDist
+
+from episodelake.collectors.collect import Observation, Policy, RandomPolicy, Reply, run_episode
+from episodelake.collectors.devices.base import Device, DeviceError, DeviceUnavailable, Task
+from episodelake.collectors.recorder import Recorder
+from episodelake.lake.errors import InvalidInput, NotFound
+from episodelake.lake.export.selection import check_members_present, resolve_set, set_episode_ids
+from episodelake.lake.lake import Lake
+
+log = logging.getLogger(__name__)
+
+ENVS = ("sim", "mobileworld", "adb")
+#: Policies by name; `noisy:P` takes the share of random steps (default 0.3).
+POLICIES = ("oracle", "noisy", "random", "model")
+RERUN_TAG = "rerun"
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class RerunSpec:
+    #: The set's name or id.
+    set: str
+    #: oracle | noisy[:P] | random | model (with `model_url` and `model`).
+    policy: str
+    env: str = "sim"
+    #: Episodes per task.
+    n: int = 3
+    max_steps: int = 20
+    #: Seeds the sim phone and the demo policies' randomness.
+    seed: int = 0
+    confidence: float = 0.95
+    model_url: str | None = None
+    model: str | None = None
+    #: Environment server URLs (env mobileworld).
+    servers: tuple[str, ...] = ()
+    #: The adb device (env adb; default: the only one attached).
+    serial: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.env not in ENVS:
+            raise InvalidInput(f"env must be one of {', '.join(ENVS)}, not {self.env!r}")
+        kind = self.policy.split(":", 1)[0]
+        if kind not in POLICIES:
+            raise InvalidInput(f"policy must be one of {', '.join(POLICIES)} (noisy:P for a share P of "
+                               f"random steps), not {self.policy!r}")
+        if kind in ("oracle", "noisy") and self.env != "sim":
+            raise InvalidInput(f"policy {kind!r} plays the simulated phone's oracle: use it with env sim")
+        if kind == "noisy" and not 0 <= self.noise <= 1:
+            raise InvalidInput(f"policy: the noise share of {self.policy!r} must be in [0, 1]")
+        if kind == "model" and not (self.model_url and self.model):
+            raise InvalidInput("policy model needs model_url (--model-url http://host:8000/v1) and model (--model NAME)")
+        if self.env == "mobileworld" and not self.servers:
+            raise InvalidInput("env mobileworld needs servers (--server URL, one or more)")
+        for name in ("n", "max_steps"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 1000:
+                raise InvalidInput(f"{name} must be an integer from 1 to 1000, not {value!r}")
+        if not 0 < self.confidence < 1:
+            raise InvalidInput(f"confidence must be in (0, 1), not {self.confidence!r}")
+
+    @property
+    def noise(self) -> float:
+        _, _, share = self.policy.partition(":")
+        try:
+            return float(share) if share else 0.3
+        except ValueError:
+            raise InvalidInput(f"policy: {self.policy!r} is not noisy:P with a number P") from None
+
+
+# -- statistics ----------------------------------------------------------------------------------
+def wilson(successes: int, n: int, z: float) -> tuple[float, float]:
+    """Wilson score interval of a proportion; (0, 1) when there is no observation."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def newcombe(after: tuple[int, int], before: tuple[int, int], confidence: float) -> tuple[float, float]:
+    """Newcombe's hybrid score interval for (after rate - before rate), independent samples.
+
+    `after` and `before` are (successes, episodes).
+    """
+    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+    (k1, n1), (k2, n2) = after, before
+    p1 = k1 / n1 if n1 else 0.0
+    p2 = k2 / n2 if n2 else 0.0
+    l1, u1 = wilson(k1, n1, z)
+    l2, u2 = wilson(k2, n2, z)
+    d = p1 - p2
+    return (d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2),
+            d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2))
+
+
+# -- the report ----------------------------------------------------------------------------------
+@dataclass
+class Outcome:
+    """Success counts of a group of episodes; `unjudged` ones (no verdict) are left out of the rate."""
+
+    episodes: int = 0
+    successes: int = 0
+    unjudged: int = 0
+
+    def add(self, success: bool | None) -> None:
+        self.episodes += 1
+        if success is None:
+            self.unjudged += 1
+        elif success:
+            self.successes += 1
+
+    @property
+    def judged(self) -> int:
+        return self.episodes - self.unjudged
+
+    @property
+    def rate(self) -> float | None:
+        return self.successes / self.judged if self.judged else None
+
+    @property
+    def passes(self) -> bool | None:
+        return None if self.rate is None else self.rate >= 0.5
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "rate": self.rate}
+
+
+@dataclass
+class TaskResult:
+    task: str
+    goal: str
+    before: Outcome = field(default_factory=Outcome)
+    after: Outcome = field(default_factory=Outcome)
+    episode_ids: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        """fixed | broke | still passing | still failing | unknown (no judged episode)."""
+        before, after = self.before.passes, self.after.passes
+        if before is None or after is None:
+            return "unknown"
+        if before == after:
+            return "still passing" if after else "still failing"
+        return "fixed" if after else "broke"
+
+    def to_json(self) -> dict:
+        return {"task": self.task, "goal": self.goal, "status": self.status,
+                "before": self.before.to_json(), "after": self.after.to_json(),
+                "episode_ids": self.episode_ids}
+
+
+@dataclass
+class RerunReport:
+    rerun_id: str
+    set: dict
+    spec: dict
+    tasks: list[TaskResult]
+
+    def totals(self, which: str) -> Outcome:
+        out = Outcome()
+        for t in self.tasks:
+            part = getattr(t, which)
+            out.episodes += part.episodes
+            out.successes += part.successes
+            out.unjudged += part.unjudged
+        return out
+
+    def to_json(self) -> dict:
+        before, after = self.totals("before"), self.totals("after")
+        delta = None if before.rate is None or after.rate is None else after.rate - before.rate
+        low, high = newcombe((after.successes, after.judged), (before.successes, before.judged),
+                             self.spec["confidence"])
+        return {
+            "rerun_id": self.rerun_id,
+            "set": self.set,
+            "spec": self.spec,
+            "tasks": [t.to_json() for t in self.tasks],
+            "before": before.to_json(),
+            "after": after.to_json(),
+            "delta": delta,
+            "interval": None if delta is None else [low, high],
+            "confidence": self.spec["confidence"],
+            "interval_method": "newcombe-wilson",
+            "fixed": [t.task for t in self.tasks if t.status == "fixed"],
+            "broke": [t.task for t in self.tasks if t.status == "broke"],
+        }
+
+
+def render(report: dict) -> str:
+    """The report as a plain-text table for terminals."""
+    def frac(o: dict) -> str:
+        extra = f" (+{o['unjudged']} unjudged)" if o["unjudged"] else ""
+        return f"{o['successes']}/{o['episodes'] - o['unjudged']}{extra}"
+
+    def pct(x: float | None) -> str:
+        return "n/a" if x is None else f"{100 * x:.0f}%"
+
+    spec = report["spec"]
+    rows = [("task", "before", "after", "status")]
+    rows += [(t["task"], frac(t["before"]), frac(t["after"]), t["status"]) for t in report["tasks"]]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = [f"re-run {report['rerun_id']} of set {report['set']['name']!r}: {len(report['tasks'])} task(s) "
+             f"x {spec['n']}, policy {spec['policy']}, env {spec['env']}", ""]
+    for i, r in enumerate(rows):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    b, a = report["before"], report["after"]
+    lines.append("")
+    lines.append(f"success before {frac(b)} ({pct(b['rate'])}), after {frac(a)} ({pct(a['rate'])})")
+    if report["delta"] is not None:
+        lo, hi = report["interval"]
+        lines.append(f"delta {100 * report['delta']:+.1f} points, {100 * report['confidence']:.0f}% interval "
+                     f"[{100 * lo:+.1f}, {100 * hi:+.1f}] ({report['interval_method']})")
+    lines.append(f"fixed {len(report['fixed'])}, broke {len(report['broke'])}")
+    return "\n".join(lines)
+
+
+# -- devices and policies ------------------------------------------------------------------------
+class NoisyOraclePolicy:
+    """The simulated phone's oracle, with a share `noise` of steps replaced by a random action:
+    a demo policy that fails sometimes, for tests and demos of regression re-runs."""
+
+    history_length = 0
+
+    def __init__(self, device: Device, noise: float, seed: int = 0):
+        from episodelake.collectors.devices.sim import OraclePolicy
+
+        self.name = f"noisy-{noise:g}"
+        self.noise = noise
+        self._oracle = OraclePolicy(device)
+        self._random = RandomPolicy(seed, terminate_p=0.0)
+        self._rng = random.Random(seed)
+
+    def act(self, observation: Observation) -> Reply:
+        if self._rng.random() < self.noise:
+            return self._random.act(observation)
+        return self._oracle.act(observation)
+
+
+def open_device(spec: RerunSpec) -> Device:
+    if spec.env == "sim":
+        from episodelake.collectors.devices.sim import SimDevice
+
+        return SimDevice(spec.seed, name=f"sim-{spec.seed}")
+    if spec.env == "mobileworld":
+        from episodelake.collectors.devices.remote import RemoteDevice
+
+        return RemoteDevice(list(spec.servers))
+    from episodelake.collectors.devices.adb import connect
+
+    return connect(spec.serial)
+
+
+def make_policy(spec: RerunSpec, device: Device) -> Policy:
+    kind = spec.policy.split(":", 1)[0]
+    if kind == "oracle":
+        from episodelake.collectors.devices.sim import OraclePolicy
+
+        return OraclePolicy(device)
+    if kind == "noisy":
+        return NoisyOraclePolicy(device, spec.noise, spec.seed)
+    if kind == "random":
+        return RandomPolicy(spec.seed)
+    from episodelake.collectors.collect import ModelPolicy
+    from episodelake.collectors.model_client import ModelClient
+
+    return ModelPolicy(ModelClient(spec.model_url, spec.model))
+
+
+# -- the job -------------------------------------------------------------------------------------
+def _before(lake: Lake, spec: RerunSpec) -> tuple[dict, list[TaskResult]]:
+    """The set and, per task, how its member episodes went (at the set's pinned tag)."""
+    set_row = resolve_set(lake, spec.set)
+    ids = set_episode_ids(lake, set_row)
+    tag = set_row["pinned_tag"]
+    source = lake.at(tag) if tag else lake
+    check_members_present(source, set_row, ids, tag)
+    rows = source.sql("SELECT episode_id, task_name, task_goal, success FROM episodes "
+                      "WHERE list_contains(?, episode_id) ORDER BY task_name, episode_id", [ids]).to_pylist()
+    nameless = [r["episode_id"] for r in rows if not r["task_name"]]
+    if nameless:
+        raise InvalidInput(f"set {set_row['name']!r}: episode(s) {', '.join(nameless[:5])} have no task_name, "
+                           "so there is no task to run again; remove them from the set")
+    tasks: dict[str, TaskResult] = {}
+    for r in rows:
+        result = tasks.setdefault(r["task_name"], TaskResult(r["task_name"], r["task_goal"] or ""))
+        result.before.add(r["success"])
+    info = {k: set_row[k] for k in ("set_id", "name", "kind", "pinned_tag")}
+    return info, list(tasks.values())
+
+
+def _record_run(lake: Lake, rerun_id: str, started: datetime, spec: dict, metrics: dict) -> None:
+    lake.upsert("runs", [{"run_id": rerun_id, "iteration": 0, "kind": "rerun",
+                          "config": json.dumps(spec, sort_keys=True),
+                          "metrics": json.dumps(metrics, sort_keys=True), "created_at": started}])
+
+
+def run_rerun(lake: Lake, spec: RerunSpec, progress: Progress | None = None, *,
+              device: Device | None = None, policy: Policy | None = None) -> dict:
+    """Re-run the set's tasks and return the report (also stored in ``runs``).
+
+    `device` and `policy` default to what the spec names; pass them to drive something else.
+    `progress(done, total)` is called after each episode.
+    """
+    set_info, tasks = _before(lake, spec)
+    if spec.env == "sim":
+        _check_sim_tasks(set_info, tasks)
+    owned = device is None
+    device = device or open_device(spec)
+    policy = policy or make_policy(spec, device)
+    rerun_id = f"rerun-{uuid.uuid4().hex[:12]}"
+    started = datetime.now(UTC)
+    recorded = {**asdict(spec), "servers": list(spec.servers), "set_id": set_info["set_id"]}
+    _record_run(lake, rerun_id, started, recorded, {"status": "running", "set": set_info})
+    total, done = len(tasks) * spec.n, 0
+    try:
+        with Recorder(lake, run_id=rerun_id, policy_version=spec.policy) as recorder:
+            for index, result in enumerate(tasks):
+                group = f"{rerun_id}.g{index}" if spec.n > 1 else None
+                for _ in range(spec.n):
+                    episode_id, success = _one(device, policy, recorder,
+                                               Task(result.task, result.goal or None, group), spec)
+                    result.after.add(success)
+                    if episode_id:
+                        result.episode_ids.append(episode_id)
+                    done += 1
+                    if progress is not None:
+                        progress(done, total)
+    except BaseException as exc:
+        _record_run(lake, rerun_id, started, recorded, {"status": "failed", "set": set_info,
+                                                        "error": f"{type(exc).__name__}: {exc}"})
+        raise
+    finally:
+        if owned:
+            device.close()
+    lake.invalidate()
+    report = RerunReport(rerun_id, set_info, recorded, tasks).to_json()
+    _record_run(lake, rerun_id, started, recorded, {"status": "finished", **report})
+    return report
+
+
+def _one(device: Device, policy: Policy, recorder: Recorder, task: Task, spec: RerunSpec
+         ) -> tuple[str | None, bool | None]:
+    """(episode id, success) of one episode; a task that could not start counts as unjudged."""
+    try:
+        summary = run_episode(device, policy, recorder, task, max_steps=spec.max_steps, tags=[RERUN_TAG])
+    except DeviceUnavailable:
+        raise
+    except DeviceError as exc:
+        log.error("re-run of task %s could not start: %s", task.name, exc)
+        return None, None
+    return summary.episode_id, summary.success if summary.status == "finished" else None
+
+
+def _check_sim_tasks(set_info: dict, tasks: list[TaskResult]) -> None:
+    from episodelake.collectors.sim.tasks import get_task
+
+    unknown = []
+    for t in tasks:
+        try:
+            get_task(t.task)
+        except KeyError:
+            unknown.append(t.task)
+    if unknown:
+        raise InvalidInput(f"set {set_info['name']!r}: task(s) {', '.join(unknown[:5])} are not tasks of the "
+                           "simulated phone; re-run the set on the env its episodes came from (--env)")
+
+
+# -- reading re-runs back ------------------------------------------------------------------------
+def list_reruns(lake: Lake) -> list[dict]:
+    """Every re-run, newest first: id, set, policy, status and the headline numbers."""
+    out = []
+    for row in lake.sql("SELECT run_id, config, metrics, created_at FROM runs WHERE kind = 'rerun' "
+                        "ORDER BY created_at DESC, run_id").to_pylist():
+        config, metrics = json.loads(row["config"] or "{}"), json.loads(row["metrics"] or "{}")
+        out.append({"rerun_id": row["run_id"], "created_at": row["created_at"], "status": metrics.get("status"),
+                    "set": metrics.get("set"), "policy": config.get("policy"), "env": config.get("env"),
+                    "n": config.get("n"), "delta": metrics.get("delta"), "interval": metrics.get("interval"),
+                    "fixed": len(metrics.get("fixed", [])), "broke": len(metrics.get("broke", []))})
+    return out
+
+
+def get_rerun(lake: Lake, rerun_id: str) -> dict:
+    """One re-run's stored report (with `status`; running and failed ones have no numbers yet)."""
+    rows = lake.sql("SELECT metrics FROM runs WHERE kind = 'rerun' AND run_id = ?", [rerun_id]).to_pylist()
+    if not rows:
+        raise NotFound(f"no re-run {rerun_id!r}; `elake rerun --list` shows them")
+    return json.loads(rows[0]["metrics"])

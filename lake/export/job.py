@@ -1,0 +1,131 @@
+"""`run_export`: one export from spec to finished folder, recorded in the `exports` table.
+
+Order of work: check the format, resolve the selection (fails early, writing nothing),
+claim the folder, then stream episode by episode: build samples, drop duplicates, route each
+to its task's split, hand it to the format's writer (which pulls images as it needs them).
+Callers that show progress (the CLI's bar, the API's job status) pass `progress(done,
+total)`, called after each episode.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from episodelake.lake.export import manifest as manifest_mod
+from episodelake.lake.export.base import SPLITS, WriteContext
+from episodelake.lake.export.errors import EmptySelection
+from episodelake.lake.export.formats import get_format
+from episodelake.lake.export.images import IMAGE_DIR, ImageStore
+from episodelake.lake.export.samples import samples
+from episodelake.lake.export.selection import Selection, select
+from episodelake.lake.export.spec import ExportSpec
+from episodelake.lake.export.split import Dedup, split_of
+from episodelake.lake.lake import Lake
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    export_id: str
+    out: Path
+    manifest: dict
+
+    @property
+    def samples(self) -> dict[str, int]:
+        return self.manifest["counts"]["samples"]
+
+
+def _record(lake: Lake, row: dict) -> None:
+    lake.upsert("exports", [row])
+
+
+def run_export(lake: Lake, spec: ExportSpec, progress: Progress | None = None) -> ExportResult:
+    """Export `spec` from `lake` (writable: the export is recorded in it). Raises a LakeError
+    subclass for bad input before anything is written."""
+    fmt = get_format(spec.format)
+    selection = select(lake, spec)
+    out = spec.out.resolve()
+    manifest_mod.prepare_folder(out)
+    row = {"export_id": f"exp-{uuid.uuid4().hex[:12]}", "format": fmt.name,
+           "selection": json.dumps({**spec.recorded(), **selection.recorded()}, sort_keys=True),
+           "lake_versions": json.dumps(selection.versions, sort_keys=True), "out_dir": str(out),
+           "status": "running", "created_at": datetime.now(UTC)}
+    _record(lake, row)
+    try:
+        doc = _write(out, spec, fmt, selection, progress)
+    except BaseException as exc:
+        _record(lake, {**row, "status": "failed", "finished_at": datetime.now(UTC),
+                       "manifest": json.dumps({"error": f"{type(exc).__name__}: {exc}"})})
+        raise
+    _record(lake, {**row, "status": "finished", "finished_at": datetime.now(UTC),
+                   "samples": sum(doc["counts"]["samples"].values()),
+                   "manifest": json.dumps(doc, sort_keys=True)})
+    log.info("export %s: %s samples to %s", row["export_id"], doc["counts"]["samples"], out)
+    return ExportResult(row["export_id"], out, doc)
+
+
+def _write(out: Path, spec: ExportSpec, fmt, selection: Selection, progress: Progress | None) -> dict:
+    store = ImageStore(selection.source, out, spec.max_pixels)
+    writer = fmt.open(WriteContext(out, spec, store, selection.source))
+    dedup = Dedup(spec.dedup)
+    skipped: Counter = Counter()
+    counts = dict.fromkeys(SPLITS, 0)
+    tasks: dict[str, set[str]] = {s: set() for s in SPLITS}
+    images: set[str] = set()
+    episodes = 0
+    total = len(selection.episodes)
+    for done, ep in enumerate(selection.episodes, 1):
+        store.begin(ep)
+        split = split_of(ep.task_name, spec.seed, spec.val_fraction)
+        kept = 0
+        for sample in samples(ep, spec, skipped):
+            if dedup.seen(sample.key):
+                skipped["duplicate"] += 1
+                continue
+            writer.write(split, sample)
+            images.update(sample.images)
+            kept += 1
+        if kept:
+            counts[split] += kept
+            tasks[split].add(ep.task_name)
+            episodes += 1
+        if progress is not None:
+            progress(done, total)
+    entries = writer.close()
+    if not any(counts.values()):
+        reasons = ", ".join(f"{n} {why.replace('_', ' ')}" for why, n in sorted(skipped.items()))
+        raise EmptySelection(f"selection: {total} episode(s) matched but no sample was kept ({reasons})")
+    if store.files_written:
+        entries.append(IMAGE_DIR)
+    files = {name: manifest_mod.file_entry(out / name) for name in sorted(entries) if (out / name).is_file()}
+    body = {
+        "status": "complete",
+        "format": fmt.name,
+        "spec": spec.recorded(),
+        "source": selection.recorded(),
+        "counts": {"episodes": episodes, "samples": counts, "images": len(images),
+                   "skipped": dict(sorted(skipped.items()))},
+        "tasks": {s: sorted(t) for s, t in tasks.items()},
+        "entries": sorted(entries),
+        "files": files,
+    }
+    return manifest_mod.write_manifest(out, body)
+
+
+def list_exports(lake: Lake) -> list[dict]:
+    """Every recorded export, newest first, with its selection and manifest parsed."""
+    rows = lake.sql("SELECT * FROM exports ORDER BY created_at DESC, export_id").to_pylist()
+    for row in rows:
+        for key in ("selection", "lake_versions", "manifest"):
+            row[key] = json.loads(row[key]) if row[key] else None
+    return rows

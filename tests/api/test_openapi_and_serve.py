@@ -1,0 +1,75 @@
+"""The web client is typed from the committed OpenAPI document, so it must match the API;
+`elake serve` binds loopback by default and refuses shared binds without a token."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from episodelake.api.app import create_app
+from episodelake.api.routes import groups
+from episodelake.api.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+ELAKE = [sys.executable, "-m", "episodelake.api.cli"]
+
+
+def test_committed_openapi_matches_the_api(tmp_path):
+    committed = json.loads((ROOT / "web" / "openapi.json").read_text())
+    current = create_app(Settings(lake=tmp_path, static_dir=None)).openapi()
+    assert committed == json.loads(json.dumps(current)), "the API changed: run `just web-client`"
+
+
+def test_every_operation_documents_the_error_shape(tmp_path):
+    doc = create_app(Settings(lake=tmp_path, static_dir=None)).openapi()
+    for path, ops in doc["paths"].items():
+        for method, op in ops.items():
+            for code in ("404", "422"):
+                ref = op["responses"][code]["content"]["application/json"]["schema"]["$ref"]
+                assert ref.endswith("/ErrorBody"), (method, path, code)
+
+
+def test_groups_degrade_without_the_trainer(lake, monkeypatch):
+    monkeypatch.setattr(groups, "ADVANTAGES_MODULE", "episodelake.trainer.not_there")
+    values, note = groups.trainer_values(lake, "g-wifi_on", 0.95)
+    assert values is None and "not installed" in note
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_on_loopback(lake):
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "ELAKE_TOKEN"}
+    proc = subprocess.Popen([*ELAKE, "--lake", str(lake.path), "serve", "--port", str(port)], env=env,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                r = httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline, "elake serve did not start"
+                time.sleep(0.2)
+        assert r.status_code == 200 and r.json()["tables"]["episodes"] == 9
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_serve_refuses_a_shared_bind_without_a_token(lake):
+    env = {k: v for k, v in os.environ.items() if k != "ELAKE_TOKEN"}
+    done = subprocess.run([*ELAKE, "--lake", str(lake.path), "serve", "--host", "0.0.0.0"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "ELAKE_TOKEN" in done.stderr

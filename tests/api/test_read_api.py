@@ -1,0 +1,202 @@
+"""The read side of the API over a real server and a recorded lake: tasks, episodes, steps,
+images, stats, groups, and the one error shape."""
+
+from __future__ import annotations
+
+import io
+
+from PIL import Image
+from webapp_support import TASKS, screen
+
+
+def error_of(response) -> dict:
+    body = response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"type", "message"}, body
+    return body["error"]
+
+
+def test_health_names_the_lake(client, lake):
+    body = client.get("/api/health").json()
+    assert body["ok"] and body["lake"] == str(lake.path)
+    assert body["tables"] == {"episodes": 9, "steps": 45, "sets": 0}
+
+
+def test_tasks_have_counts_and_success_rates(client):
+    tasks = {t["task_name"]: t for t in client.get("/api/tasks").json()}
+    assert set(tasks) == set(TASKS)
+    wifi = tasks["wifi_on"]
+    assert (wifi["episodes"], wifi["successes"], wifi["failures"], wifi["unjudged"]) == (3, 2, 1, 0)
+    assert abs(wifi["success_rate"] - 2 / 3) < 1e-9
+    assert wifi["task_goal"] == "Turn on Wi-Fi"
+
+
+def test_tasks_follow_the_filter(client):
+    tasks = client.get("/api/tasks", params={"success": "false"}).json()
+    assert all(t["episodes"] == 1 and t["failures"] == 1 for t in tasks)
+
+
+def ids(page: dict) -> list[str]:
+    return [e["episode_id"] for e in page["items"]]
+
+
+def test_episode_filters(client):
+    get = lambda **q: ids(client.get("/api/episodes", params=q).json())  # noqa: E731
+    assert sorted(get(task="wifi_on")) == ["wifi_on-0", "wifi_on-1", "wifi_on-2"]
+    assert sorted(get(success="false")) == ["send_message-1", "set_alarm-1", "wifi_on-1"]
+    assert sorted(get(zero_step_reward="true")) == sorted(get(success="false"))
+    assert sorted(get(policy_version="30", task="set_alarm")) == ["set_alarm-2"]
+    assert sorted(get(tag="smoke")) == ["send_message-0", "set_alarm-0", "wifi_on-0"]
+    assert sorted(get(min_length=6)) == ["send_message-2", "set_alarm-2", "wifi_on-2"]
+    assert sorted(get(max_length=4)) == ["send_message-0", "set_alarm-0", "wifi_on-0"]
+    assert sorted(get(group_id="g-wifi_on", env="sim", run_id="run-1")) == ["wifi_on-0", "wifi_on-1", "wifi_on-2"]
+    assert get(env="adb") == []
+    assert sorted(get(where="episode_length = 5 AND task_name LIKE 'wifi%'")) == ["wifi_on-1"]
+
+
+def test_where_fragment_goes_through_the_sandbox(client):
+    for bad in ("1=1; DROP TABLE episodes", "episode_id IN (SELECT * FROM read_csv('/etc/passwd'))",
+                "nonexistent_column = 1"):
+        r = client.get("/api/episodes", params={"where": bad})
+        assert r.status_code in (400, 422), bad
+        assert "where" in error_of(r)["message"] or error_of(r)["type"] == "SqlRefused"
+
+
+def test_cursor_pagination_visits_every_episode_once_in_order(client):
+    for sort, order in (("created_at", "desc"), ("episode_length", "asc"), ("task_name", "desc"),
+                        ("eval_score", "asc")):
+        seen, cursor, first = [], None, None
+        while True:
+            params = {"limit": 2, "sort": sort, "order": order, **({"cursor": cursor} if cursor else {})}
+            page = client.get("/api/episodes", params=params).json()
+            first = first if first is not None else page
+            seen += page["items"]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        assert first["total"] == 9 and len(seen) == 9
+        assert len({e["episode_id"] for e in seen}) == 9
+        keys = [(e[sort], e["episode_id"]) for e in seen]
+        assert keys == sorted(keys, reverse=order == "desc"), sort
+
+
+def test_bad_cursor_and_sort_are_named(client):
+    r = client.get("/api/episodes", params={"cursor": "not-a-cursor"})
+    assert r.status_code == 422 and "cursor" in error_of(r)["message"]
+    r = client.get("/api/episodes", params={"sort": "image"})
+    assert r.status_code == 422 and "sort" in error_of(r)["message"]
+    r = client.get("/api/episodes", params={"limit": 100000})
+    assert r.status_code == 422 and "limit" in error_of(r)["message"]
+
+
+def test_episode_detail_has_steps_without_image_bytes(client):
+    d = client.get("/api/episodes/wifi_on-0").json()
+    assert d["episode"]["task_name"] == "wifi_on" and d["episode"]["success"] is True
+    assert [s["step"] for s in d["steps"]] == [0, 1, 2, 3]
+    first = d["steps"][0]
+    assert "image" not in first and "prompt" not in first
+    assert first["image_url"] == "/api/episodes/wifi_on-0/steps/0/image"
+    assert first["action_type"] == "click" and first["action"]["coordinate"] == [500, 300]
+    assert 0 <= first["x"] <= 1 and 0 <= first["y"] <= 1
+    assert d["steps"][-1]["action_type"] == "terminate"
+    assert d["memberships"] == [] and d["annotations"] == []
+
+
+def test_model_text_is_returned_verbatim_as_data(client):
+    step = client.get("/api/episodes/wifi_on-0").json()["steps"][1]
+    assert "<script>" in step["thinking"]  # stored as given; the web app renders it as text
+
+
+def test_step_detail_has_the_prompt(client):
+    step = client.get("/api/episodes/wifi_on-0/steps/2").json()
+    assert step["action_type"] == "swipe" and step["action"]["direction"] == "up"
+    assert '"content": "Turn on Wi-Fi"' in step["prompt"]
+
+
+def test_image_is_the_stored_bytes(client):
+    r = client.get("/api/episodes/set_alarm-0/steps/1/image")
+    assert r.status_code == 200 and r.headers["content-type"] == "image/png"
+    assert r.content == screen(1, 1)
+    assert "max-age" in r.headers["cache-control"]
+
+
+def test_annotated_image_draws_the_action(client):
+    plain = Image.open(io.BytesIO(client.get("/api/episodes/wifi_on-0/steps/0/image").content)).convert("RGB")
+    r = client.get("/api/episodes/wifi_on-0/steps/0/image", params={"annotated": 1})
+    assert r.status_code == 200 and r.headers["content-type"] == "image/png"
+    drawn = Image.open(io.BytesIO(r.content)).convert("RGB")
+    assert drawn.size == plain.size
+    x, y = round(500 / 999 * drawn.width), round(300 / 999 * drawn.height)
+    assert drawn.getpixel((x, y))[0] > 200 and plain.getpixel((x, y)) != drawn.getpixel((x, y))
+
+
+def test_thumbnails_are_small_jpegs(client):
+    r = client.get("/api/episodes/wifi_on-0/steps/0/image", params={"max_side": 120})
+    assert r.headers["content-type"] == "image/jpeg"
+    assert max(Image.open(io.BytesIO(r.content)).size) == 120
+    r = client.get("/api/episodes/wifi_on-0/steps/0/image", params={"max_side": 120, "annotated": 1})
+    assert r.headers["content-type"] == "image/jpeg"
+
+
+def test_missing_things_are_404_in_the_error_shape(client):
+    cases = {
+        "/api/episodes/nope": "nope",
+        "/api/episodes/wifi_on-0/steps/99": "no step 99",
+        "/api/episodes/nope/steps/0/image": "nope",
+        "/api/episodes/send_message-2/steps/2/image": "no screenshot",
+        "/api/groups/g-nope": "g-nope",
+        "/api/sets/set-nope": "set-nope",
+        "/api/no/such/route": "no API route",
+    }
+    for url, words in cases.items():
+        r = client.get(url)
+        assert r.status_code == 404, url
+        assert words in error_of(r)["message"], url
+
+
+def test_step_without_screenshot_keeps_the_episode_viewable(client):
+    d = client.get("/api/episodes/send_message-2").json()
+    assert d["steps"][2]["image_url"] is None and d["steps"][3]["image_url"]
+
+
+def test_stats(client):
+    s = client.get("/api/stats").json()
+    assert s["episodes"] == 9 and s["steps"] == 45 and s["step_reward_nulls"] == 0
+    cell = next(c for c in s["success_by_task_policy"] if c["task_name"] == "wifi_on" and c["policy_version"] == "20")
+    assert (cell["episodes"], cell["successes"], cell["success_rate"]) == (1, 0, 0.0)
+    assert sum(b["count"] for b in s["step_reward_histogram"]) == 45
+    zero_bin = s["step_reward_histogram"][0]
+    assert zero_bin["lo"] == 0.0 and zero_bin["count"] == 3
+    lengths = {b["lo"]: b["count"] for b in s["length_histogram"]}
+    assert lengths == {4.0: 3, 5.0: 3, 6.0: 3}
+    assert client.get("/api/stats", params={"task": "wifi_on"}).json()["episodes"] == 3
+
+
+def test_groups_list_and_anchor_groups(client):
+    groups = {g["group_id"]: g for g in client.get("/api/groups").json()}
+    assert set(groups) == {f"g-{t}" for t in TASKS} and groups["g-wifi_on"]["episodes"] == 3
+    g = client.get("/api/groups/g-wifi_on").json()
+    assert [e["episode_id"] for e in g["episodes"]] == ["wifi_on-0", "wifi_on-1", "wifi_on-2"]
+    shared = [a for a in g["anchors"] if a["episodes"] == 3]
+    # steps 0-3 show the same screen in all three episodes (the last steps differ in index)
+    assert len(shared) >= 3
+    assert sum(len(a["steps"]) for a in g["anchors"]) + g["unanchored_steps"] == 15
+    step = shared[0]["steps"][0]
+    assert step["image_url"].startswith("/api/episodes/") and step["discounted_return"] is not None
+    if g["advantages_available"]:
+        assert all(s["advantage"] is not None for a in g["anchors"] for s in a["steps"])
+    else:
+        assert "not installed" in g["advantages_note"]
+
+
+def test_discounted_returns_fallback():
+    from episodelake.api.routes.groups import discounted_returns
+
+    assert discounted_returns([0.0, 0.0, 1.0], 0.5) == [0.25, 0.5, 1.0]
+    assert discounted_returns([], 0.9) == []
+
+
+def test_validation_errors_name_the_field(client):
+    r = client.get("/api/episodes/wifi_on-0/steps/-1")
+    assert r.status_code == 422 and "step" in error_of(r)["message"]
+    r = client.get("/api/episodes", params={"min_length": "many"})
+    assert r.status_code == 422 and "min_length" in error_of(r)["message"]

@@ -1,0 +1,60 @@
+"""A real server over the test lake serving the built web app, and Debian's Chromium driven
+by Playwright (never a downloaded browser). Screenshots go to test-artifacts/."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))  # the shared lake and server
+
+from webapp_support import ServerThread, build_lake  # noqa: E402
+
+from episodelake.api.settings import Settings, default_static_dir  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="module")
+def web_server(tmp_path_factory):
+    static = default_static_dir()
+    if static is None:
+        pytest.fail("the web app is not built: run `just web` (builds web/ into api/static)")
+    lake = build_lake(tmp_path_factory.mktemp("browser") / "lake")
+    with ServerThread(Settings(lake=lake.path, static_dir=static), lake) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    playwright = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: `apt-get install -y chromium`")
+    with playwright.sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM, headless=True,
+            args=ARGS, viewport={"width": 1400, "height": 900})
+        yield context
+        context.close()
+
+
+@pytest.fixture
+def page(browser, web_server):
+    page = browser.new_page()
+    page.set_default_timeout(15_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.base = web_server.url  # type: ignore[attr-defined]
+    yield page
+    page.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+def shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)

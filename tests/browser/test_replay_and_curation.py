@@ -1,0 +1,136 @@
+"""The web app in headless Chromium: browse, replay with the keyboard, overlay, curate,
+reload, compare; plus every page opening directly from its URL."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+from conftest import shot
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def screen_at(page, step: int) -> None:
+    page.wait_for_selector(f'[data-testid=screen][data-loaded-step="{step}"]')
+
+
+def test_replay_curate_reload_compare(page):
+    page.goto(page.base + "/")
+    tree = page.get_by_test_id("task-tree")
+    tree.get_by_text("wifi_on").wait_for()
+    assert tree.locator(".task").count() == 3
+    shot(page, "01-task-tree")
+
+    tree.get_by_text("wifi_on").click()
+    page.locator('[data-episode="wifi_on-1"]').click()
+    page.wait_for_url(re.compile(r"/episodes/wifi_on-1/steps/0$"))
+    screen_at(page, 0)
+    assert page.locator('[data-testid=overlay][data-action="click"] [data-marker="click"]').count() == 1
+    assert page.get_by_test_id("filmstrip").locator("button").count() == 5
+    shot(page, "02-episode-step0-click")
+
+    page.keyboard.press("d")
+    screen_at(page, 1)
+    assert page.url.endswith("/episodes/wifi_on-1/steps/1")
+    assert page.locator('[data-marker="long_press"]').count() == 1
+    page.keyboard.press("ArrowRight")
+    screen_at(page, 2)
+    assert page.locator('[data-marker="swipe"]').count() == 1
+    page.keyboard.press("ArrowRight")
+    screen_at(page, 3)
+    assert page.locator('[data-marker="drag"]').count() == 1
+    shot(page, "03-drag")
+    page.keyboard.press("a")
+    page.keyboard.press("ArrowLeft")
+    screen_at(page, 1)
+
+    # model text is shown as text, never run as HTML
+    thinking = page.get_by_test_id("thinking").inner_text()
+    assert "<script>window.__xss=1</script>" in thinking
+    assert page.evaluate("window.__xss") is None
+    assert page.get_by_test_id("step-panel").get_by_text("went the wrong way").is_visible()
+
+    # overlay toggle: key O and the checkbox
+    page.keyboard.press("o")
+    assert page.locator("[data-testid=overlay]").count() == 0
+    shot(page, "04-original")
+    page.get_by_test_id("overlay-toggle").click()
+    assert page.locator("[data-testid=overlay]").count() == 1
+
+    # key 1: add to the failure set with category grounding, failing step = this step
+    page.get_by_test_id("note").fill("tapped the wrong toggle")
+    page.locator("body").click(position={"x": 5, "y": 300})  # leave the text box: keys are shortcuts again
+    page.keyboard.press("1")
+    page.get_by_test_id("curation-message").wait_for()
+    assert "grounding" in page.get_by_test_id("curation-message").inner_text()
+    page.get_by_test_id("memberships").get_by_text("grounding").wait_for()
+    assert page.get_by_test_id("step-counter").inner_text().startswith("step 1")  # curation keeps the step
+    shot(page, "05-curated")
+
+    page.reload()
+    screen_at(page, 1)
+    members = page.get_by_test_id("memberships")
+    members.get_by_text("grounding").wait_for()
+    assert "failing step 1" in members.inner_text() and "tapped the wrong toggle" in members.inner_text()
+    stored = httpx.get(page.base + "/api/episodes/wifi_on-1").json()["memberships"]
+    assert [(m["set_name"], m["failure_category"], m["failing_step"]) for m in stored] == [("failures", "grounding", 1)]
+
+    # a link to this episode's first step moves the replay there, from any step
+    page.keyboard.press("d")
+    screen_at(page, 2)
+    page.locator('[data-episode="wifi_on-1"]').click()
+    screen_at(page, 0)
+    assert page.url.endswith("/episodes/wifi_on-1/steps/0")
+    page.go_back()
+    screen_at(page, 2)  # back to where the replay was: history holds navigations, not key presses
+
+    # compare with another episode of the task, aligned on the step
+    page.keyboard.press("a")
+    screen_at(page, 1)
+    page.get_by_test_id("compare-select").select_option("wifi_on-0")
+    page.wait_for_url(re.compile(r"/compare/wifi_on-1/wifi_on-0\?step=1$"))  # aligned on step 1
+    page.get_by_test_id("compare").locator("[data-testid=screen]").nth(1).wait_for()
+    assert page.get_by_test_id("compare").locator("[data-testid=screen]").count() == 2
+    page.keyboard.press("d")
+    page.wait_for_url(re.compile(r"step=2$"))
+    shot(page, "06-compare")
+
+
+def test_sets_page_lists_the_curated_episode(page):
+    sid = httpx.post(page.base + "/api/sets", json={"name": "regressions", "kind": "regression"}).json()["set_id"]
+    httpx.put(f"{page.base}/api/sets/{sid}/members/set_alarm-1", json={"failure_category": "planning", "failing_step": 2, "note": "looped"})
+    page.goto(page.base + "/sets")
+    page.get_by_test_id("sets-page").get_by_role("link", name="regressions").click()
+    page.get_by_test_id("set-page").wait_for()
+    assert page.url.endswith(f"/sets/{sid}")
+    row = page.get_by_test_id("members").locator("tbody tr")
+    row.first.wait_for()
+    assert "set_alarm-1" in row.first.inner_text() and "planning" in row.first.inner_text()
+    shot(page, "07-set")
+
+
+@pytest.mark.parametrize("url, testid, text", [
+    ("/episodes/wifi_on-2/steps/3", "step-counter", "step 3"),
+    ("/episodes/send_message-2/steps/2", "screen", "No screenshot"),
+    ("/groups/g-wifi_on", "group-page", "anchor states"),
+    ("/stats", "stats-page", "episodes"),
+    ("/sql?q=select%20count(*)%20as%20n%20from%20steps", "sql-results", "45"),
+])
+def test_every_view_opens_from_its_url(page, url, testid, text):
+    page.goto(page.base + url)
+    page.get_by_test_id(testid).get_by_text(re.compile(text)).first.wait_for()
+    shot(page, "url-" + re.sub(r"[^a-z0-9]+", "-", url.lower()).strip("-")[:40])
+
+
+def test_errors_are_shown_not_a_blank_page(page):
+    page.goto(page.base + "/episodes/no-such-episode/steps/0")
+    alert = page.get_by_role("alert").first
+    alert.wait_for()
+    assert "no-such-episode" in alert.inner_text()
+    page.goto(page.base + "/sql?q=drop%20table%20steps")
+    page.get_by_role("alert").get_by_text("SqlRefused").wait_for()
+    page.goto(page.base + "/nowhere")
+    page.get_by_role("alert").get_by_text("No page at /nowhere").wait_for()
+    shot(page, "08-errors")

@@ -1,0 +1,62 @@
+"""TrainConfig: defaults, the conflicts it refuses (naming the fix), and its CLI flags."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+import pytest
+
+from episodelake.lake.errors import LakeError
+from episodelake.trainer.config import ConfigError, TrainConfig, add_arguments, from_arguments
+
+
+def test_defaults_depend_on_the_policy(tmp_path):
+    tiny = TrainConfig()
+    assert tiny.lr == 3e-3 and tiny.threads == 1
+    (tmp_path / "config.json").write_text("{}")
+    vlm = TrainConfig(policy="vlm", model_path=str(tmp_path))
+    assert vlm.lr == 1e-6 and vlm.threads == 0
+
+
+@pytest.mark.parametrize(("settings", "names"), [
+    ({"group_size": 1}, "--group-size 2"),
+    ({"policy": "vlm"}, "--model-path"),
+    ({"model_path": "/models/qwen"}, "--policy vlm"),
+    ({"policy": "vlm", "model_path": "/m", "workers": 2}, "--workers 1"),
+    ({"generation": "vllm"}, "vlm"),
+    ({"minibatch_size": 64, "micro_batch_size": 48}, "--minibatch-size"),
+    ({"resume": True}, "--run-id"),
+    ({"holdout": 0.0}, "--eval-repeats 0"),
+    ({"algo": "ppo"}, "gigpo"),
+    ({"gamma": 1.5}, "[0, 1]"),
+    ({"tasks": 0}, ">= 1"),
+])
+def test_conflicts_are_refused_with_the_fix(settings, names):
+    with pytest.raises(ConfigError) as caught:
+        TrainConfig(**settings)
+    assert names in str(caught.value)
+    assert isinstance(caught.value, LakeError)  # the CLI prints it as one line
+
+
+def test_flags_round_trip_to_the_defaults():
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert from_arguments(parser.parse_args([])) == TrainConfig()
+    args = parser.parse_args(["--algo", "grpo", "--group-size", "4", "--no-step-rewards",
+                              "--lr", "0.01"])
+    config = from_arguments(args)
+    assert (config.algo, config.group_size, config.step_rewards, config.lr) == \
+        ("grpo", 4, False, 0.01)
+
+
+def test_every_field_documents_itself():
+    for f in dataclasses.fields(TrainConfig):
+        assert len(f.metadata.get("help", "")) > 10, f.name
+
+
+def test_json_round_trip():
+    config = TrainConfig(algo="grpo", tasks=3)
+    assert TrainConfig.from_json(config.to_json()) == config
+    with pytest.raises(ConfigError, match="unknown setting"):
+        TrainConfig.from_json('{"taks": 3}')

@@ -1,0 +1,132 @@
+"""TinyPolicy: acting writes valid MAI-UI tool calls, scoring reads them back, learning moves
+the probabilities the way the advantages say."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+import torch
+
+from episodelake.collectors.actions import parse_response
+from episodelake.collectors.sim.phone import Phone
+from episodelake.collectors.sim.tasks import get_task
+from episodelake.trainer.policies.base import Sample
+from episodelake.trainer.policies.tiny import (
+    CELLS,
+    VERBS,
+    TinyConfig,
+    TinyPolicy,
+    cell_centre,
+    cell_of,
+    text_spans,
+)
+from episodelake.trainer.ppo import ppo_loss
+
+GOAL = 'Create a note titled "Groceries" with the text "call mom".'
+
+
+@pytest.fixture(scope="module")
+def screen() -> bytes:
+    phone = Phone(0)
+    get_task("wifi_on").setup(phone)
+    return phone.screenshot()
+
+
+def _samples(policy: TinyPolicy, screen: bytes, goal: str, n: int) -> list[Sample]:
+    history: list[str] = []
+    samples = []
+    for step in range(n):
+        response = policy.act(goal, screen, history)
+        samples.append(Sample("e0", step, goal, screen, tuple(history), (), response, 1.0))
+        history.append(response)
+    return samples
+
+
+def test_spans_offer_quoted_text_first_with_its_context():
+    spans = text_spans(GOAL)
+    assert [s.text for s in spans[:2]] == ["Groceries", "call mom"]
+    assert "before=titled" in spans[0].features and "quoted=True" in spans[0].features
+    assert "Create a note" in [s.text for s in spans]
+
+
+def test_cells_and_coordinates_agree():
+    for cell in range(CELLS):
+        assert cell_of(cell_centre(cell)) == cell
+
+
+def test_act_writes_actions_the_parser_and_the_phone_accept(screen):
+    policy = TinyPolicy(TinyConfig(seed=3))
+    phone = Phone(0)
+    seen = set()
+    for response in (s.response for s in _samples(policy, screen, GOAL, 60)):
+        parsed = parse_response(response)
+        assert parsed.valid, response
+        assert phone.clone().step(parsed.action).valid, parsed.action
+        seen.add(parsed.action_type)
+    assert {"click", "type"} <= seen
+
+
+def test_every_response_it_writes_scores_back_to_its_choice(screen):
+    policy = TinyPolicy()
+    samples = _samples(policy, screen, GOAL, 40)
+    prepared = policy.prepare(samples)
+    assert all(item.verb >= 0 for item in prepared)
+    for item, sample in zip(prepared, samples, strict=True):
+        assert VERBS[item.verb].split("_")[0] in sample.response or VERBS[item.verb] in (
+            "back", "home", "enter")
+    scored = policy.score(prepared)
+    assert scored.logp.shape == (40, 1) and bool((scored.mask == 1).all())
+    assert bool((scored.logp < 0).all()) and bool(torch.isfinite(scored.entropy).all())
+
+
+def test_foreign_actions_are_left_unscored(screen):
+    policy = TinyPolicy()
+    foreign = [
+        '<tool_call>{"name": "mobile_use", "arguments": {"action": "type", "text": "nope"}}'
+        '</tool_call>',
+        '<tool_call>{"name": "mobile_use", "arguments": {"action": "drag", '
+        '"start_coordinate": [1, 2], "end_coordinate": [3, 4]}}</tool_call>',
+        "not an action",
+    ]
+    prepared = policy.prepare([Sample("e", i, GOAL, screen, (), (), r, 1.0)
+                               for i, r in enumerate(foreign)])
+    assert policy.score(prepared).mask.sum() == 0
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_the_advantage_sign_moves_the_action_probability(screen, sign):
+    policy = TinyPolicy()
+    samples = _samples(policy, screen, "Turn on Wi-Fi.", 4)
+    prepared = policy.prepare(samples)
+    optimizer = torch.optim.SGD(policy.module.parameters(), lr=0.1)
+    before = policy.score(prepared).logp.detach()
+    advantages = torch.tensor([sign, 0.0, 0.0, 0.0])
+    loss, _ = ppo_loss(policy.score(prepared), before, advantages, clip_eps=0.2)
+    loss.backward()
+    grads = [p.grad for p in policy.module.parameters() if p.grad is not None]
+    assert grads and all(bool(torch.isfinite(g).all()) for g in grads)
+    optimizer.step()
+    change = policy.score(prepared).logp.detach()[0, 0] - before[0, 0]
+    assert change * sign > 0
+
+
+def test_same_seed_same_actions_and_factories_survive_pickling(screen, tmp_path):
+    first = _samples(TinyPolicy(TinyConfig(seed=5)), screen, GOAL, 5)
+    again = _samples(TinyPolicy(TinyConfig(seed=5)), screen, GOAL, 5)
+    assert [s.response for s in first] == [s.response for s in again]
+    trained = TinyPolicy(TinyConfig(seed=5))
+    factory = pickle.loads(pickle.dumps(trained.rollout_factory()))
+    copy = factory(7)
+    assert all(torch.equal(a, b) for a, b in zip(copy.module.state_dict().values(),
+                                                 trained.module.state_dict().values(),
+                                                 strict=True))
+    assert factory(8).module is copy.module  # one network per process, one stream per seed
+    trained.save(tmp_path / "policy")
+    loaded = TinyPolicy.load(tmp_path / "policy")
+    assert loaded.config == trained.config
+    assert all(torch.equal(a, b) for a, b in zip(loaded.module.state_dict().values(),
+                                                 trained.module.state_dict().values(),
+                                                 strict=True))
+    with pytest.raises(FileNotFoundError, match="tiny_policy.json"):
+        TinyPolicy.load(tmp_path)

@@ -1,0 +1,418 @@
+"""The online loop: sample -> rollout -> advantages -> update -> evaluate -> checkpoint.
+
+:func:`train` reads top to bottom, one phase per function below it. Each iteration:
+
+1. samples `tasks` training tasks (seeded by the run's seed and the iteration);
+2. runs `group_size` rollouts of each on the simulated phone with the current weights,
+   recorded into the lake (run_id, policy_version = the iteration, one group_id per task);
+3. computes the advantages of those episodes' steps with one SQL query
+   (:func:`episodelake.trainer.advantages.compute_advantages`) and joins them back to the
+   recorded steps (goal, screenshot, earlier responses, the response);
+4. updates the policy with the PPO-clip loss on the log-probabilities of the recorded
+   responses (the actions the policy took);
+5. evaluates the updated policy on held-out tasks (their own run id, ``<run_id>.eval``);
+6. writes the iteration's metrics into the lake's ``runs`` table and a checkpoint.
+
+A run is resumed from its last checkpoint (``--resume``): iterations already done are not
+repeated, and the stored config must match except for what `RESUMABLE` allows to change.
+Held-out tasks are unseen parameter values of the training templates (``open_app`` for an
+app never opened in training, ``airplane_mode`` on when training saw off): per template with
+two or more tasks, a `holdout` share of them, chosen by the seed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import torch
+from tqdm import tqdm
+
+from episodelake.collectors.rollout import Observation, RolloutReport, RolloutSpec, run_rollouts
+from episodelake.collectors.sim import tasks as sim_tasks
+from episodelake.lake import Lake
+from episodelake.lake.layout import check_id
+from episodelake.lake.sql import register_views
+from episodelake.trainer import checkpoint
+from episodelake.trainer.advantages import AdvantageResult, compute_advantages
+from episodelake.trainer.config import RESUMABLE, ConfigError, TrainConfig
+from episodelake.trainer.engine import Engine, build_engine, deepspeed_usable
+from episodelake.trainer.policies.base import RolloutPolicy, Sample, TrainablePolicy
+from episodelake.trainer.ppo import ppo_loss
+
+log = logging.getLogger(__name__)
+
+#: Checkpoints live inside the lake folder unless --checkpoint-dir says otherwise.
+CHECKPOINTS = "_checkpoints"
+
+
+@dataclass
+class TrainResult:
+    run_id: str
+    checkpoint_dir: Path
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+
+
+def train(config: TrainConfig, lake: Lake, *, progress: bool = True) -> TrainResult:
+    """Run (or resume) the online loop until `config.iterations`; metrics go to `runs`."""
+    run_id = check_id(config.run_id or _new_run_id(config), "run_id")
+    root = Path(config.checkpoint_dir) if config.checkpoint_dir else lake.path / CHECKPOINTS / run_id
+    start, resumed = _resume_point(config, run_id, root)
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    policy = build_policy(config, resumed / checkpoint.POLICY_DIR if resumed else None)
+    engine = build_engine(_engine_kind(config), policy.module, lr=config.lr,
+                          max_grad_norm=config.max_grad_norm,
+                          deepspeed_config=config.deepspeed_config)
+    if resumed is not None:
+        engine.load(resumed)
+    reference = policy.reference() if config.kl_coef > 0 else None
+    train_tasks, eval_tasks = split_tasks(config)
+    result = TrainResult(run_id, root)
+    log.info("run %s: iterations %d..%d, %d training and %d held-out tasks, engine %s",
+             run_id, start, config.iterations - 1, len(train_tasks), len(eval_tasks), engine.name)
+
+    for iteration in range(start, config.iterations):
+        timer = PhaseTimer()
+        with timer("sample"):
+            task_ids = sample_tasks(train_tasks, config, iteration)
+        with timer("rollout"):
+            report = rollout(lake, policy, task_ids, config, run_id=run_id,
+                             version=str(iteration), batch=f"it{iteration}",
+                             seed=config.seed * 100_003 + iteration, progress=progress)
+        with timer("advantages"):
+            advantages, samples = step_advantages(lake, report, config, policy.history_length)
+        with timer("update"):
+            update_stats = update(policy, engine, reference, samples, config,
+                                  seed=config.seed * 100_003 + iteration, progress=progress)
+        with timer("evaluate"):
+            evaluation = evaluate(lake, policy, eval_tasks, config, run_id=run_id,
+                                  version=str(iteration + 1), iteration=iteration,
+                                  progress=progress)
+        with timer("checkpoint"):
+            save_checkpoint(root, iteration, policy, engine, config, run_id)
+        metrics = iteration_metrics(report, advantages, update_stats, evaluation, timer)
+        record_metrics(lake, run_id, iteration, config, metrics)
+        result.metrics.append(metrics)
+        log.info("run %s iteration %d: success %.1f%%, held-out %s, loss %.4f, %.0f s", run_id,
+                 iteration, 100 * metrics["success_rate"],
+                 "-" if evaluation is None else f"{100 * evaluation.success_rate:.1f}%",
+                 update_stats.get("loss", float("nan")), sum(timer.seconds.values()))
+    return result
+
+
+# --- set-up ----------------------------------------------------------------------------------
+
+def _new_run_id(config: TrainConfig) -> str:
+    return f"train-{config.algo}-{config.policy}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+
+
+def _resume_point(config: TrainConfig, run_id: str, root: Path) -> tuple[int, Path | None]:
+    """(first iteration to run, the checkpoint to continue from) for this run."""
+    folder = checkpoint.latest(root) if root.exists() else None
+    if folder is None:
+        if config.resume:
+            raise ConfigError(f"resume: run {run_id} has no checkpoint under {root}; start it "
+                              "without --resume")
+        return 0, None
+    if not config.resume:
+        raise ConfigError(f"run_id: run {run_id} already has checkpoints in {root}; pass "
+                          "--resume to continue it, or choose another --run-id")
+    state = checkpoint.read_state(folder)
+    stored = TrainConfig.from_json(json.dumps(state["config"]))
+    changed = sorted(f.name for f in fields(TrainConfig)
+                     if f.name not in RESUMABLE and getattr(stored, f.name) != getattr(config, f.name))
+    if changed:
+        raise ConfigError(f"resume: run {run_id} was started with different {', '.join(changed)} "
+                          f"(stored in {folder / checkpoint.STATE_FILE}); only "
+                          f"{', '.join(sorted(RESUMABLE))} may change when resuming")
+    log.info("resuming run %s after iteration %d from %s", run_id, state["iteration"], folder)
+    return state["iteration"] + 1, folder
+
+
+def build_policy(config: TrainConfig, weights: Path | None = None) -> TrainablePolicy:
+    """The policy the config names: fresh, or with the weights of a checkpoint."""
+    if config.policy == "tiny":
+        from episodelake.trainer.policies.tiny import TinyConfig, TinyPolicy
+
+        if weights is not None:
+            return TinyPolicy.load(weights, seed=config.seed)
+        return TinyPolicy(TinyConfig(seed=config.seed))
+    from episodelake.trainer.policies.vlm import VLMPolicy
+
+    return VLMPolicy(config.model_path, weights=weights, history_length=config.history_length,
+                     max_new_tokens=config.max_new_tokens, temperature=config.temperature,
+                     max_pixels=config.max_pixels, dtype=config.dtype,
+                     generation=config.generation, vllm_gpu_memory=config.vllm_gpu_memory)
+
+
+def _engine_kind(config: TrainConfig) -> str:
+    if config.engine != "auto":
+        return config.engine
+    return "deepspeed" if config.policy == "vlm" and deepspeed_usable() else "torch"
+
+
+def split_tasks(config: TrainConfig) -> tuple[list[str], list[str]]:
+    """(training task ids, held-out task ids) of the config's difficulty (module docstring)."""
+    by_template: dict[str, list[str]] = {}
+    for task in sim_tasks.all_tasks():
+        if config.difficulty in ("all", task.difficulty):
+            by_template.setdefault(task.name, []).append(task.id)
+    rng = random.Random(config.seed)
+    train_ids: list[str] = []
+    held_out: list[str] = []
+    for name in sorted(by_template):
+        ids = sorted(by_template[name])
+        rng.shuffle(ids)
+        n = round(config.holdout * len(ids)) if len(ids) > 1 else 0
+        held_out += ids[:n]
+        train_ids += ids[n:]
+    return train_ids, held_out
+
+
+class PhaseTimer:
+    """Wall-clock seconds per phase of an iteration."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, phase: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[phase] = round(time.perf_counter() - started, 3)
+
+
+# --- 1. sample -------------------------------------------------------------------------------
+
+def sample_tasks(train_ids: list[str], config: TrainConfig, iteration: int) -> list[str]:
+    """`config.tasks` training tasks for this iteration; distinct while there are enough."""
+    if not train_ids:
+        raise ConfigError(f"difficulty: no training tasks are left for {config.difficulty!r} "
+                          f"with --holdout {config.holdout}")
+    rng = random.Random(config.seed * 1_000_003 + iteration)
+    picked: list[str] = []
+    while len(picked) < config.tasks:
+        picked += rng.sample(train_ids, min(len(train_ids), config.tasks - len(picked)))
+    return picked
+
+
+# --- 2. rollout ------------------------------------------------------------------------------
+
+class _Agent:
+    """The rollout runner's policy interface over the trainer's `act(goal, png, history)`."""
+
+    def __init__(self, policy: RolloutPolicy):
+        self.policy = policy
+
+    def act(self, obs: Observation) -> str:
+        return self.policy.act(obs.goal, obs.screenshot, list(obs.history))
+
+
+class _AgentFactory:
+    """`(task, seed) -> agent`, picklable when the policy's own factory is."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def __call__(self, task: sim_tasks.Task, seed: int) -> _Agent:
+        return _Agent(self.make(seed))
+
+
+def rollout(lake: Lake, policy: TrainablePolicy, task_ids: list[str], config: TrainConfig, *,
+            run_id: str, version: str, batch: str, seed: int, progress: bool,
+            group_size: int | None = None) -> RolloutReport:
+    """`group_size` episodes of every task with the policy's current weights, recorded."""
+    spec = RolloutSpec(
+        task_ids=tuple(task_ids), group_size=group_size or config.group_size,
+        max_steps=config.max_steps, history_length=config.max_steps, run_id=run_id,
+        policy_version=version, model_name=policy.name, seed=seed, batch=batch)
+    policy.module.eval()
+    return run_rollouts(lake, spec, _AgentFactory(policy.rollout_factory()),
+                        workers=config.workers, progress=progress)
+
+
+# --- 3. advantages ---------------------------------------------------------------------------
+
+_SAMPLES_SQL = """
+WITH batch_steps AS (
+    SELECT s.episode_id, s.step, s.image, s.model_response,
+           coalesce(list(s.model_response) OVER earlier, []) AS history
+           {history_images}
+    FROM steps s
+    WHERE s.episode_id IN (SELECT episode_id FROM batch_episodes)
+    WINDOW earlier AS (PARTITION BY s.episode_id ORDER BY s.step
+                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+           shown AS (PARTITION BY s.episode_id ORDER BY s.step
+                     ROWS BETWEEN {shown} PRECEDING AND 1 PRECEDING)
+)
+SELECT b.*, e.task_goal AS goal, a.advantage
+FROM batch_steps b
+JOIN advantages a ON a.episode_id = b.episode_id AND a.step = b.step
+JOIN episodes e ON e.episode_id = b.episode_id
+ORDER BY b.episode_id, b.step
+"""
+
+
+def step_advantages(lake: Lake, report: RolloutReport, config: TrainConfig,
+                    history_length: int) -> tuple[AdvantageResult, list[Sample]]:
+    """The batch's advantages (SQL over the lake) and the steps to learn from, joined."""
+    con = duckdb.connect()
+    try:
+        register_views(con, lake.datasets(), "episodes steps image")
+        con.register("batch_episodes", pa.table(
+            {"episode_id": [episode.episode_id for episode in report.episodes]}))
+        steps = "steps"
+        if not config.step_rewards:  # learn from the task's outcome only
+            con.execute("CREATE TEMP VIEW outcome_steps AS "
+                        "SELECT * REPLACE (NULL::DOUBLE AS step_reward) FROM steps")
+            steps = "outcome_steps"
+        result = compute_advantages(
+            con, steps=steps, episodes="episodes",
+            where="episode_id IN (SELECT episode_id FROM batch_episodes)",
+            **config.advantage_options())
+        con.register("advantages", result.table)
+        images = (", coalesce(list(s.image) OVER shown, []) AS history_images"
+                  if history_length else "")
+        rows = con.sql(_SAMPLES_SQL.format(history_images=images,
+                                           shown=max(history_length, 1))).to_arrow_table()
+    finally:
+        con.close()
+    samples = [
+        Sample(episode_id=row["episode_id"], step=row["step"], goal=row["goal"],
+               screenshot=row["image"], history=tuple(row["history"]),
+               history_images=tuple(row.get("history_images") or ()),
+               response=row["model_response"] or "", advantage=row["advantage"])
+        for row in rows.to_pylist()
+    ]
+    return result, samples
+
+
+# --- 4. update -------------------------------------------------------------------------------
+
+def update(policy: TrainablePolicy, engine: Engine, reference: TrainablePolicy | None,
+           samples: list[Sample], config: TrainConfig, *, seed: int,
+           progress: bool) -> dict[str, float]:
+    """PPO epochs over the batch; returns the token-weighted means of the loss terms."""
+    if not samples:
+        return {"samples": 0, "samples_scored": 0}
+    prepared = policy.prepare(samples)
+    advantages = torch.tensor([s.advantage for s in samples], dtype=torch.float32)
+    policy.module.train()
+    old = _token_rows(policy, prepared, config.micro_batch_size)
+    ref = _token_rows(reference, reference.prepare(samples), config.micro_batch_size) \
+        if reference is not None else None
+    tokens = torch.tensor([len(row) for row in old], dtype=torch.float32)
+    scored = torch.nonzero(tokens > 0)[:, 0]
+    totals: dict[str, float] = {}
+    weight = 0.0
+    generator = torch.Generator().manual_seed(seed)
+    minibatches = max(1, len(scored) // config.minibatch_size)
+    bar = tqdm(total=config.ppo_epochs * minibatches, desc="update", unit="minibatch",
+               disable=not progress or not len(scored))
+    for _ in range(config.ppo_epochs if len(scored) else 0):
+        order = scored[torch.randperm(len(scored), generator=generator)]
+        for minibatch in torch.tensor_split(order, minibatches):
+            minibatch_tokens = float(tokens[minibatch].sum())
+            for micro in torch.split(minibatch, config.micro_batch_size):
+                share = float(tokens[micro].sum()) / minibatch_tokens
+                current = policy.score([prepared[i] for i in micro])
+                width = current.logp.shape[1]
+                loss, stats = ppo_loss(
+                    current, _pad([old[i] for i in micro], width),
+                    advantages[micro].to(current.logp.device), clip_eps=config.clip_eps,
+                    ref_logp=_pad([ref[i] for i in micro], width) if ref is not None else None,
+                    kl_coef=config.kl_coef, entropy_coef=config.entropy_coef)
+                engine.backward(loss * share)
+                for name, value in stats.items():
+                    totals[name] = totals.get(name, 0.0) + value * float(tokens[micro].sum())
+                weight += float(tokens[micro].sum())
+            engine.step()
+            bar.update()
+    bar.close()
+    policy.module.eval()
+    means = {name: value / weight for name, value in totals.items()} if weight else {}
+    return {**means, "samples": len(samples), "samples_scored": int(len(scored)),
+            "optimizer_steps": config.ppo_epochs * minibatches if len(scored) else 0}
+
+
+def _token_rows(policy: TrainablePolicy, prepared: list[Any], micro: int) -> list[torch.Tensor]:
+    """Each sample's per-token log-probs under `policy` as it is now (no gradients)."""
+    rows: list[torch.Tensor] = []
+    with torch.no_grad():
+        for start in range(0, len(prepared), micro):
+            scored = policy.score(prepared[start:start + micro])
+            for logp, mask in zip(scored.logp, scored.mask, strict=True):
+                rows.append(logp[:int(mask.sum())].detach())
+    return rows
+
+
+def _pad(rows: list[torch.Tensor], width: int) -> torch.Tensor:
+    return torch.stack([torch.nn.functional.pad(row, (0, width - len(row))) for row in rows])
+
+
+# --- 5. evaluate -----------------------------------------------------------------------------
+
+def evaluate(lake: Lake, policy: TrainablePolicy, eval_tasks: list[str], config: TrainConfig, *,
+             run_id: str, version: str, iteration: int, progress: bool) -> RolloutReport | None:
+    """`eval_repeats` episodes of every held-out task, on the same phones every iteration."""
+    if not config.eval_repeats or not eval_tasks:
+        return None
+    return rollout(lake, policy, eval_tasks, config, run_id=f"{run_id}.eval", version=version,
+                   batch=f"eval{iteration}", seed=config.seed, progress=progress,
+                   group_size=config.eval_repeats)
+
+
+# --- 6. metrics and checkpoint ---------------------------------------------------------------
+
+def iteration_metrics(report: RolloutReport, advantages: AdvantageResult,
+                      update_stats: dict[str, float], evaluation: RolloutReport | None,
+                      timer: PhaseTimer) -> dict[str, Any]:
+    rewards = advantages.table.group_by("episode_id").aggregate([("reward", "sum")])
+    anchor_sizes = advantages.anchor_group_sizes.to_pylist()
+    return {
+        "episodes": len(report.episodes),
+        "steps": report.steps,
+        "success_rate": report.success_rate,
+        "mean_episode_reward": (sum(rewards["reward_sum"].to_pylist()) / rewards.num_rows
+                                if rewards.num_rows else 0.0),
+        "mean_episode_length": report.steps / max(len(report.episodes), 1),
+        "rollout_steps_per_second": report.steps / max(report.seconds, 1e-9),
+        "eval_success_rate": None if evaluation is None else evaluation.success_rate,
+        "eval_episodes": 0 if evaluation is None else len(evaluation.episodes),
+        "advantages": advantages.stats,
+        "anchor_group_sizes": {str(row["anchor_group_size"]): row["steps"]
+                               for row in anchor_sizes},
+        "update": update_stats,
+        "seconds": dict(timer.seconds),
+    }
+
+
+def save_checkpoint(root: Path, iteration: int, policy: TrainablePolicy, engine: Engine,
+                    config: TrainConfig, run_id: str) -> Path:
+    folder = checkpoint.iteration_folder(root, iteration)
+    folder.mkdir(parents=True, exist_ok=True)
+    policy.save(folder / checkpoint.POLICY_DIR)
+    engine.save(folder)
+    checkpoint.commit(root, folder, {"iteration": iteration, "run_id": run_id,
+                                     "config": json.loads(config.to_json())})
+    return folder
+
+
+def record_metrics(lake: Lake, run_id: str, iteration: int, config: TrainConfig,
+                   metrics: dict[str, Any]) -> None:
+    lake.upsert("runs", [{"run_id": run_id, "iteration": iteration, "kind": "train",
+                          "config": config.to_json(), "metrics": json.dumps(metrics),
+                          "created_at": datetime.now(UTC)}])

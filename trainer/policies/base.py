@@ -1,0 +1,73 @@
+"""What the trainer asks of a policy, and the recorded step it learns from.
+
+A policy acts like any agent (``act(goal, screenshot_png, history) -> response text``, the
+rollout runner's interface) and additionally scores recorded responses: ``prepare`` turns
+steps read back from the lake into model inputs once per iteration, ``score`` gives the
+per-token log-probabilities of the recorded responses under the current weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from episodelake.trainer.ppo import TokenLogProbs
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One recorded step: what the policy saw, what it answered, and the step's advantage.
+
+    `history` holds the responses of the episode's earlier steps, oldest first;
+    `history_images` the screenshots of the last ``history_length`` of them (empty for
+    policies that look at the current screen only).
+    """
+
+    episode_id: str
+    step: int
+    goal: str
+    screenshot: bytes
+    history: tuple[str, ...]
+    history_images: tuple[bytes, ...]
+    response: str
+    advantage: float
+
+
+class RolloutPolicy(Protocol):
+    """The rollout runner's view of a policy."""
+
+    def act(self, goal: str, screenshot_png: bytes, history: list[str]) -> str: ...
+
+
+class TrainablePolicy(RolloutPolicy, Protocol):
+    #: Recorded as ``episodes.model_name``.
+    name: str
+    #: Earlier screenshots the policy looks at (``Sample.history_images``).
+    history_length: int
+    #: The weights the optimizer engine updates.
+    module: torch.nn.Module
+
+    def prepare(self, samples: Sequence[Sample]) -> list[Any]:
+        """Model inputs for each sample (computed once, reused by every epoch)."""
+        ...
+
+    def score(self, prepared: Sequence[Any]) -> TokenLogProbs:
+        """Log-probabilities of the recorded responses; differentiable in train mode."""
+        ...
+
+    def rollout_factory(self) -> Callable[[int], RolloutPolicy]:
+        """A picklable callable `seed -> policy` that builds an acting copy of the current
+        weights, sampling with its own random stream (in a rollout worker, or here)."""
+        ...
+
+    def save(self, folder: Path) -> None:
+        """Write the weights (safetensors) and whatever rebuilds the policy from `folder`."""
+        ...
+
+    def reference(self) -> TrainablePolicy:
+        """The initial policy, frozen: the reference of the KL term."""
+        ...

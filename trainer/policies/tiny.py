@@ -1,0 +1,439 @@
+"""TinyPolicy: a small torch network that acts on the simulated phone and learns on a CPU.
+
+Inputs: the screenshot downsampled to 36x80 greyscale, the goal as a hashed bag of words
+and word pairs, and the history as the step number and the counts of the actions taken.
+Outputs, read as one structured action:
+
+- an action *verb* (click, long press, four swipes, type, open, back, home, enter, wait,
+  terminate);
+- for click and long press, a cell of a 9x20 grid over the screen: a heat map from the
+  convolutional features (modulated by the goal, FiLM-style) plus a goal-conditioned prior;
+- for type, one of the goal's word spans (quoted text first): the span is scored by its
+  context in the goal (the words around it, its length, whether it is quoted), so a value
+  never seen in training is typed where its context says;
+- for open, one of the phone's apps, helped by whether the app's name is in the goal.
+
+The action is written as MAI-UI tool-call text (`format_tool_call`), so it travels through
+the same parser, recorder and lake as a VLM's response. To learn, the recorded response is
+parsed back to its structured choice and scored as one "token" whose log-probability is
+log p(verb) + log p(argument | verb).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from episodelake.collectors.actions import GRID, ParsedAction, format_tool_call, parse_response
+from episodelake.collectors.sim.state import APPS
+from episodelake.trainer.policies.base import RolloutPolicy, Sample
+from episodelake.trainer.ppo import TokenLogProbs
+
+IMAGE_W, IMAGE_H = 36, 80
+GRID_W, GRID_H = 9, 20
+CELLS = GRID_W * GRID_H
+VERBS = ("click", "long_press", "swipe_up", "swipe_down", "swipe_left", "swipe_right", "type",
+         "open", "back", "home", "enter", "wait", "terminate")
+POINT_VERBS = ("click", "long_press")
+STEP_BUCKETS = 16
+#: Initial logit offsets of the verbs: most GUI steps are taps, and an early terminate ends
+#: the exploration of an episode, so a fresh policy taps often and rarely stops.
+VERB_PRIOR = {"click": 2.0, "terminate": -1.0}
+#: Longest goal span offered as text to type (quoted text is offered whole).
+MAX_SPAN_WORDS = 4
+#: Steps, verbs counted so far, and the previous verb, as one vector.
+HISTORY_DIM = STEP_BUCKETS + 2 * (len(VERBS) + 1)
+
+WEIGHTS_FILE = "model.safetensors"
+CONFIG_FILE = "tiny_policy.json"
+
+_VERB_INDEX = {verb: i for i, verb in enumerate(VERBS)}
+_WORD = re.compile(r"[a-z0-9]+")
+_QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”")
+_EDGE_PUNCTUATION = ".,;:!?\"'“”()"
+
+
+@dataclass(frozen=True)
+class TinyConfig:
+    """The network's shape; saved next to the weights."""
+
+    apps: tuple[str, ...] = tuple(APPS.values())
+    width: int = 64  # embedding width of words, spans, apps and the history
+    hidden: int = 128  # width of the trunk
+    channels: tuple[int, int] = (16, 32)  # convolution channels
+    buckets: int = 4096  # hashed vocabulary size
+    seed: int = 0  # initial weights and the sampling stream
+
+    @classmethod
+    def from_json(cls, text: str) -> TinyConfig:
+        data = json.loads(text)
+        data["apps"] = tuple(data["apps"])
+        data["channels"] = tuple(data["channels"])
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A piece of the goal that could be typed, with the context it is scored by."""
+
+    text: str
+    features: tuple[str, ...]
+
+
+@dataclass
+class Encoded:
+    """One observation (and, when learning, the recorded choice) as network inputs."""
+
+    image: torch.Tensor  # [1, IMAGE_H, IMAGE_W]
+    words: list[int]
+    history: torch.Tensor  # [HISTORY_DIM]
+    spans: list[Span]
+    span_features: list[list[int]]
+    app_in_goal: torch.Tensor  # [apps]
+    verb: int = -1  # the recorded choice; -1 when it cannot be scored
+    argument: int = -1
+
+
+def _bucket(token: str, buckets: int) -> int:
+    """A stable hash (the same in every process, unlike `hash`)."""
+    return zlib.crc32(token.encode("utf-8")) % buckets
+
+
+def goal_words(goal: str) -> list[str]:
+    return _WORD.findall(goal.lower())
+
+
+def text_spans(goal: str) -> list[Span]:
+    """The goal's quoted strings and its runs of up to MAX_SPAN_WORDS words, deduplicated."""
+    spans: dict[str, Span] = {}
+
+    def add(text: str, before: str, after: str, words: int, quoted: bool) -> None:
+        if text and text not in spans:
+            spans[text] = Span(text, (f"before={before.lower()}", f"after={after.lower()}",
+                                      f"words={min(words, MAX_SPAN_WORDS + 1)}",
+                                      f"quoted={quoted}"))
+
+    for match in _QUOTED.finditer(goal):
+        text = match.group(1) or match.group(2)
+        before = goal[:match.start()].split()
+        after = goal[match.end():].split()
+        add(text, before[-1].strip(_EDGE_PUNCTUATION) if before else "<start>",
+            after[0].strip(_EDGE_PUNCTUATION) if after else "<end>", len(text.split()), True)
+    tokens = [t.strip(_EDGE_PUNCTUATION) for t in goal.replace("“", '"').split()]
+    tokens = [t for t in tokens if t]
+    for start in range(len(tokens)):
+        for n in range(1, MAX_SPAN_WORDS + 1):
+            if start + n > len(tokens):
+                break
+            add(" ".join(tokens[start:start + n]), tokens[start - 1] if start else "<start>",
+                tokens[start + n] if start + n < len(tokens) else "<end>", n, False)
+    return list(spans.values())
+
+
+def verb_of(parsed: ParsedAction) -> int:
+    """The index in VERBS of a parsed action; -1 for actions outside the tiny vocabulary."""
+    if not parsed.valid:
+        return -1
+    kind, action = parsed.action_type, parsed.action
+    if kind == "swipe":
+        kind = "swipe_" + action["direction"]
+    elif kind == "system_button":
+        kind = action["button"]
+    elif kind == "terminate" and action["status"] != "success":
+        return -1
+    return _VERB_INDEX.get(kind, -1)
+
+
+def cell_of(coordinate: Sequence[float]) -> int:
+    """The grid cell of a 0-999 coordinate."""
+    col = min(GRID_W - 1, max(0, int(coordinate[0] * GRID_W / GRID)))
+    row = min(GRID_H - 1, max(0, int(coordinate[1] * GRID_H / GRID)))
+    return row * GRID_W + col
+
+
+def cell_centre(cell: int) -> list[int]:
+    row, col = divmod(cell, GRID_W)
+    return [round((col + 0.5) * GRID / GRID_W), round((row + 0.5) * GRID / GRID_H)]
+
+
+class TinyNet(nn.Module):
+    def __init__(self, config: TinyConfig):
+        super().__init__()
+        c1, c2 = config.channels
+        d, h = config.width, config.hidden
+        self.conv = nn.Sequential(
+            nn.Conv2d(1, c1, 5, stride=2, padding=2), nn.ReLU(),
+            nn.Conv2d(c1, c2, 3, stride=2, padding=1), nn.ReLU(),
+        )  # -> [c2, GRID_H, GRID_W]
+        self.words = nn.EmbeddingBag(config.buckets, d, mode="mean")
+        self.history = nn.Linear(HISTORY_DIM, d)
+        self.context = nn.Sequential(nn.Linear(2 * d, d), nn.ReLU())
+        self.film = nn.Linear(d, 2 * c2)
+        self.layout = nn.Sequential(nn.AdaptiveAvgPool2d((5, 3)), nn.Flatten(),
+                                    nn.Linear(c2 * 15, d), nn.ReLU())
+        self.trunk = nn.Sequential(nn.Linear(2 * d, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU())
+        self.verb = nn.Linear(h, len(VERBS))
+        with torch.no_grad():
+            self.verb.bias.copy_(torch.tensor([VERB_PRIOR.get(verb, 0.0) for verb in VERBS]))
+        self.heat = nn.Conv2d(c2, len(POINT_VERBS), 1)
+        self.cell_prior = nn.Linear(h, len(POINT_VERBS) * CELLS)
+        self.span_query = nn.Linear(h, d)
+        self.span_features = nn.EmbeddingBag(config.buckets, d, mode="sum")
+        self.app_query = nn.Linear(h, d)
+        self.apps = nn.Embedding(len(config.apps), d)
+        self.app_named = nn.Parameter(torch.tensor(2.0))
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        goal = self.words(batch["words"], batch["word_offsets"])
+        context = self.context(torch.cat([goal, self.history(batch["history"])], dim=1))
+        features = self.conv(batch["images"])
+        gamma, beta = self.film(context).chunk(2, dim=1)
+        features = F.relu(features * (1 + gamma[:, :, None, None]) + beta[:, :, None, None])
+        state = self.trunk(torch.cat([context, self.layout(features)], dim=1))
+        cells = self.heat(features).flatten(2) + self.cell_prior(state).view(
+            -1, len(POINT_VERBS), CELLS)
+        spans = self.span_features(batch["span_ids"], batch["span_offsets"])
+        span_scores = torch.full(batch["span_mask"].shape, float("-inf"))
+        span_scores[batch["span_mask"]] = (
+            spans * self.span_query(state)[batch["span_owner"]]).sum(dim=1)
+        apps = self.app_query(state) @ self.apps.weight.T + self.app_named * batch["app_in_goal"]
+        return {"verb": self.verb(state), "cells": cells, "spans": span_scores, "apps": apps}
+
+
+class TinyPolicy:
+    """The trainable tiny policy (see the module docstring)."""
+
+    name = "tiny-policy"
+    history_length = 0
+
+    def __init__(self, config: TinyConfig | None = None, *, seed: int | None = None,
+                 module: TinyNet | None = None):
+        """`seed` seeds the sampling stream (default: the config's seed); `module` shares
+        existing weights instead of initialising new ones from the config's seed."""
+        self.config = config or TinyConfig()
+        if module is None:
+            with torch.random.fork_rng():
+                torch.manual_seed(self.config.seed)
+                module = TinyNet(self.config)
+        self.module = module
+        self.generator = torch.Generator().manual_seed(
+            self.config.seed if seed is None else seed)
+        self._app_names = [goal_words(app) for app in self.config.apps]
+
+    # --- acting ------------------------------------------------------------------------------
+
+    def act(self, goal: str, screenshot_png: bytes, history: list[str]) -> str:
+        encoded = self.encode(goal, screenshot_png, history)
+        with torch.no_grad():
+            out = self.module(collate([encoded]))
+        verb_p = F.softmax(out["verb"][0], dim=0)
+        verb = int(torch.multinomial(verb_p, 1, generator=self.generator))
+        name = VERBS[verb]
+        prob = float(verb_p[verb])
+        choices = self._argument_logits(out, name)
+        argument = -1
+        if choices is not None:
+            arg_p = F.softmax(choices[0], dim=0)
+            argument = int(torch.multinomial(arg_p, 1, generator=self.generator))
+            prob *= float(arg_p[argument])
+        action = self._action(name, argument, encoded.spans)
+        return format_tool_call(action, f"tiny policy: {VERBS[verb]} (p={prob:.3f})")
+
+    def _argument_logits(self, out: dict[str, torch.Tensor], verb: str) -> torch.Tensor | None:
+        if verb in POINT_VERBS:
+            return out["cells"][:, POINT_VERBS.index(verb)]
+        if verb == "type":
+            return out["spans"]
+        if verb == "open":
+            return out["apps"]
+        return None
+
+    def _action(self, verb: str, argument: int, spans: Sequence[Span]) -> dict[str, Any]:
+        if verb in POINT_VERBS:
+            return {"action": verb, "coordinate": cell_centre(argument)}
+        if verb.startswith("swipe_"):
+            return {"action": "swipe", "direction": verb.removeprefix("swipe_")}
+        if verb == "type":
+            return {"action": "type", "text": spans[argument].text}
+        if verb == "open":
+            return {"action": "open", "text": self.config.apps[argument]}
+        if verb in ("back", "home", "enter"):
+            return {"action": "system_button", "button": verb}
+        if verb == "terminate":
+            return {"action": "terminate", "status": "success"}
+        return {"action": verb}
+
+    def choice(self, response: str, spans: Sequence[Span]) -> tuple[int, int]:
+        """(verb, argument) of a recorded response; (-1, -1) when this policy could not
+        have written it (another action, a text that is not a span of the goal)."""
+        parsed = parse_response(response)
+        verb = verb_of(parsed)
+        if verb < 0 or VERBS[verb] not in (*POINT_VERBS, "type", "open"):
+            return verb, -1
+        if VERBS[verb] in POINT_VERBS:
+            return verb, cell_of(parsed.action["coordinate"])
+        if VERBS[verb] == "type":
+            texts = [span.text for span in spans]
+            text = parsed.action["text"]
+            return (verb, texts.index(text)) if text in texts else (-1, -1)
+        apps = [app.lower() for app in self.config.apps]
+        wanted = parsed.action["text"].lower()
+        return (verb, apps.index(wanted)) if wanted in apps else (-1, -1)
+
+    # --- inputs ------------------------------------------------------------------------------
+
+    def encode(self, goal: str, screenshot_png: bytes, history: Sequence[str]) -> Encoded:
+        image = Image.open(io.BytesIO(screenshot_png)).convert("L").resize(
+            (IMAGE_W, IMAGE_H), Image.Resampling.BOX)
+        pixels = torch.frombuffer(bytearray(image.tobytes()), dtype=torch.uint8)
+        words = goal_words(goal)
+        buckets = self.config.buckets
+        tokens = words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+        spans = text_spans(goal)
+        if not spans:
+            raise ValueError(f"goal: {goal!r} has no words to act on")
+        present = set(words)
+        return Encoded(
+            image=pixels.view(1, IMAGE_H, IMAGE_W).float() / 255.0,
+            words=[_bucket(t, buckets) for t in tokens] or [_bucket("<empty>", buckets)],
+            history=self._history_vector(history),
+            spans=spans,
+            span_features=[[_bucket(f, buckets) for f in span.features] for span in spans],
+            app_in_goal=torch.tensor([float(bool(name) and set(name) <= present)
+                                      for name in self._app_names]),
+        )
+
+    def _history_vector(self, history: Sequence[str]) -> torch.Tensor:
+        vector = torch.zeros(HISTORY_DIM)
+        vector[min(len(history), STEP_BUCKETS - 1)] = 1.0
+        counts = STEP_BUCKETS
+        last = counts + len(VERBS) + 1
+        verbs = [verb_of(parse_response(response)) for response in history]
+        for verb in verbs:
+            vector[counts + verb + 1] = min(vector[counts + verb + 1] + 1.0 / 3.0, 1.0)
+        vector[last + (verbs[-1] + 1 if verbs else 0)] = 1.0
+        return vector
+
+    def prepare(self, samples: Sequence[Sample]) -> list[Encoded]:
+        prepared = []
+        for sample in samples:
+            encoded = self.encode(sample.goal, sample.screenshot, sample.history)
+            encoded.verb, encoded.argument = self.choice(sample.response, encoded.spans)
+            prepared.append(encoded)
+        return prepared
+
+    # --- learning ----------------------------------------------------------------------------
+
+    def score(self, prepared: Sequence[Encoded]) -> TokenLogProbs:
+        batch = collate(prepared)
+        out = self.module(batch)
+        verbs = batch["verb"].clamp(min=0)
+        verb_logp = F.log_softmax(out["verb"], dim=1)
+        verb_p = verb_logp.exp()
+        logp = verb_logp.gather(1, verbs[:, None])[:, 0]
+        entropy = -(verb_p * verb_logp).sum(dim=1)
+        arguments = batch["argument"]
+        for index, verb in enumerate(VERBS):
+            logits = self._argument_logits(out, verb)
+            if logits is None:
+                continue
+            arg_logp = F.log_softmax(logits, dim=1)
+            arg_entropy = -(arg_logp.exp() * arg_logp.nan_to_num(neginf=0.0)).sum(dim=1)
+            entropy = entropy + verb_p[:, index] * arg_entropy
+            chosen = (batch["verb"] == index) & (arguments >= 0)
+            picked = arg_logp.gather(1, arguments.clamp(0, logits.shape[1] - 1)[:, None])[:, 0]
+            logp = logp + torch.where(chosen, picked, torch.zeros_like(picked))
+        mask = (batch["verb"] >= 0).float()
+        logp = torch.where(mask > 0, logp, torch.zeros_like(logp))
+        return TokenLogProbs(logp[:, None], mask[:, None], entropy[:, None])
+
+    # --- copies and files --------------------------------------------------------------------
+
+    def rollout_factory(self) -> Callable[[int], RolloutPolicy]:
+        state = {name: value.detach().clone() for name, value in self.module.state_dict().items()}
+        return _TinyFactory(self.config, state)
+
+    def reference(self) -> TinyPolicy:
+        """The initial weights (the config's seed), frozen: the KL reference."""
+        initial = TinyPolicy(self.config)
+        initial.module.requires_grad_(False)
+        return initial
+
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        save_file({k: v.contiguous() for k, v in self.module.state_dict().items()},
+                  str(folder / WEIGHTS_FILE))
+        (folder / CONFIG_FILE).write_text(json.dumps(asdict(self.config)), encoding="utf-8")
+
+    @classmethod
+    def load(cls, folder: Path | str, *, seed: int | None = None) -> TinyPolicy:
+        """A policy saved by `save` (e.g. a training checkpoint), ready to act."""
+        folder = Path(folder)
+        config_path = folder / CONFIG_FILE
+        if not config_path.exists():
+            raise FileNotFoundError(f"{folder} holds no TinyPolicy ({CONFIG_FILE} is missing)")
+        policy = cls(TinyConfig.from_json(config_path.read_text(encoding="utf-8")), seed=seed)
+        policy.module.load_state_dict(load_file(str(folder / WEIGHTS_FILE)))
+        return policy
+
+
+class _TinyFactory:
+    """Acting copies of a snapshot of the weights, one sampling stream per seed. Picklable:
+    a rollout worker process builds the network once and shares it among its copies."""
+
+    def __init__(self, config: TinyConfig, state: dict[str, torch.Tensor]):
+        self.config = config
+        self.state = state
+        self._module: TinyNet | None = None
+
+    def __call__(self, seed: int) -> TinyPolicy:
+        if self._module is None:
+            self._module = TinyNet(self.config)
+            self._module.load_state_dict(self.state)
+            self._module.requires_grad_(False)
+        return TinyPolicy(self.config, seed=seed, module=self._module)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"config": self.config, "state": self.state, "_module": None}
+
+
+def collate(items: Sequence[Encoded]) -> dict[str, torch.Tensor]:
+    """Stack encoded observations; spans are padded to the longest list (mask marks real)."""
+    words = [torch.tensor(item.words) for item in items]
+    span_ids = [torch.tensor(ids) for item in items for ids in item.span_features]
+    longest = max((len(item.spans) for item in items), default=0)
+    span_mask = torch.zeros(len(items), max(longest, 1), dtype=torch.bool)
+    owners = []
+    for row, item in enumerate(items):
+        span_mask[row, :len(item.spans)] = True
+        owners += [row] * len(item.spans)
+    return {
+        "images": torch.stack([item.image for item in items]),
+        "words": torch.cat(words),
+        "word_offsets": _offsets(words),
+        "history": torch.stack([item.history for item in items]),
+        "span_ids": torch.cat(span_ids) if span_ids else torch.zeros(0, dtype=torch.long),
+        "span_offsets": _offsets(span_ids),
+        "span_mask": span_mask,
+        "span_owner": torch.tensor(owners, dtype=torch.long),
+        "app_in_goal": torch.stack([item.app_in_goal for item in items]),
+        "verb": torch.tensor([item.verb for item in items]),
+        "argument": torch.tensor([item.argument for item in items]),
+    }
+
+
+def _offsets(parts: Sequence[torch.Tensor]) -> torch.Tensor:
+    lengths = torch.tensor([len(p) for p in parts], dtype=torch.long)
+    return torch.cumsum(lengths, 0) - lengths

@@ -1,0 +1,296 @@
+"""VLMPolicy: a Hugging Face image-text model (Qwen2-VL / Qwen2.5-VL family) as a trainable
+phone agent.
+
+Prompts come from :func:`episodelake.collectors.prompts.build_messages` (MAI-UI style): the
+goal, the earlier actions as text, the last `history_length` screenshots, the current one.
+Acting and learning build the same prompt: acting keeps the screenshots of the episode it is
+playing, learning reads them back from the lake.
+
+Inputs are built from the tokenizer's chat template and the image processor directly (each
+``<|image_pad|>`` expanded to the image's patch count), not through the model's combined
+processor class, which needs torchvision; so the same code runs on a CPU-only install and on
+a GPU. Generation goes through vLLM when the ``gpu`` extra is installed and a GPU is present
+(imported only then), else through ``generate``. vLLM reads its weights from a folder: the
+model path at first, then each checkpoint the loop saves (the engine is rebuilt after every
+save, which costs a model load per iteration but works with any vLLM version).
+
+Learning scores the recorded response re-tokenised (plus the end-of-turn token): the lake
+stores text, so a response whose generated tokens were not the canonical tokenisation is
+scored under the canonical one.
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from PIL import Image
+
+from episodelake.collectors.prompts import HistoryStep, build_messages
+from episodelake.trainer.policies.base import RolloutPolicy, Sample
+from episodelake.trainer.ppo import TokenLogProbs
+
+log = logging.getLogger(__name__)
+
+IMAGE_TOKEN = "<|image_pad|>"
+_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+def _placeholder(_ref: Any) -> dict[str, str]:
+    return {"type": "image"}
+
+
+def vllm_available() -> bool:
+    """Whether vLLM generation can run here: the `gpu` extra is installed and a GPU is seen."""
+    if not torch.cuda.is_available():
+        return False
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@dataclass
+class Prepared:
+    """One prompt (+ response when learning) as model inputs."""
+
+    input_ids: torch.Tensor  # [length]: prompt, then response tokens
+    prompt_length: int
+    pixel_values: torch.Tensor  # [patches, dim], all images of the prompt
+    image_grid_thw: torch.Tensor  # [images, 3]
+    images: list[Image.Image]
+
+
+class VLMPolicy:
+    """See the module docstring. `model_path` must be a local folder (no hub downloads);
+    `weights`, a folder written by `save` (a checkpoint), replaces its weights."""
+
+    history_length: int
+
+    def __init__(self, model_path: str | Path, *, weights: Path | None = None,
+                 history_length: int = 2,
+                 max_new_tokens: int = 256, temperature: float = 1.0,
+                 max_pixels: int = 1024 * 28 * 28, dtype: str = "auto",
+                 generation: str = "auto", vllm_gpu_memory: float = 0.3):
+        from transformers import AutoImageProcessor, AutoModelForImageTextToText, AutoTokenizer
+
+        self.model_path = Path(model_path)
+        if not (self.model_path / "config.json").is_file():
+            raise FileNotFoundError(
+                f"model_path: {self.model_path} is not a Hugging Face model folder (no "
+                "config.json); download one first, e.g. `huggingface-cli download "
+                f"Qwen/Qwen2-VL-2B-Instruct --local-dir {self.model_path}`")
+        self.name = self.model_path.name
+        self.history_length = history_length
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.max_pixels = max_pixels
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.dtype_name = dtype
+        if dtype == "auto":
+            dtype = "bfloat16" if self.device.type == "cuda" else "float32"
+        self.dtype = _DTYPES[dtype]
+        self.tokenizer = AutoTokenizer.from_pretrained(self.model_path, local_files_only=True)
+        if self.tokenizer.chat_template is None:
+            raise ValueError(f"{self.model_path}: the tokenizer has no chat template")
+        self.image_processor = AutoImageProcessor.from_pretrained(
+            self.model_path, local_files_only=True, max_pixels=max_pixels)
+        self.module = AutoModelForImageTextToText.from_pretrained(
+            weights or self.model_path, dtype=self.dtype, local_files_only=True).to(self.device)
+        self.image_token_id = self.module.config.image_token_id
+        self.eos_token_id = self.tokenizer.eos_token_id
+        if self.eos_token_id is None:
+            raise ValueError(f"{self.model_path}: the tokenizer has no eos token")
+        self.pad_token_id = self.tokenizer.pad_token_id
+        if self.pad_token_id is None:
+            self.pad_token_id = self.eos_token_id
+        if generation == "auto":
+            generation = "vllm" if vllm_available() else "transformers"
+        self.generation = generation
+        self.vllm_gpu_memory = vllm_gpu_memory
+        self._vllm = None
+        self._vllm_weights = weights or self.model_path
+        self._agent = _VLMAgent(self, 0)
+
+    # --- prompts -----------------------------------------------------------------------------
+
+    def messages(self, goal: str, history: Sequence[str], shown: int) -> list[dict[str, Any]]:
+        """Chat messages for the next step; `shown` earlier screenshots appear as images."""
+        steps = [HistoryStep(response=response) for response in history]
+        return build_messages(goal, steps, screenshot=None, history_length=shown,
+                              image_part=_placeholder)
+
+    def encode(self, goal: str, history: Sequence[str], images: Sequence[bytes],
+               response: str | None = None) -> Prepared:
+        """Model inputs: `images` are the shown earlier screenshots then the current one."""
+        pictures = [Image.open(io.BytesIO(data)).convert("RGB") for data in images]
+        text = self.tokenizer.apply_chat_template(
+            self.messages(goal, history, len(images) - 1), add_generation_prompt=True,
+            tokenize=False)
+        vision = self.image_processor(images=pictures, return_tensors="pt")
+        merge = self.image_processor.merge_size ** 2
+        pieces = text.split(IMAGE_TOKEN)
+        if len(pieces) != len(pictures) + 1:
+            raise ValueError(f"the chat template produced {len(pieces) - 1} image slots for "
+                             f"{len(pictures)} images")
+        expanded = pieces[0]
+        for grid, piece in zip(vision["image_grid_thw"], pieces[1:], strict=True):
+            expanded += IMAGE_TOKEN * (int(grid.prod()) // merge) + piece
+        prompt = self.tokenizer(expanded, add_special_tokens=False)["input_ids"]
+        answer = [] if response is None else (
+            self.tokenizer(response, add_special_tokens=False)["input_ids"] + [self.eos_token_id])
+        return Prepared(torch.tensor(prompt + answer), len(prompt), vision["pixel_values"],
+                        vision["image_grid_thw"], pictures)
+
+    def shown(self, screenshot: bytes, earlier: Sequence[bytes]) -> list[bytes]:
+        """The screenshots a prompt shows: the last `history_length` earlier ones, then the
+        current one."""
+        return [*earlier[len(earlier) - min(self.history_length, len(earlier)):], screenshot]
+
+    # --- acting ------------------------------------------------------------------------------
+
+    def act(self, goal: str, screenshot_png: bytes, history: list[str]) -> str:
+        return self._agent.act(goal, screenshot_png, history)
+
+    def generate(self, prepared: Prepared, goal: str, history: Sequence[str], seed: int) -> str:
+        if self.generation == "vllm":
+            return self._generate_vllm(prepared, goal, history, seed)
+        from transformers import GenerationConfig
+
+        config = GenerationConfig(
+            do_sample=self.temperature > 0, temperature=self.temperature or None, top_p=1.0,
+            top_k=0, max_new_tokens=self.max_new_tokens, eos_token_id=self.eos_token_id,
+            pad_token_id=self.pad_token_id)
+        inputs = self._batch([prepared], with_response=False)
+        was_training = self.module.training
+        self.module.eval()
+        try:
+            with torch.no_grad(), torch.random.fork_rng(
+                    devices=[self.device] if self.device.type == "cuda" else []):
+                torch.manual_seed(seed)
+                output = self.module.generate(**inputs, generation_config=config)
+        finally:
+            self.module.train(was_training)
+        new = output[0, inputs["input_ids"].shape[1]:]
+        return self.tokenizer.decode(new, skip_special_tokens=True)
+
+    def _generate_vllm(self, prepared: Prepared, goal: str, history: Sequence[str],
+                       seed: int) -> str:
+        from vllm import LLM, SamplingParams
+
+        if self._vllm is None:
+            self._vllm = LLM(
+                model=str(self._vllm_weights), tokenizer=str(self.model_path),
+                dtype=self.dtype_name if self.dtype_name != "auto" else "auto",
+                gpu_memory_utilization=self.vllm_gpu_memory, seed=seed,
+                limit_mm_per_prompt={"image": self.history_length + 1},
+                mm_processor_kwargs={"max_pixels": self.max_pixels})
+        text = self.tokenizer.apply_chat_template(
+            self.messages(goal, history, len(prepared.images) - 1), add_generation_prompt=True,
+            tokenize=False)
+        params = SamplingParams(temperature=self.temperature, top_p=1.0,
+                                max_tokens=self.max_new_tokens, seed=seed)
+        outputs = self._vllm.generate(
+            {"prompt": text, "multi_modal_data": {"image": prepared.images}}, params,
+            use_tqdm=False)
+        return outputs[0].outputs[0].text
+
+    def rollout_factory(self) -> Callable[[int], RolloutPolicy]:
+        """Acting views of this policy (same process: the model stays where it is)."""
+        return lambda seed: _VLMAgent(self, seed)
+
+    # --- learning ----------------------------------------------------------------------------
+
+    def prepare(self, samples: Sequence[Sample]) -> list[Prepared]:
+        return [self.encode(s.goal, s.history, self.shown(s.screenshot, s.history_images),
+                            s.response) for s in samples]
+
+    def _batch(self, items: Sequence[Prepared], *, with_response: bool) -> dict[str, torch.Tensor]:
+        ids = [item.input_ids if with_response else item.input_ids[:item.prompt_length]
+               for item in items]
+        longest = max(len(i) for i in ids)
+        input_ids = torch.full((len(items), longest), self.pad_token_id, dtype=torch.long)
+        attention = torch.zeros((len(items), longest), dtype=torch.long)
+        for row, sequence in enumerate(ids):
+            input_ids[row, :len(sequence)] = sequence
+            attention[row, :len(sequence)] = 1
+        return {
+            "input_ids": input_ids.to(self.device),
+            "attention_mask": attention.to(self.device),
+            "mm_token_type_ids": (input_ids == self.image_token_id).long().to(self.device),
+            "pixel_values": torch.cat([i.pixel_values for i in items]).to(self.device, self.dtype),
+            "image_grid_thw": torch.cat([i.image_grid_thw for i in items]).to(self.device),
+        }
+
+    def score(self, prepared: Sequence[Prepared]) -> TokenLogProbs:
+        """Per-token log-probs of each response, left-aligned: row i's tokens are
+        0 .. response_length_i - 1."""
+        inputs = self._batch(prepared, with_response=True)
+        logits = self.module(**inputs).logits
+        width = max(len(p.input_ids) - p.prompt_length for p in prepared)
+        rows, targets, mask = [], [], torch.zeros(len(prepared), width, device=self.device)
+        for row, item in enumerate(prepared):
+            start, length = item.prompt_length, len(item.input_ids) - item.prompt_length
+            # the logits at position t predict the token at t + 1
+            picked = logits[row, start - 1:start - 1 + length]
+            rows.append(F.pad(picked, (0, 0, 0, width - length)))
+            targets.append(F.pad(item.input_ids[start:], (0, width - length)))
+            mask[row, :length] = 1.0
+        logp_all = F.log_softmax(torch.stack(rows).float(), dim=-1)
+        target = torch.stack(targets).to(self.device)
+        logp = logp_all.gather(-1, target[..., None])[..., 0] * mask
+        entropy = -(logp_all.exp() * logp_all).sum(-1) * mask
+        return TokenLogProbs(logp, mask, entropy)
+
+    # --- copies and files --------------------------------------------------------------------
+
+    def reference(self) -> VLMPolicy:
+        """The initial model, frozen: the KL reference."""
+        copy = VLMPolicy(self.model_path, history_length=self.history_length,
+                         max_new_tokens=self.max_new_tokens, temperature=self.temperature,
+                         max_pixels=self.max_pixels, dtype=self.dtype_name,
+                         generation="transformers")
+        copy.module.requires_grad_(False)
+        copy.module.eval()
+        return copy
+
+    def save(self, folder: Path) -> None:
+        """A Hugging Face model folder (safetensors) that `--model-path` and vLLM can load."""
+        folder.mkdir(parents=True, exist_ok=True)
+        self.module.save_pretrained(folder, safe_serialization=True)
+        self.tokenizer.save_pretrained(folder)
+        self.image_processor.save_pretrained(folder)
+        # generation reads the newest weights from here on (vLLM is rebuilt on its next use)
+        self._vllm_weights = folder
+        if self._vllm is not None:
+            self._vllm = None
+            gc.collect()
+            torch.cuda.empty_cache()
+
+
+class _VLMAgent:
+    """Plays one episode at a time: remembers the episode's screenshots for the prompt."""
+
+    def __init__(self, policy: VLMPolicy, seed: int):
+        self.policy = policy
+        self.seed = seed
+        self.screens: list[bytes] = []
+
+    def act(self, goal: str, screenshot_png: bytes, history: list[str]) -> str:
+        if not history:
+            self.screens = []
+        earlier = self.screens if len(self.screens) == len(history) else []
+        if len(self.screens) != len(history):
+            log.debug("history of %d steps but %d screenshots seen: no earlier screenshots "
+                      "in this prompt", len(history), len(self.screens))
+        prepared = self.policy.encode(goal, history, self.policy.shown(screenshot_png, earlier))
+        self.screens.append(screenshot_png)
+        return self.policy.generate(prepared, goal, history, self.seed * 1009 + len(history))

@@ -1,0 +1,66 @@
+// The only way the app talks to the server: openapi-fetch typed by schema.d.ts, which
+// `just web-client` generates from the API's OpenAPI document. Every call goes through
+// `call`, which turns the API's one error shape into an ApiError with its message.
+import createClient from "openapi-fetch";
+import type { components, paths } from "./schema";
+
+export type Schemas = components["schemas"];
+export type Episode = Schemas["Episode"];
+export type Step = Schemas["Step"];
+export type EpisodeDetail = Schemas["EpisodeDetail"];
+export type TaskNode = Schemas["TaskNode"];
+export type SetRow = Schemas["Set"];
+export type Member = Schemas["Member"];
+export type Membership = Schemas["Membership"];
+export type Stats = Schemas["Stats"];
+export type SqlResult = Schemas["SqlResult"];
+export type GroupDetail = Schemas["GroupDetail"];
+export type GroupSummary = Schemas["GroupSummary"];
+export type EpisodeQuery = NonNullable<paths["/api/episodes"]["get"]["parameters"]["query"]>;
+export type FailureCategory = NonNullable<Schemas["MemberPut"]["failure_category"]>;
+
+export const FAILURE_CATEGORIES: FailureCategory[] = [
+  "grounding",
+  "planning",
+  "perception",
+  "environment",
+  "other",
+];
+
+export const api = createClient<paths>({ baseUrl: "", credentials: "same-origin" });
+
+export class ApiError extends Error {
+  constructor(
+    public status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+type Result<T> = { data?: T; error?: unknown; response: Response };
+
+/** The response body of a call, or an ApiError naming what went wrong. */
+export async function call<T>(request: Promise<Result<T>>): Promise<T> {
+  let result: Result<T>;
+  try {
+    result = await request;
+  } catch (e) {
+    throw new ApiError(0, `the server did not answer (${String(e)})`);
+  }
+  if (!result.response.ok) {
+    const body = result.error as { error?: { type?: string; message?: string } } | undefined;
+    const err = body?.error;
+    throw new ApiError(
+      result.response.status,
+      err ? `${err.type}: ${err.message}` : `HTTP ${result.response.status}`,
+    );
+  }
+  return result.data as T;
+}
+
+/** A step image URL, scaled down for thumbnails when `maxSide` is given. */
+export function imageSrc(url: string | null | undefined, maxSide?: number): string | undefined {
+  if (!url) return undefined;
+  return maxSide ? `${url}?max_side=${maxSide}` : url;
+}

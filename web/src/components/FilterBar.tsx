@@ -1,0 +1,76 @@
+import { useState, type FormEvent } from "react";
+import { navigate, useLocation, withQuery } from "../router";
+
+const FIELDS: [string, string][] = [
+  ["policy_version", "policy version"],
+  ["run_id", "run"],
+  ["env", "env"],
+  ["tag", "tag"],
+  ["set_id", "set id"],
+  ["min_length", "min length"],
+  ["max_length", "max length"],
+];
+
+export function FilterBar() {
+  const { path, query } = useLocation();
+  const [open, setOpen] = useState(false);
+  const set = (changes: Record<string, string | null>) => {
+    const q = new URLSearchParams(query);
+    for (const [k, v] of Object.entries(changes)) {
+      if (v === null || v === "") q.delete(k);
+      else q.set(k, v);
+    }
+    navigate(withQuery(path, q));
+  };
+  const outcome = query.get("unjudged") === "true" ? "unjudged" : (query.get("success") ?? "");
+  const submit = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    const data = new FormData(e.currentTarget);
+    const changes: Record<string, string | null> = {};
+    for (const [k] of FIELDS) changes[k] = String(data.get(k) ?? "");
+    changes.where = String(data.get("where") ?? "");
+    set(changes);
+  };
+  return (
+    <div className="filters" data-testid="filters">
+      <div className="filter-row">
+        <select
+          value={outcome}
+          aria-label="outcome"
+          onChange={(e) => {
+            const v = e.target.value;
+            set({ success: v === "true" || v === "false" ? v : null, unjudged: v === "unjudged" ? "true" : null });
+          }}
+        >
+          <option value="">all outcomes</option>
+          <option value="true">successes</option>
+          <option value="false">failures</option>
+          <option value="unjudged">unjudged</option>
+        </select>
+        <label title="some step has step_reward = 0">
+          <input
+            type="checkbox"
+            checked={query.get("zero_step_reward") === "true"}
+            onChange={(e) => set({ zero_step_reward: e.target.checked ? "true" : null })}
+          />
+          0 step reward
+        </label>
+        <button type="button" className="link" onClick={() => setOpen(!open)}>
+          {open ? "fewer filters" : "more filters"}
+        </button>
+      </div>
+      {open && (
+        <form onSubmit={submit} key={query.toString()}>
+          {FIELDS.map(([k, label]) => (
+            <input key={k} name={k} placeholder={label} defaultValue={query.get(k) ?? ""} />
+          ))}
+          <textarea name="where" placeholder="SQL condition, e.g. episode_reward > 0.5" defaultValue={query.get("where") ?? ""} />
+          <button type="submit">Apply</button>
+          <button type="button" onClick={() => navigate(path)}>
+            Clear
+          </button>
+        </form>
+      )}
+    </div>
+  );
+}

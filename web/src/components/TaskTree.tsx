@@ -1,0 +1,106 @@
+// The left panel: tasks with counts and success rates; a task opens into its episodes
+// (paged by cursor), each marked success ✓, failure ✗ or unjudged ?.
+import { useEffect, useState } from "react";
+import { api, call, type Episode, type EpisodeQuery, type TaskNode } from "../api/client";
+import { useApi } from "../hooks";
+import { Link, enc, useLocation, withQuery } from "../router";
+import { filterKey, filtersFromQuery } from "./filters";
+import { Async } from "./Status";
+
+export function mark(success: boolean | null | undefined): string {
+  return success === true ? "✓" : success === false ? "✗" : "?";
+}
+
+export function TaskTree({ currentEpisode, currentTask }: { currentEpisode?: string; currentTask?: string | null }) {
+  const { query } = useLocation();
+  const filters = filtersFromQuery(query);
+  const tasks = useApi(() => call(api.GET("/api/tasks", { params: { query: filters } })), [filterKey(filters)]);
+  const [open, setOpen] = useState<Set<string>>(new Set());
+  useEffect(() => {
+    if (currentTask) setOpen((o) => (o.has(currentTask) ? o : new Set(o).add(currentTask)));
+  }, [currentTask]);
+  const toggle = (t: string) =>
+    setOpen((o) => {
+      const n = new Set(o);
+      if (n.has(t)) n.delete(t);
+      else n.add(t);
+      return n;
+    });
+  return (
+    <nav className="task-tree" data-testid="task-tree">
+      <Async state={tasks} what="tasks">
+        {(list: TaskNode[]) =>
+          list.length === 0 ? (
+            <p className="muted">No episodes match.</p>
+          ) : (
+            <ul>
+              {list.map((t) => {
+                const name = t.task_name ?? "(no task)";
+                return (
+                  <li key={name} className="task">
+                    <button type="button" className="task-row" onClick={() => toggle(name)} title={t.task_goal ?? ""}>
+                      <span className="caret">{open.has(name) ? "▾" : "▸"}</span>
+                      <span className="task-name">{name}</span>
+                      <span className="counts">
+                        <span className="ok">{t.successes}✓</span> <span className="bad">{t.failures}✗</span>
+                        {t.unjudged > 0 && <span> {t.unjudged}?</span>}
+                      </span>
+                      <span className="rate" style={{ ["--rate" as string]: `${(t.success_rate ?? 0) * 100}%` }} />
+                    </button>
+                    {open.has(name) && t.task_name && <TaskEpisodes task={t.task_name} filters={filters} current={currentEpisode} />}
+                  </li>
+                );
+              })}
+            </ul>
+          )
+        }
+      </Async>
+    </nav>
+  );
+}
+
+function TaskEpisodes({ task, filters, current }: { task: string; filters: EpisodeQuery; current?: string }) {
+  const { query } = useLocation();
+  const [pages, setPages] = useState<Episode[][]>([]);
+  const [cursor, setCursor] = useState<string | null | undefined>(undefined);
+  const first = useApi(() => call(api.GET("/api/episodes", { params: { query: { ...filters, task, limit: 50 } } })), [task, filterKey(filters)]);
+  useEffect(() => {
+    setPages([]);
+    setCursor(undefined);
+  }, [task, filterKey(filters)]);
+  const more = async () => {
+    const page = await call(api.GET("/api/episodes", { params: { query: { ...filters, task, limit: 50, cursor: cursor ?? first.data?.next_cursor ?? undefined } } }));
+    setPages((p) => [...p, page.items]);
+    setCursor(page.next_cursor ?? null);
+  };
+  return (
+    <Async state={first} what="episodes">
+      {(page) => {
+        const items = [...page.items, ...pages.flat()];
+        const next = cursor === undefined ? page.next_cursor : cursor;
+        return (
+          <ul className="episodes">
+            {items.map((e) => (
+              <li key={e.episode_id} className={e.episode_id === current ? "current" : ""}>
+                <Link to={withQuery(`/episodes/${enc(e.episode_id)}/steps/0`, query)} data-episode={e.episode_id}>
+                  <span className={`mark ${e.success === true ? "ok" : e.success === false ? "bad" : ""}`}>{mark(e.success)}</span>
+                  <span className="mono">{e.episode_id.length > 14 ? e.episode_id.slice(0, 12) + "…" : e.episode_id}</span>
+                  <span className="muted">
+                    {e.episode_length ?? "?"} steps · v{e.policy_version ?? "?"}
+                  </span>
+                </Link>
+              </li>
+            ))}
+            {next && (
+              <li>
+                <button type="button" className="link" onClick={more}>
+                  more…
+                </button>
+              </li>
+            )}
+          </ul>
+        );
+      }}
+    </Async>
+  );
+}

@@ -1,0 +1,27 @@
+// Episode filters live in the URL's query string under the API's own parameter names, so
+// a filtered view is a link, and the task tree, the list and the stats share one filter.
+import type { EpisodeQuery } from "../api/client";
+
+const TEXT_KEYS = ["policy_version", "run_id", "env", "tag", "set_id", "group_id", "where"] as const;
+const NUMBER_KEYS = ["min_length", "max_length"] as const;
+
+export function filtersFromQuery(q: URLSearchParams): EpisodeQuery {
+  const f: EpisodeQuery = {};
+  for (const k of TEXT_KEYS) {
+    const v = q.get(k);
+    if (v) f[k] = v;
+  }
+  for (const k of NUMBER_KEYS) {
+    const v = q.get(k);
+    if (v && !Number.isNaN(Number(v))) f[k] = Number(v);
+  }
+  const success = q.get("success");
+  if (success === "true" || success === "false") f.success = success === "true";
+  if (q.get("unjudged") === "true") f.unjudged = true;
+  if (q.get("zero_step_reward") === "true") f.zero_step_reward = true;
+  return f;
+}
+
+export function filterKey(f: EpisodeQuery): string {
+  return JSON.stringify(f);
+}

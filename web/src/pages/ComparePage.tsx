@@ -1,0 +1,113 @@
+// /compare/<a>/<b>?step=<n>: two episodes side by side, aligned on the step index, with the
+// action sequence of both below (rows where they differ are highlighted).
+import { useEffect, useState } from "react";
+import { api, call, type EpisodeDetail, type Step } from "../api/client";
+import { Screen } from "../components/Screen";
+import { Async } from "../components/Status";
+import { mark } from "../components/TaskTree";
+import { summary } from "../components/actions";
+import { isTyping, useApi } from "../hooks";
+import { Link, enc, navigate, useLocation } from "../router";
+
+const load = (id: string) => call(api.GET("/api/episodes/{episode_id}", { params: { path: { episode_id: id } } }));
+
+export function ComparePage({ a, b }: { a: string; b: string }) {
+  const both = useApi(() => Promise.all([load(a), load(b)]), [a, b]);
+  return (
+    <main className="compare" data-testid="compare">
+      <Async state={both} what="episodes">
+        {([da, db]) => <Aligned a={da} b={db} />}
+      </Async>
+    </main>
+  );
+}
+
+function Aligned({ a, b }: { a: EpisodeDetail; b: EpisodeDetail }) {
+  const { query } = useLocation();
+  const length = Math.max(a.steps.length, b.steps.length);
+  const index = Math.min(Math.max(0, Number(query.get("step") ?? 0) || 0), Math.max(0, length - 1));
+  const [annotated, setAnnotated] = useState(true);
+  const go = (i: number) => {
+    const n = Math.max(0, Math.min(length - 1, i));
+    navigate(`/compare/${enc(a.episode.episode_id)}/${enc(b.episode.episode_id)}?step=${n}`, { replace: true });
+  };
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (isTyping(e)) return;
+      if (e.key === "ArrowLeft" || e.key === "a") go(index - 1);
+      else if (e.key === "ArrowRight" || e.key === "d") go(index + 1);
+      else if (e.key === "o") setAnnotated((x) => !x);
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  });
+  const sameTask = a.episode.task_name === b.episode.task_name;
+  return (
+    <>
+      <div className="stepbar">
+        <button type="button" onClick={() => go(index - 1)} disabled={index === 0}>
+          ◀
+        </button>
+        <span data-testid="compare-step">
+          step index {index} of {length}
+        </span>
+        <button type="button" onClick={() => go(index + 1)} disabled={index >= length - 1}>
+          ▶
+        </button>
+        <label className="toggle">
+          <input type="checkbox" checked={annotated} onChange={() => setAnnotated(!annotated)} /> annotated
+        </label>
+        {!sameTask && <span className="error">These episodes are of different tasks.</span>}
+      </div>
+      <div className="side-by-side">
+        {[a, b].map((d) => (
+          <Column key={d.episode.episode_id} detail={d} step={d.steps[index]} annotated={annotated} />
+        ))}
+      </div>
+      <table className="grid compare-table">
+        <thead>
+          <tr>
+            <th>#</th>
+            <th>{a.episode.episode_id}</th>
+            <th>{b.episode.episode_id}</th>
+          </tr>
+        </thead>
+        <tbody>
+          {Array.from({ length }, (_, i) => {
+            const sa = a.steps[i] ? summary(a.steps[i]) : "—";
+            const sb = b.steps[i] ? summary(b.steps[i]) : "—";
+            return (
+              <tr key={i} className={`${i === index ? "current" : ""} ${sa !== sb ? "differs" : ""}`} onClick={() => go(i)}>
+                <td>{i}</td>
+                <td>{sa}</td>
+                <td>{sb}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </>
+  );
+}
+
+function Column({ detail, step, annotated }: { detail: EpisodeDetail; step?: Step; annotated: boolean }) {
+  const ep = detail.episode;
+  return (
+    <section className="column">
+      <h3>
+        <span className={`mark ${ep.success ? "ok" : ep.success === false ? "bad" : ""}`}>{mark(ep.success)}</span>{" "}
+        <Link to={`/episodes/${enc(ep.episode_id)}/steps/${step?.step ?? 0}`}>{ep.episode_id}</Link>
+        <span className="muted"> v{ep.policy_version ?? "?"} · {ep.episode_length} steps</span>
+      </h3>
+      {step ? (
+        <>
+          <Screen step={step} annotated={annotated} maxHeight="calc(100vh - 360px)" />
+          <p className="action-summary">{summary(step)}</p>
+          <p className="muted">step reward {step.step_reward ?? "—"} {step.step_reward_reason ? `· ${step.step_reward_reason}` : ""}</p>
+        </>
+      ) : (
+        <p className="muted">This episode ended before this step.</p>
+      )}
+    </section>
+  );
+}

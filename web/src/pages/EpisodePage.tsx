@@ -1,0 +1,175 @@
+// /, /episodes/<id> and /episodes/<id>/steps/<n>: the task tree, the replay and the panels.
+import { memo, useCallback, useEffect, useRef, useState } from "react";
+import { flushSync } from "react-dom";
+import { api, call, type EpisodeDetail } from "../api/client";
+import { CurationPanel } from "../components/CurationPanel";
+import { FilterBar } from "../components/FilterBar";
+import { Filmstrip } from "../components/Filmstrip";
+import { Screen, prefetch } from "../components/Screen";
+import { Async } from "../components/Status";
+import { StepPanel } from "../components/StepPanel";
+import { TaskTree, mark } from "../components/TaskTree";
+import { summary } from "../components/actions";
+import { isTyping, useApi } from "../hooks";
+import { Link, enc, navigate, useLocation, withQuery } from "../router";
+
+const OVERLAY_KEY = "elake.overlay";
+
+export function EpisodePage({ id, step }: { id?: string; step?: string }) {
+  const detail = useApi(
+    () => (id ? call(api.GET("/api/episodes/{episode_id}", { params: { path: { episode_id: id } } })) : Promise.resolve(undefined)),
+    [id],
+  );
+  return (
+    <div className="browse">
+      <aside className="left">
+        <FilterBar />
+        <TaskTree currentEpisode={id} currentTask={detail.data?.episode.task_name} />
+      </aside>
+      {id ? (
+        <Async state={detail} what={`episode ${id}`}>
+          {(d) => d && <Replay detail={d} stepParam={step} reload={detail.reload} />}
+        </Async>
+      ) : (
+        <main className="empty-state">
+          <p>Pick a task on the left, then an episode.</p>
+          <p className="muted">Keys: A/D or ←/→ step · O overlay · 1-5 add to the failure set with a category · F mark failing step</p>
+        </main>
+      )}
+    </div>
+  );
+}
+
+function Replay({ detail, stepParam, reload }: { detail: EpisodeDetail; stepParam?: string; reload: () => void }) {
+  const { query, generation } = useLocation();
+  const ep = detail.episode;
+  const steps = detail.steps;
+  const fromUrl = stepParam === undefined ? steps[0]?.step : Number(stepParam);
+  // The step lives here and the address bar follows it silently, so a step switch
+  // re-renders the replay only. A navigation from outside (a link, back/forward) resets it.
+  const [stepNo, setStepNo] = useState(fromUrl);
+  useEffect(() => setStepNo(fromUrl), [fromUrl, generation]);
+  const index = steps.findIndex((s) => s.step === stepNo);
+  const [annotated, setAnnotated] = useState(() => localStorage.getItem(OVERLAY_KEY) !== "off");
+  const toggle = () =>
+    setAnnotated((a) => {
+      localStorage.setItem(OVERLAY_KEY, a ? "off" : "on");
+      return !a;
+    });
+  const go = (i: number) => {
+    const to = Math.max(0, Math.min(steps.length - 1, i));
+    if (!steps[to] || to === index) return;
+    flushSync(() => setStepNo(steps[to].step)); // render the next step now, not a task later
+    navigate(withQuery(`/episodes/${enc(ep.episode_id)}/steps/${steps[to].step}`, query), { silent: true });
+  };
+  useEffect(() => {
+    if (index >= 0) prefetch(steps, index);
+  }, [steps, index]);
+  const current = steps[index];
+  const currentStep = useRef(stepNo);
+  currentStep.current = current?.step ?? 0;
+  const compare = useCallback(
+    (other: string) => navigate(`/compare/${enc(ep.episode_id)}/${enc(other)}?step=${currentStep.current}`),
+    [ep.episode_id],
+  );
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (isTyping(e) || e.ctrlKey || e.metaKey || e.altKey) return;
+      if (e.key === "ArrowLeft" || e.key === "a" || e.key === "A") go(index - 1);
+      else if (e.key === "ArrowRight" || e.key === "d" || e.key === "D") go(index + 1);
+      else if (e.key === "Home") go(0);
+      else if (e.key === "End") go(steps.length - 1);
+      else if (e.key === "o" || e.key === "O") toggle();
+      else return;
+      e.preventDefault();
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  });
+  return (
+    <>
+      <main className="centre">
+        <EpisodeHeader detail={detail} onCompare={compare} />
+        {steps.length === 0 ? (
+          <p className="muted">This episode has no steps.</p>
+        ) : !current ? (
+          <div className="error" role="alert">
+            Episode {ep.episode_id} has no step {stepParam}. <Link to={`/episodes/${enc(ep.episode_id)}/steps/${steps[0].step}`}>Go to the first step</Link>
+          </div>
+        ) : (
+          <>
+            <div className="stepbar">
+              <button type="button" onClick={() => go(index - 1)} disabled={index === 0} aria-label="previous step">
+                ◀
+              </button>
+              <span data-testid="step-counter">
+                step {current.step} ({index + 1}/{steps.length})
+              </span>
+              <button type="button" onClick={() => go(index + 1)} disabled={index === steps.length - 1} aria-label="next step">
+                ▶
+              </button>
+              <span className="action-summary">{summary(current)}</span>
+              <label className="toggle">
+                <input type="checkbox" checked={annotated} onChange={toggle} data-testid="overlay-toggle" /> annotated
+              </label>
+            </div>
+            <Screen step={current} annotated={annotated} maxHeight="calc(100vh - 290px)" />
+            <Filmstrip steps={steps} current={index} onPick={go} />
+          </>
+        )}
+      </main>
+      <aside className="right">
+        {current && <StepPanel step={current} detail={detail} onChanged={reload} />}
+        <CurationPanel detail={detail} stepNo={current?.step ?? 0} onChanged={reload} />
+      </aside>
+    </>
+  );
+}
+
+// Memoised: it does not change with the step, and its peer list can be long.
+const EpisodeHeader = memo(function EpisodeHeader({ detail, onCompare }: { detail: EpisodeDetail; onCompare: (other: string) => void }) {
+  const ep = detail.episode;
+  const peers = useApi(
+    () => call(api.GET("/api/episodes", { params: { query: { task: ep.task_name ?? undefined, limit: 100 } } })),
+    [ep.task_name],
+  );
+  return (
+    <header className="episode-header">
+      <h2>
+        <span className={`mark ${ep.success ? "ok" : ep.success === false ? "bad" : ""}`}>{mark(ep.success)}</span> {ep.task_name}
+        <span className="mono muted"> {ep.episode_id}</span>
+      </h2>
+      <p className="goal">{ep.task_goal}</p>
+      <p className="meta">
+        {ep.status} · {ep.episode_length ?? "?"} steps · reward {ep.episode_reward ?? "—"} · eval {ep.eval_score ?? "—"}
+        {ep.policy_version && <> · policy v{ep.policy_version}</>}
+        {ep.run_id && <> · run {ep.run_id}</>}
+        {ep.env && <> · {ep.env}</>}
+        {ep.group_id && (
+          <>
+            {" "}
+            · <Link to={`/groups/${enc(ep.group_id)}`}>group {ep.group_id}</Link>
+          </>
+        )}
+        {ep.eval_reason && <> · {ep.eval_reason}</>}
+      </p>
+      <label className="compare-pick">
+        Compare with{" "}
+        <select
+          value=""
+          data-testid="compare-select"
+          onChange={(e) => e.target.value && onCompare(e.target.value)}
+        >
+          <option value="">another episode of this task…</option>
+          {peers.data?.items
+            .filter((p) => p.episode_id !== ep.episode_id)
+            .map((p) => (
+              <option key={p.episode_id} value={p.episode_id}>
+                {mark(p.success)} {p.episode_id} ({p.episode_length} steps)
+              </option>
+            ))}
+        </select>
+      </label>
+    </header>
+  );
+});

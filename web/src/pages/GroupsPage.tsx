@@ -1,0 +1,104 @@
+// /groups and /groups/<id>: episode groups, and one group's anchor-state groups as rows of
+// thumbnails with each step's discounted return and advantage, to judge the grouping by eye.
+import { api, call, imageSrc } from "../api/client";
+import { Async } from "../components/Status";
+import { mark } from "../components/TaskTree";
+import { useApi } from "../hooks";
+import { Link, enc } from "../router";
+
+const num = (v: number | null | undefined) => (v === null || v === undefined ? "—" : v.toFixed(3));
+
+export function GroupsPage() {
+  const groups = useApi(() => call(api.GET("/api/groups")), []);
+  return (
+    <main className="page">
+      <h2>Episode groups</h2>
+      <Async state={groups} what="groups">
+        {(list) => (
+          <table className="grid">
+            <thead>
+              <tr>
+                <th>group</th>
+                <th>task</th>
+                <th>episodes</th>
+                <th>successes</th>
+                <th>mean reward</th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((g) => (
+                <tr key={g.group_id}>
+                  <td>
+                    <Link to={`/groups/${enc(g.group_id)}`}>{g.group_id}</Link>
+                  </td>
+                  <td>{g.task_name}</td>
+                  <td>{g.episodes}</td>
+                  <td>{g.successes}</td>
+                  <td>{num(g.mean_reward)}</td>
+                </tr>
+              ))}
+              {list.length === 0 && (
+                <tr>
+                  <td colSpan={5} className="muted">
+                    No episode has a group_id.
+                  </td>
+                </tr>
+              )}
+            </tbody>
+          </table>
+        )}
+      </Async>
+    </main>
+  );
+}
+
+export function GroupPage({ id }: { id: string }) {
+  const group = useApi(() => call(api.GET("/api/groups/{group_id}", { params: { path: { group_id: id } } })), [id]);
+  return (
+    <main className="page" data-testid="group-page">
+      <p>
+        <Link to="/groups">← all groups</Link>
+      </p>
+      <Async state={group} what={`group ${id}`}>
+        {(g) => (
+          <>
+            <h2>Group {g.group_id}</h2>
+            <p className={g.advantages_available ? "muted" : "warning"}>{g.advantages_note}</p>
+            <p className="muted">
+              {g.episodes.length} episodes:{" "}
+              {g.episodes.map((e) => (
+                <span key={e.episode_id} className="chip">
+                  {mark(e.success)} <Link to={`/episodes/${enc(e.episode_id)}/steps/0`}>{e.episode_id}</Link>
+                </span>
+              ))}
+            </p>
+            <p className="muted">
+              {g.anchors.length} anchor states · {g.anchors.filter((a) => a.episodes > 1).length} shared by several episodes · {g.unanchored_steps} steps without an anchor key
+            </p>
+            {g.anchors.map((a) => (
+              <section key={a.anchor_key} className="anchor-row" data-testid="anchor-row">
+                <h4>
+                  <span className="mono">{a.anchor_key}</span> · {a.episodes} episode{a.episodes === 1 ? "" : "s"} · {a.steps.length} steps
+                </h4>
+                <div className="thumbs">
+                  {a.steps.map((s) => (
+                    <Link key={`${s.episode_id}/${s.step}`} className="card" to={`/episodes/${enc(s.episode_id)}/steps/${s.step}`}>
+                      <img src={imageSrc(s.image_url, 140)} alt="" loading="lazy" />
+                      <span className="mono">
+                        {s.episode_id.slice(0, 14)} #{s.step}
+                      </span>
+                      <span>{s.action_type}</span>
+                      <span>
+                        R {num(s.discounted_return)} · A {num(s.advantage)}
+                      </span>
+                    </Link>
+                  ))}
+                </div>
+              </section>
+            ))}
+          </>
+        )}
+      </Async>
+    </main>
+  );
+}
