@@ -8,6 +8,7 @@ through DNS rebinding), the token guard (for any configured token), the body siz
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -15,12 +16,15 @@ from fastapi.middleware.cors import CORSMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from episodelake.api import errors
+from episodelake.api.jobs import Jobs
 from episodelake.api.routes import ROUTERS, web
 from episodelake.api.security import BodyLimit, TokenGuard
 from episodelake.api.settings import Settings
 from episodelake.lake.lake import Lake
 
 LOOPBACK_NAMES = ["127.0.0.1", "localhost", "::1"]
+#: At shutdown, how long to wait for running jobs to stop at their next progress report.
+JOB_STOP_WAIT_S = 10.0
 
 
 def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
@@ -30,6 +34,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         app.state.lake = lake if lake is not None else Lake(settings.lake, create=False)
         yield
+        await asyncio.to_thread(app.state.jobs.stop, JOB_STOP_WAIT_S)
 
     app = FastAPI(
         title="EpisodeLake",
@@ -41,6 +46,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
         openapi_url="/openapi.json",
     )
     app.state.settings = settings
+    app.state.jobs = Jobs()
     errors.install(app)
     for router in ROUTERS:
         app.include_router(router, prefix="/api", responses=errors.ERROR_RESPONSES)

@@ -1,4 +1,5 @@
-"""Dependency aliases for route functions: the open lake, the settings, the episode filter."""
+"""Dependency aliases for route functions: the open lake, the settings, the background jobs,
+the episode filter."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Query, Request
 
+from episodelake.api.jobs import Jobs
 from episodelake.api.listing import EpisodeFilter
 from episodelake.api.settings import Settings
 from episodelake.lake.lake import Lake
@@ -20,8 +22,13 @@ def get_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
+def get_jobs(request: Request) -> Jobs:
+    return request.app.state.jobs
+
+
 LakeDep = Annotated[Lake, Depends(get_lake)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+JobsDep = Annotated[Jobs, Depends(get_jobs)]
 
 
 def episode_filter(

@@ -8,14 +8,19 @@ objects on the way out. Request models are separate and carry only what a caller
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from typing import Any, Literal
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from episodelake.api.errors import ErrorDetail
+from episodelake.collectors.prompts import STYLES
+from episodelake.collectors.rerun import RerunSpec
 from episodelake.lake import schema
 from episodelake.lake.curation import MAX_NAME, MAX_TEXT
+from episodelake.lake.export.spec import GRANULARITIES, ExportSpec
 
 
 def _py_type(t: pa.DataType) -> Any:
@@ -217,3 +222,173 @@ class Health(BaseModel):
     lake: str
     tables: dict[str, int]
     tags: list[str]
+
+
+def _default(spec: type, name: str) -> Any:
+    """A spec dataclass's default for `name`: request models show it, the spec owns it."""
+    return next(f.default for f in dataclasses.fields(spec) if f.name == name)
+
+
+class JobProgress(BaseModel):
+    """Live progress of a job running in this server: episodes done of total."""
+
+    done: int
+    total: int | None = Field(description="null until the job has resolved what it will do")
+
+
+class ExportFormatInfo(BaseModel):
+    name: str
+    summary: str
+
+
+class ExportCreate(BaseModel):
+    """The export spec (see `episodelake.lake.export.spec.ExportSpec`); the server picks the folder."""
+
+    model_config = ConfigDict(extra="forbid")
+    format: str = Field(min_length=1, max_length=100, description="a format from GET /api/export-formats")
+    set: str | None = Field(None, min_length=1, max_length=MAX_NAME, description="a set's name or id")
+    where: str | None = Field(None, max_length=4000, description="SQL condition over episodes JOIN steps, "
+                              "run in the sandbox")
+    tag: str | None = Field(None, max_length=200, description="read the lake as of this tag")
+    include_failed: bool = Field(_default(ExportSpec, "include_failed"),
+                                 description="keep failed episodes too (default: success = true only)")
+    good_steps_only: bool = Field(_default(ExportSpec, "good_steps_only"),
+                                  description="only target steps whose step_reward is 1")
+    include_invalid: bool = _default(ExportSpec, "include_invalid")
+    granularity: Literal[GRANULARITIES] = _default(ExportSpec, "granularity")  # type: ignore[valid-type]
+    style: Literal[STYLES] = _default(ExportSpec, "style")  # type: ignore[valid-type]
+    history_length: int | None = Field(_default(ExportSpec, "history_length"), ge=0, le=1000,
+                                       description="previous steps shown as text; null shows all")
+    history_images: int = Field(_default(ExportSpec, "history_images"), ge=0, le=100)
+    max_pixels: int | None = Field(_default(ExportSpec, "max_pixels"), ge=64 * 64, le=100_000_000,
+                                   description="downscale larger images; null copies them as stored")
+    val_fraction: float = Field(_default(ExportSpec, "val_fraction"), ge=0, lt=1,
+                                description="share of tasks held out for validation")
+    seed: int = Field(_default(ExportSpec, "seed"), ge=0, le=2**31 - 1)
+    dedup: bool = _default(ExportSpec, "dedup")
+    name: str = Field(_default(ExportSpec, "name"), min_length=1, max_length=200,
+                      description="dataset name, where a format names its dataset")
+
+
+class ExportSummary(BaseModel):
+    export_id: str
+    format: str | None
+    status: str | None = Field(description="running | finished | failed")
+    samples: int | None = Field(None, description="samples written, once finished")
+    counts: dict[str, Any] | None = Field(None, description="the manifest's counts, once finished")
+    selection: dict[str, Any] | None = Field(None, description="the spec and what it resolved to")
+    created_at: datetime | None
+    finished_at: datetime | None = None
+    progress: JobProgress | None = Field(None, description="while it runs in this server")
+    error: ErrorDetail | None = None
+    download_url: str | None = Field(None, description="a zip of the folder; null unless finished and "
+                                     "written under this server's exports folder")
+
+
+class ExportDetail(ExportSummary):
+    lake_versions: dict[str, Any] | None = None
+    manifest: dict[str, Any] | None = None
+
+
+class RerunCreate(BaseModel):
+    """A re-run of a set's tasks on the simulated phone (other envs: `elake rerun`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    set: str = Field(min_length=1, max_length=MAX_NAME, description="the set's name or id")
+    policy: str = Field(min_length=1, max_length=40, examples=["oracle", "noisy:0.3", "random"],
+                        description="oracle | noisy[:P] (a share P of random steps) | random")
+    n: int = Field(_default(RerunSpec, "n"), ge=1, le=100, description="episodes per task")
+    max_steps: int = Field(_default(RerunSpec, "max_steps"), ge=1, le=100)
+    seed: int = Field(_default(RerunSpec, "seed"), ge=0, le=2**31 - 1)
+    confidence: float = Field(_default(RerunSpec, "confidence"), gt=0, lt=1,
+                              description="of the delta's interval")
+
+
+class RerunSet(BaseModel):
+    set_id: str | None = None
+    name: str | None = None
+    kind: str | None = None
+    pinned_tag: str | None = None
+
+
+class Outcome(BaseModel):
+    """Success counts of a group of episodes; unjudged ones are left out of the rate."""
+
+    episodes: int
+    successes: int
+    unjudged: int
+    rate: float | None
+
+
+class RerunTask(BaseModel):
+    task: str
+    goal: str | None
+    status: str = Field(description="fixed | broke | still passing | still failing | unknown")
+    before: Outcome
+    after: Outcome
+    episode_ids: list[str]
+
+
+class RerunSummary(BaseModel):
+    rerun_id: str
+    created_at: datetime | None
+    status: str | None = Field(description="running | finished | failed")
+    set: RerunSet | None
+    policy: str | None
+    env: str | None
+    n: int | None
+    before: float | None = Field(None, description="success rate of the set's episodes")
+    after: float | None = Field(None, description="success rate of the re-run's episodes")
+    delta: float | None = Field(None, description="after - before")
+    interval: list[float] | None = Field(None, description="the delta's confidence interval [low, high]")
+    fixed: int = 0
+    broke: int = 0
+    progress: JobProgress | None = Field(None, description="while it runs in this server")
+    error: ErrorDetail | None = None
+
+
+class RerunDetail(BaseModel):
+    """A re-run's report; one still running (or failed) has its status and set only."""
+
+    rerun_id: str
+    status: str | None
+    set: RerunSet | None = None
+    spec: dict[str, Any] | None = None
+    tasks: list[RerunTask] = []
+    before: Outcome | None = None
+    after: Outcome | None = None
+    delta: float | None = None
+    interval: list[float] | None = None
+    confidence: float | None = None
+    interval_method: str | None = None
+    fixed: list[str] = []
+    broke: list[str] = []
+    progress: JobProgress | None = None
+    error: ErrorDetail | None = None
+
+
+class RunSummary(BaseModel):
+    run_id: str
+    kind: str | None = Field(description="train | rerun | rollout")
+    iterations: int = Field(description="iterations recorded")
+    last_iteration: int
+    started_at: datetime | None
+    updated_at: datetime | None
+    last_metrics: dict[str, float | None] = Field(
+        description="the last iteration's numeric metrics, nested keys joined with '.'")
+
+
+class RunIteration(BaseModel):
+    iteration: int
+    created_at: datetime | None
+    metrics: dict[str, Any] = Field(description="as recorded; non-finite numbers as null")
+
+
+class RunDetail(BaseModel):
+    run_id: str
+    kind: str | None
+    config: dict[str, Any] | None = Field(description="the last iteration's config")
+    iterations: list[RunIteration]
+    series: dict[str, list[float | None]] = Field(
+        description="each numeric metric (nested keys joined with '.') per iteration, in the order of "
+                    "`iterations`; null where an iteration lacks it")

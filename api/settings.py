@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from episodelake.lake import layout
 from episodelake.lake.errors import InvalidInput
 
 TOKEN_ENV = "ELAKE_TOKEN"
@@ -42,6 +43,10 @@ class Settings(BaseModel):
     page_size: int = Field(50, ge=1)
     max_page_size: int = Field(500, ge=1)
     static_dir: Path | None = Field(default_factory=default_static_dir)
+    exports_dir: Path | None = Field(None, description="where exports started through the API are "
+                                     "written, one folder per export (default: <lake>/_exports)")
+    job_start_wait_s: float = Field(10.0, ge=0, description="how long starting a job waits for its "
+                                    "checks, so bad input is answered as an error, not a failed job")
 
     @model_validator(mode="after")
     def _token_for_shared_binds(self) -> Settings:
@@ -52,6 +57,10 @@ class Settings(BaseModel):
                 f"or bind {DEFAULT_HOST}"
             )
         return self
+
+    @property
+    def exports_root(self) -> Path:
+        return self.exports_dir if self.exports_dir is not None else layout.exports_root(self.lake)
 
     @property
     def local_only(self) -> bool:

@@ -36,6 +36,7 @@ from episodelake.collectors.recorder import Recorder
 from episodelake.lake.errors import InvalidInput, NotFound
 from episodelake.lake.export.selection import check_members_present, resolve_set, set_episode_ids
 from episodelake.lake.lake import Lake
+from episodelake.lake.layout import check_id
 
 log = logging.getLogger(__name__)
 
@@ -327,24 +328,33 @@ def _record_run(lake: Lake, rerun_id: str, started: datetime, spec: dict, metric
                           "metrics": json.dumps(metrics, sort_keys=True), "created_at": started}])
 
 
+def new_rerun_id() -> str:
+    return f"rerun-{uuid.uuid4().hex[:12]}"
+
+
 def run_rerun(lake: Lake, spec: RerunSpec, progress: Progress | None = None, *,
-              device: Device | None = None, policy: Policy | None = None) -> dict:
+              device: Device | None = None, policy: Policy | None = None,
+              rerun_id: str | None = None) -> dict:
     """Re-run the set's tasks and return the report (also stored in ``runs``).
 
     `device` and `policy` default to what the spec names; pass them to drive something else.
-    `progress(done, total)` is called after each episode.
+    `progress(done, total)` is called once with done = 0 when the set's tasks are resolved
+    and the re-run is recorded as running, then after each episode. `rerun_id` lets a
+    caller that tracks the re-run (the API) choose the id first; by default a new one is made.
     """
     set_info, tasks = _before(lake, spec)
     if spec.env == "sim":
         _check_sim_tasks(set_info, tasks)
+    rerun_id = check_id(rerun_id, "rerun_id") if rerun_id else new_rerun_id()
     owned = device is None
     device = device or open_device(spec)
     policy = policy or make_policy(spec, device)
-    rerun_id = f"rerun-{uuid.uuid4().hex[:12]}"
     started = datetime.now(UTC)
     recorded = {**asdict(spec), "servers": list(spec.servers), "set_id": set_info["set_id"]}
     _record_run(lake, rerun_id, started, recorded, {"status": "running", "set": set_info})
     total, done = len(tasks) * spec.n, 0
+    if progress is not None:
+        progress(0, total)
     try:
         with Recorder(lake, run_id=rerun_id, policy_version=spec.policy) as recorder:
             for index, result in enumerate(tasks):
@@ -400,14 +410,17 @@ def _check_sim_tasks(set_info: dict, tasks: list[TaskResult]) -> None:
 
 # -- reading re-runs back ------------------------------------------------------------------------
 def list_reruns(lake: Lake) -> list[dict]:
-    """Every re-run, newest first: id, set, policy, status and the headline numbers."""
+    """Every re-run, newest first: id, set, policy, status and the headline numbers (success
+    rates before and after, their delta and its interval, how many tasks got fixed or broke)."""
     out = []
     for row in lake.sql("SELECT run_id, config, metrics, created_at FROM runs WHERE kind = 'rerun' "
                         "ORDER BY created_at DESC, run_id").to_pylist():
         config, metrics = json.loads(row["config"] or "{}"), json.loads(row["metrics"] or "{}")
         out.append({"rerun_id": row["run_id"], "created_at": row["created_at"], "status": metrics.get("status"),
                     "set": metrics.get("set"), "policy": config.get("policy"), "env": config.get("env"),
-                    "n": config.get("n"), "delta": metrics.get("delta"), "interval": metrics.get("interval"),
+                    "n": config.get("n"), "before": (metrics.get("before") or {}).get("rate"),
+                    "after": (metrics.get("after") or {}).get("rate"), "delta": metrics.get("delta"),
+                    "interval": metrics.get("interval"),
                     "fixed": len(metrics.get("fixed", [])), "broke": len(metrics.get("broke", []))})
     return out
 

@@ -7,6 +7,7 @@
         lock                                          held (flock) while the writer lives
         <table>-<seq>.arrows                          Arrow IPC streams, replayed after a crash
     _locks/                                           short critical sections (table creation)
+    _exports/<export_id>/                             exports started through the API server
 ```
 """
 
@@ -20,6 +21,7 @@ DEFAULT_LAKE = "./elake-data"
 LAKE_ENV = "ELAKE_LAKE"
 SPOOL_DIR = "_spool"
 LOCK_DIR = "_locks"
+EXPORTS_DIR = "_exports"
 SPOOL_LOCK = "lock"
 SPOOL_SUFFIX = ".arrows"
 
@@ -36,6 +38,10 @@ def table_path(lake: Path, table: str) -> Path:
 
 def spool_root(lake: Path) -> Path:
     return lake / SPOOL_DIR
+
+
+def exports_root(lake: Path) -> Path:
+    return lake / EXPORTS_DIR
 
 
 def lock_path(lake: Path, name: str) -> Path:

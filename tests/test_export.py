@@ -307,10 +307,9 @@ def test_each_export_is_recorded_with_its_manifest(built, tmp_path):
     assert listed["manifest"] == result.manifest and listed["selection"]["format"] == "openai"
 
 
-def test_the_cli_exports_and_reports(built, tmp_path, monkeypatch, capsys):
+def test_the_cli_exports_and_reports(built, tmp_path, capsys):
     from episodelake.api import cli
 
-    monkeypatch.setattr(cli, "COMMAND_MODULES", (*cli.COMMAND_MODULES, "episodelake.lake.export.commands"))
     out = tmp_path / "out"
     assert cli.main(["--lake", str(built.path), "export", "sft", "--format", "trl", "--out", str(out),
                      "--where", "task_name = 'task-5'", "--val-fraction", "0", "--json"]) == 0

@@ -93,12 +93,11 @@ def test_the_report_is_stored_listed_and_rendered(lake):
     assert row["kind"] == "rerun" and json.loads(row["config"])["policy"] == "oracle"
 
 
-def test_the_cli_reruns_and_prints_json(lake, capsys, monkeypatch):
+def test_the_cli_reruns_and_prints_json(lake, capsys):
     from episodelake.api import cli
 
     record_set(lake, "failures", lambda d: RandomPolicy(3, terminate_p=0.3), episodes_per_task=1,
                only_failures=True)
-    monkeypatch.setattr(cli, "COMMAND_MODULES", (*cli.COMMAND_MODULES, "episodelake.collectors.rerun_commands"))
     assert cli.main(["--lake", str(lake.path), "rerun", "--set", "failures", "--policy", "oracle",
                      "--n", "1", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

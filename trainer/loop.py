@@ -90,6 +90,7 @@ def train(config: TrainConfig, lake: Lake, *, progress: bool = True) -> TrainRes
             report = rollout(lake, policy, task_ids, config, run_id=run_id,
                              version=str(iteration), batch=f"it{iteration}",
                              seed=config.seed * 100_003 + iteration, progress=progress)
+            generation = policy.stats()
         with timer("advantages"):
             advantages, samples = step_advantages(lake, report, config, policy.history_length)
         with timer("update"):
@@ -101,7 +102,8 @@ def train(config: TrainConfig, lake: Lake, *, progress: bool = True) -> TrainRes
                                   progress=progress)
         with timer("checkpoint"):
             save_checkpoint(root, iteration, policy, engine, config, run_id)
-        metrics = iteration_metrics(report, advantages, update_stats, evaluation, timer)
+        metrics = iteration_metrics(report, advantages, update_stats, evaluation, generation,
+                                    timer)
         record_metrics(lake, run_id, iteration, config, metrics)
         result.metrics.append(metrics)
         log.info("run %s iteration %d: success %.1f%%, held-out %s, loss %.4f, %.0f s", run_id,
@@ -307,7 +309,8 @@ def update(policy: TrainablePolicy, engine: Engine, reference: TrainablePolicy |
            progress: bool) -> dict[str, float]:
     """PPO epochs over the batch; returns the token-weighted means of the loss terms."""
     if not samples:
-        return {"samples": 0, "samples_scored": 0}
+        return {"samples": 0, "samples_scored": 0, "tokens": 0, "epochs": 0,
+                "optimizer_steps": 0}
     prepared = policy.prepare(samples)
     advantages = torch.tensor([s.advantage for s in samples], dtype=torch.float32)
     policy.module.train()
@@ -345,6 +348,7 @@ def update(policy: TrainablePolicy, engine: Engine, reference: TrainablePolicy |
     policy.module.eval()
     means = {name: value / weight for name, value in totals.items()} if weight else {}
     return {**means, "samples": len(samples), "samples_scored": int(len(scored)),
+            "tokens": int(tokens.sum()), "epochs": config.ppo_epochs if len(scored) else 0,
             "optimizer_steps": config.ppo_epochs * minibatches if len(scored) else 0}
 
 
@@ -379,7 +383,7 @@ def evaluate(lake: Lake, policy: TrainablePolicy, eval_tasks: list[str], config:
 
 def iteration_metrics(report: RolloutReport, advantages: AdvantageResult,
                       update_stats: dict[str, float], evaluation: RolloutReport | None,
-                      timer: PhaseTimer) -> dict[str, Any]:
+                      generation: dict[str, float], timer: PhaseTimer) -> dict[str, Any]:
     rewards = advantages.table.group_by("episode_id").aggregate([("reward", "sum")])
     anchor_sizes = advantages.anchor_group_sizes.to_pylist()
     return {
@@ -396,6 +400,9 @@ def iteration_metrics(report: RolloutReport, advantages: AdvantageResult,
         "anchor_group_sizes": {str(row["anchor_group_size"]): row["steps"]
                                for row in anchor_sizes},
         "update": update_stats,
+        "update_tokens_per_second": (update_stats["tokens"] * update_stats["epochs"]
+                                     / max(timer.seconds["update"], 1e-9)),
+        "generation": generation,
         "seconds": dict(timer.seconds),
     }
 

@@ -3,8 +3,11 @@
 from episodelake.api.routes import (
            annotations,
            episodes,
+           exports,
            groups,
            health,
+           reruns,
+           runs,
            sets,
            sql,
            stats,
@@ -13,4 +16,4 @@ from episodelake.api.routes import (
 )
 
 ROUTERS = [health.router, tasks.router, episodes.router, steps.router, stats.router, sql.router,
-           sets.router, annotations.router, groups.router]
+           sets.router, annotations.router, groups.router, exports.router, reruns.router, runs.router]

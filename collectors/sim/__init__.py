@@ -8,8 +8,7 @@ lake can use :mod:`.anchor` without loading the phone):
 - :mod:`.tasks`: ``all_tasks()``, ``get_task(id)``, ``sample_tasks(n, seed)``,
   ``task_for_goal(goal)``; each ``Task`` has ``id``, ``name``, ``goal``, ``difficulty``,
   ``setup(phone)``, ``check(phone)``, ``solution(phone)``;
-- :mod:`.policy`: ``DemoPolicy(task, NoiseConfig.demo(), seed)`` answering in MAI-UI text,
-  and ``parse_response(text)``;
+- :mod:`.policy`: ``DemoPolicy(task, NoiseConfig.demo(), seed)`` answering in MAI-UI text;
 - :mod:`.judge`: ``RuleJudge().judge(goal, before, action, after) -> (score, reason)``.
 
 Anchor keys for its screens come from :mod:`episodelake.collectors.anchor`, shared with

@@ -15,12 +15,11 @@ truth for failure categories.
 
 from __future__ import annotations
 
-import json
 import math
 import random
-import re
 from dataclasses import dataclass
 
+from episodelake.collectors.actions import format_tool_call
 from episodelake.collectors.sim.geometry import HEIGHT, WIDTH, to_coordinate, to_pixels
 from episodelake.collectors.sim.phone import Phone, describe, hit
 from episodelake.collectors.sim.state import APPS
@@ -28,8 +27,6 @@ from episodelake.collectors.sim.tasks import Task
 
 Action = dict[str, object]
 NOISE_KINDS = ("grounding", "planning", "premature_terminate", "loop")
-
-TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -66,7 +63,7 @@ class Decision:
 
     @property
     def response(self) -> str:
-        return format_response(self.thinking, self.arguments)
+        return format_tool_call(self.arguments, self.thinking)
 
 
 class DemoPolicy:
@@ -173,28 +170,3 @@ class DemoPolicy:
             return f"{context} The goal is reached." if action["status"] == "success" else \
                 f"{context} I cannot reach the goal from here."
         return f"{context} I will {kind}."
-
-
-def format_response(thinking: str, arguments: Action) -> str:
-    """A MAI-UI style response: thinking, then one ``mobile_use`` tool call."""
-    call = json.dumps({"name": "mobile_use", "arguments": arguments}, ensure_ascii=False)
-    return f"<thinking>\n{thinking}\n</thinking>\n<tool_call>\n{call}\n</tool_call>"
-
-
-def parse_response(text: str) -> Action:
-    """The ``arguments`` of the first tool call in a MAI-UI response.
-
-    Deliberately strict (the project's tolerant parser is ``episodelake.collectors.actions``):
-    raises ValueError, saying what is wrong, when there is no tool call or its JSON is broken.
-    """
-    match = TOOL_CALL.search(text)
-    if match is None:
-        raise ValueError("no <tool_call>...</tool_call> in the response")
-    try:
-        call = json.loads(match.group(1))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"the tool call is not valid JSON: {error}") from error
-    arguments = call.get("arguments") if isinstance(call, dict) else None
-    if not isinstance(arguments, dict):
-        raise ValueError("the tool call has no 'arguments' object")
-    return arguments

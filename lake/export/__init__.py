@@ -19,8 +19,15 @@ from episodelake.lake.export.errors import (
     UnknownFormat,
 )
 from episodelake.lake.export.formats import FORMATS, get_format, register
-from episodelake.lake.export.job import ExportResult, list_exports, run_export
+from episodelake.lake.export.job import (
+    ExportResult,
+    get_export,
+    list_exports,
+    new_export_id,
+    run_export,
+)
 from episodelake.lake.export.spec import ExportSpec
 
 __all__ = ["FORMATS", "EmptySelection", "ExportFolderNotOurs", "ExportFormat", "ExportResult", "ExportSpec",
-           "SetEpisodesMissing", "UnknownFormat", "get_format", "list_exports", "register", "run_export"]
+           "SetEpisodesMissing", "UnknownFormat", "get_export", "get_format", "list_exports", "new_export_id",
+           "register", "run_export"]

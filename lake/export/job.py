@@ -4,7 +4,8 @@ Order of work: check the format, resolve the selection (fails early, writing not
 claim the folder, then stream episode by episode: build samples, drop duplicates, route each
 to its task's split, hand it to the format's writer (which pulls images as it needs them).
 Callers that show progress (the CLI's bar, the API's job status) pass `progress(done,
-total)`, called after each episode.
+total)`, called once with done = 0 when the selection is resolved and the folder claimed,
+then after each episode.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from episodelake.lake.errors import NotFound
 from episodelake.lake.export import manifest as manifest_mod
 from episodelake.lake.export.base import SPLITS, WriteContext
 from episodelake.lake.export.errors import EmptySelection
@@ -28,6 +30,7 @@ from episodelake.lake.export.selection import Selection, select
 from episodelake.lake.export.spec import ExportSpec
 from episodelake.lake.export.split import Dedup, split_of
 from episodelake.lake.lake import Lake
+from episodelake.lake.layout import check_id
 
 log = logging.getLogger(__name__)
 
@@ -49,14 +52,22 @@ def _record(lake: Lake, row: dict) -> None:
     lake.upsert("exports", [row])
 
 
-def run_export(lake: Lake, spec: ExportSpec, progress: Progress | None = None) -> ExportResult:
+def new_export_id() -> str:
+    return f"exp-{uuid.uuid4().hex[:12]}"
+
+
+def run_export(lake: Lake, spec: ExportSpec, progress: Progress | None = None, *,
+               export_id: str | None = None) -> ExportResult:
     """Export `spec` from `lake` (writable: the export is recorded in it). Raises a LakeError
-    subclass for bad input before anything is written."""
+    subclass for bad input before anything is written.
+
+    `export_id` lets a caller that names the folder after the export (the API) choose the
+    id first; by default a new one is made."""
     fmt = get_format(spec.format)
     selection = select(lake, spec)
     out = spec.out.resolve()
     manifest_mod.prepare_folder(out)
-    row = {"export_id": f"exp-{uuid.uuid4().hex[:12]}", "format": fmt.name,
+    row = {"export_id": check_id(export_id, "export_id") if export_id else new_export_id(), "format": fmt.name,
            "selection": json.dumps({**spec.recorded(), **selection.recorded()}, sort_keys=True),
            "lake_versions": json.dumps(selection.versions, sort_keys=True), "out_dir": str(out),
            "status": "running", "created_at": datetime.now(UTC)}
@@ -84,6 +95,8 @@ def _write(out: Path, spec: ExportSpec, fmt, selection: Selection, progress: Pro
     images: set[str] = set()
     episodes = 0
     total = len(selection.episodes)
+    if progress is not None:
+        progress(0, total)
     for done, ep in enumerate(selection.episodes, 1):
         store.begin(ep)
         split = split_of(ep.task_name, spec.seed, spec.val_fraction)
@@ -122,10 +135,22 @@ def _write(out: Path, spec: ExportSpec, fmt, selection: Selection, progress: Pro
     return manifest_mod.write_manifest(out, body)
 
 
+def _parsed(row: dict) -> dict:
+    for key in ("selection", "lake_versions", "manifest"):
+        row[key] = json.loads(row[key]) if row[key] else None
+    return row
+
+
 def list_exports(lake: Lake) -> list[dict]:
     """Every recorded export, newest first, with its selection and manifest parsed."""
-    rows = lake.sql("SELECT * FROM exports ORDER BY created_at DESC, export_id").to_pylist()
-    for row in rows:
-        for key in ("selection", "lake_versions", "manifest"):
-            row[key] = json.loads(row[key]) if row[key] else None
-    return rows
+    return [_parsed(row) for row in
+            lake.sql("SELECT * FROM exports ORDER BY created_at DESC, export_id").to_pylist()]
+
+
+def get_export(lake: Lake, export_id: str) -> dict:
+    """One recorded export, parsed as `list_exports` does."""
+    check_id(export_id, "export_id")
+    rows = lake.sql("SELECT * FROM exports WHERE export_id = ?", [export_id]).to_pylist()
+    if not rows:
+        raise NotFound(f"no export {export_id!r}; `elake sql \"select export_id, status from exports\"` lists them")
+    return _parsed(rows[0])

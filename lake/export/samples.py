@@ -36,7 +36,8 @@ class Sample:
 
     @property
     def images(self) -> list[str]:
-        return [part["image"] for m in self.messages if isinstance(m["content"], list)
+        """Each image part's sha256, None for a step without a screenshot."""
+        return [part.get("image") for m in self.messages if isinstance(m["content"], list)
                 for part in m["content"] if part["type"] == "image"]
 
 

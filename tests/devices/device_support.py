@@ -101,17 +101,8 @@ class FakeModel:
         self.answers.extend(items)
 
 
-DEVICE_COMMANDS = "episodelake.collectors.device_commands"
-
-
 def elake(argv: list[str]) -> int:
-    """Run the `elake` command line in-process, with the device commands registered."""
+    """Run the `elake` command line in-process."""
     from episodelake.api import cli
 
-    saved = cli.COMMAND_MODULES
-    if DEVICE_COMMANDS not in saved:
-        cli.COMMAND_MODULES = (*saved, DEVICE_COMMANDS)
-    try:
-        return cli.main(argv)
-    finally:
-        cli.COMMAND_MODULES = saved
+    return cli.main(argv)

@@ -6,36 +6,31 @@ from collections import Counter
 
 import pytest
 
+from episodelake.collectors.actions import format_tool_call
+from episodelake.collectors.actions import parse_response as parse
 from episodelake.collectors.sim.judge import RuleJudge
 from episodelake.collectors.sim.phone import Phone
 from episodelake.collectors.sim.policy import (
     NOISE_KINDS,
     DemoPolicy,
     NoiseConfig,
-    format_response,
-    parse_response,
 )
 from episodelake.collectors.sim.tasks import get_task, sample_tasks
 
 TASK = "message_send[contact=Jon Park,text=On my way]"
 
 
+def parse_response(text: str) -> dict:
+    parsed = parse(text)
+    assert parsed.valid, parsed.error
+    return parsed.action
+
+
 def test_response_is_mai_ui_text_and_parses_back():
     arguments = {"action": "click", "coordinate": [500, 120]}
-    text = format_response("I will tap it.", arguments)
+    text = format_tool_call(arguments, "I will tap it.")
     assert text.startswith("<thinking>\nI will tap it.\n</thinking>\n<tool_call>\n")
-    assert '{"name": "mobile_use", "arguments": {"action": "click", "coordinate": [500, 120]}}' in text
     assert parse_response(text) == arguments
-
-
-@pytest.mark.parametrize(("text", "problem"), [
-    ("just words", "no <tool_call>"),
-    ("<tool_call>{broken</tool_call>", "not valid JSON"),
-    ('<tool_call>{"name": "mobile_use"}</tool_call>', "no 'arguments'"),
-])
-def test_parse_response_says_what_is_wrong(text, problem):
-    with pytest.raises(ValueError, match=problem):
-        parse_response(text)
 
 
 def test_noiseless_policy_is_the_oracle_with_integer_coordinates():

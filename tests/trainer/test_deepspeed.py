@@ -33,4 +33,4 @@ def test_one_zero2_step_on_cpu_updates_the_weights_and_checkpoints(tiny_vlm, tmp
     assert found["engine"] == "deepspeed" and found["zero_stage"] == 2
     assert found["global_steps"] == 1
     assert found["changed_parameters"] > found["parameters"] // 2
-    assert found["saved"] == ["last"]
+    assert "last" in found["saved"]

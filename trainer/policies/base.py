@@ -59,6 +59,11 @@ class TrainablePolicy(RolloutPolicy, Protocol):
         """Log-probabilities of the recorded responses; differentiable in train mode."""
         ...
 
+    def stats(self) -> dict[str, float]:
+        """Counters of the policy's own work since the last call (e.g. generated tokens),
+        reset on read; reported with the iteration's metrics."""
+        ...
+
     def rollout_factory(self) -> Callable[[int], RolloutPolicy]:
         """A picklable callable `seed -> policy` that builds an acting copy of the current
         weights, sampling with its own random stream (in a rollout worker, or here)."""

@@ -359,6 +359,9 @@ class TinyPolicy:
         logp = torch.where(mask > 0, logp, torch.zeros_like(logp))
         return TokenLogProbs(logp[:, None], mask[:, None], entropy[:, None])
 
+    def stats(self) -> dict[str, float]:
+        return {}
+
     # --- copies and files --------------------------------------------------------------------
 
     def rollout_factory(self) -> Callable[[int], RolloutPolicy]:

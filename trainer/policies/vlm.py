@@ -24,6 +24,7 @@ from __future__ import annotations
 import gc
 import io
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +120,8 @@ class VLMPolicy:
         self._vllm = None
         self._vllm_weights = weights or self.model_path
         self._agent = _VLMAgent(self, 0)
+        self._generated_tokens = 0
+        self._generation_seconds = 0.0
 
     # --- prompts -----------------------------------------------------------------------------
 
@@ -161,8 +164,23 @@ class VLMPolicy:
         return self._agent.act(goal, screenshot_png, history)
 
     def generate(self, prepared: Prepared, goal: str, history: Sequence[str], seed: int) -> str:
+        started = time.perf_counter()
         if self.generation == "vllm":
-            return self._generate_vllm(prepared, goal, history, seed)
+            text, tokens = self._generate_vllm(prepared, goal, history, seed)
+        else:
+            text, tokens = self._generate_transformers(prepared, seed)
+        self._generated_tokens += tokens
+        self._generation_seconds += time.perf_counter() - started
+        return text
+
+    def stats(self) -> dict[str, float]:
+        """Generation counters since the last call (then reset)."""
+        stats = {"generated_tokens": self._generated_tokens,
+                 "generation_seconds": round(self._generation_seconds, 3)}
+        self._generated_tokens, self._generation_seconds = 0, 0.0
+        return stats
+
+    def _generate_transformers(self, prepared: Prepared, seed: int) -> tuple[str, int]:
         from transformers import GenerationConfig
 
         config = GenerationConfig(
@@ -180,10 +198,10 @@ class VLMPolicy:
         finally:
             self.module.train(was_training)
         new = output[0, inputs["input_ids"].shape[1]:]
-        return self.tokenizer.decode(new, skip_special_tokens=True)
+        return self.tokenizer.decode(new, skip_special_tokens=True), len(new)
 
     def _generate_vllm(self, prepared: Prepared, goal: str, history: Sequence[str],
-                       seed: int) -> str:
+                       seed: int) -> tuple[str, int]:
         from vllm import LLM, SamplingParams
 
         if self._vllm is None:
@@ -201,7 +219,8 @@ class VLMPolicy:
         outputs = self._vllm.generate(
             {"prompt": text, "multi_modal_data": {"image": prepared.images}}, params,
             use_tqdm=False)
-        return outputs[0].outputs[0].text
+        completion = outputs[0].outputs[0]
+        return completion.text, len(completion.token_ids)
 
     def rollout_factory(self) -> Callable[[int], RolloutPolicy]:
         """Acting views of this policy (same process: the model stays where it is)."""

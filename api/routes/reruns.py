@@ -1,0 +1,84 @@
+"""Regression re-runs: list them, read one's report, start one on the simulated phone.
+
+POST /api/reruns runs `run_rerun` in a thread (see `episodelake.api.jobs`) with one of the
+simulated phone's own policies. Re-runs that drive a model endpoint or a real device take
+URLs and device names, which a request should not choose for the server: those start from
+the command line (`elake rerun`) and show up here like any other.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from episodelake.api.deps import JobsDep, LakeDep, SettingsDep
+from episodelake.api.jobs import Job
+from episodelake.api.models import RerunCreate, RerunDetail, RerunSummary
+from episodelake.collectors.rerun import RerunSpec, get_rerun, list_reruns, new_rerun_id, run_rerun
+from episodelake.lake.errors import InvalidInput, NotFound
+from episodelake.lake.lake import Lake
+from episodelake.lake.layout import check_id
+
+router = APIRouter(tags=["reruns"])
+
+KIND = "rerun"
+SIM_POLICIES = ("oracle", "noisy", "random")
+
+
+def with_job(out: dict, job: Job | None) -> dict:
+    """A stored re-run with this server's live progress and error, where it runs it."""
+    if isinstance(out.get("error"), str):  # recorded by run_rerun as "Type: message"
+        kind, _, message = out["error"].partition(": ")
+        out["error"] = {"type": kind, "message": message or kind}
+    if job is not None:
+        out["progress"] = job.progress
+        out["error"] = job.error or out.get("error")
+    return out
+
+
+def pending_out(job: Job) -> dict:
+    """A re-run job not recorded yet: still checking its set, or failed before starting."""
+    return {"rerun_id": job.job_id, "created_at": job.started_at, "status": job.status, "set": None,
+            "policy": None, "env": "sim", "n": None, "progress": job.progress, "error": job.error}
+
+
+def rerun_of(lake: Lake, job: Job | None, rerun_id: str) -> dict:
+    try:
+        report = get_rerun(lake, rerun_id)
+    except NotFound:
+        if job is None:
+            raise
+        return pending_out(job)
+    return with_job({**report, "rerun_id": rerun_id}, job)
+
+
+@router.get("/reruns", response_model=list[RerunSummary])
+def reruns(lake: LakeDep, jobs: JobsDep) -> list[dict]:
+    """Every re-run, newest first (after this server's jobs not recorded yet), with its
+    before and after success rates, the delta and its interval, and fixed/broke counts."""
+    rows = list_reruns(lake)
+    recorded = {r["rerun_id"] for r in rows}
+    pending = [pending_out(j) for j in jobs.of_kind(KIND) if j.job_id not in recorded]
+    return pending + [with_job(r, jobs.get(r["rerun_id"])) for r in rows]
+
+
+@router.post("/reruns", response_model=RerunDetail, status_code=202)
+def start_rerun(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, body: RerunCreate) -> dict:
+    """Re-run every task of a set `n` times on the simulated phone; follow it at
+    GET /api/reruns/{rerun_id}. An unknown set, an empty one or tasks that are not the
+    simulated phone's are this request's error; one re-run runs at a time (409)."""
+    if body.policy.split(":", 1)[0] not in SIM_POLICIES:
+        raise InvalidInput(f"policy must be one of {', '.join(SIM_POLICIES)} (noisy:P for a share P of "
+                           f"random steps), not {body.policy!r}; re-runs with a model endpoint start with "
+                           "`elake rerun --policy model --model-url URL --model NAME`")
+    spec = RerunSpec(env="sim", **body.model_dump())
+    rerun_id = new_rerun_id()
+    job = jobs.start(KIND, rerun_id, lambda progress: run_rerun(lake, spec, progress, rerun_id=rerun_id),
+                     settings.job_start_wait_s)
+    return rerun_of(lake, job, rerun_id)
+
+
+@router.get("/reruns/{rerun_id}", response_model=RerunDetail)
+def rerun(lake: LakeDep, jobs: JobsDep, rerun_id: str) -> dict:
+    """One re-run's report: per task before/after, fixed and broke, the delta with its interval."""
+    check_id(rerun_id, "rerun_id")
+    return rerun_of(lake, jobs.get(rerun_id), rerun_id)

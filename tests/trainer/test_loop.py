@@ -1,0 +1,108 @@
+"""The online loop on the simulated phone, for real: rollouts into a Lance lake, advantages by
+SQL, PPO updates, runs rows, checkpoints, resuming, and `elake train`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from episodelake.api.cli import main
+from episodelake.trainer import checkpoint, loop
+from episodelake.trainer.config import ConfigError, TrainConfig
+
+pytestmark = pytest.mark.slow
+
+
+def small(**settings) -> TrainConfig:
+    base = {"tasks": 2, "group_size": 2, "iterations": 2, "max_steps": 3, "eval_repeats": 1,
+            "run_id": "t", "minibatch_size": 8, "micro_batch_size": 4}
+    return TrainConfig(**{**base, **settings})
+
+
+def test_two_iterations_record_episodes_metrics_and_a_checkpoint(lake):
+    result = loop.train(small(), lake, progress=False)
+    assert len(result.metrics) == 2
+    runs = lake.sql("SELECT iteration, kind, config, metrics FROM runs WHERE run_id = 't' "
+                    "ORDER BY iteration").to_pylist()
+    assert [(r["iteration"], r["kind"]) for r in runs] == [(0, "train"), (1, "train")]
+    metrics = json.loads(runs[1]["metrics"])
+    assert metrics["episodes"] == 4 and 0.0 <= metrics["success_rate"] <= 1.0
+    assert metrics["eval_episodes"] == 5  # five held-out easy tasks, one episode each
+    assert metrics["update"]["samples_scored"] == metrics["steps"] > 0
+    assert metrics["advantages"]["groups"] + metrics["advantages"]["groups_dropped"] == 2
+    assert set(metrics["seconds"]) == {"sample", "rollout", "advantages", "update", "evaluate",
+                                       "checkpoint"}
+    assert sum(metrics["anchor_group_sizes"].values()) == \
+        metrics["advantages"]["steps"]
+    assert json.loads(runs[0]["config"])["algo"] == "gigpo"
+    episodes = lake.sql("SELECT policy_version, count(*) AS n, count(DISTINCT group_id) AS groups "
+                        "FROM episodes WHERE run_id = 't' GROUP BY ALL ORDER BY 1").to_pylist()
+    assert episodes == [{"policy_version": "0", "n": 4, "groups": 2},
+                        {"policy_version": "1", "n": 4, "groups": 2}]
+    assert lake.sql("SELECT count(*) AS n FROM episodes WHERE run_id = 't.eval'")["n"][0].as_py() == 10
+    root = result.checkpoint_dir
+    newest = checkpoint.latest(root)
+    assert newest is not None and newest.name == "iter-000001"
+    assert (newest / "policy" / "model.safetensors").is_file()
+    assert (newest / "optimizer.pt").is_file()
+    assert [p.name for p in root.glob("iter-*")] == ["iter-000001"]
+
+
+def test_samples_join_advantages_to_the_recorded_steps(lake):
+    config = small(iterations=1, eval_repeats=0, holdout=0.0)
+    policy = loop.build_policy(config)
+    report = loop.rollout(lake, policy, ["wifi_on"], config, run_id="j", version="0",
+                          batch="b", seed=1, progress=False)
+    result, samples = loop.step_advantages(lake, report, config, history_length=1)
+    assert len(samples) == report.steps == result.table.num_rows
+    by_key = {(r["episode_id"], r["step"]): r["advantage"] for r in result.table.to_pylist()}
+    for sample in samples:
+        assert sample.advantage == by_key[(sample.episode_id, sample.step)]
+        steps = lake.steps(sample.episode_id, columns=["step", "model_response"]).to_pylist()
+        assert sample.response == steps[sample.step]["model_response"]
+        assert list(sample.history) == [s["model_response"] for s in steps[:sample.step]]
+        assert sample.goal == "Turn on Wi-Fi."
+        assert sample.screenshot == lake.image(sample.episode_id, sample.step)[0]
+        shown = [lake.image(sample.episode_id, sample.step - 1)[0]] if sample.step else []
+        assert list(sample.history_images) == shown
+
+
+def test_resume_continues_from_the_last_checkpoint_and_refuses_changes(lake):
+    loop.train(small(iterations=1), lake, progress=False)
+    with pytest.raises(ConfigError, match="--resume"):
+        loop.train(small(iterations=2), lake, progress=False)
+    with pytest.raises(ConfigError, match="group_size"):
+        loop.train(small(iterations=2, group_size=3, resume=True), lake, progress=False)
+    resumed = loop.train(small(iterations=2, resume=True), lake, progress=False)
+    assert len(resumed.metrics) == 1  # only iteration 1 ran
+    iterations = lake.sql("SELECT iteration FROM runs WHERE run_id = 't' ORDER BY 1")
+    assert iterations["iteration"].to_pylist() == [0, 1]
+    versions = lake.sql("SELECT DISTINCT policy_version AS v FROM episodes WHERE run_id = 't' "
+                        "ORDER BY 1")["v"].to_pylist()
+    assert versions == ["0", "1"]
+    with pytest.raises(ConfigError, match="no checkpoint"):
+        loop.train(small(run_id="other", resume=True), lake, progress=False)
+
+
+def test_elake_train(tmp_path, capsys):
+    code = main(["--lake", str(tmp_path / "lake"), "train", "--tasks", "1", "--group-size", "2",
+                 "--iterations", "1", "--max-steps", "2", "--eval-repeats", "0",
+                 "--run-id", "cli", "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "run cli: 1 iteration(s)" in out and "SELECT iteration, metrics FROM runs" in out
+    assert main(["--lake", str(tmp_path / "lake"), "train", "--group-size", "1"]) == 1
+    assert "--group-size 2 or more" in capsys.readouterr().err
+
+
+def test_vlm_policy_runs_an_iteration(lake, tiny_vlm):
+    config = small(policy="vlm", model_path=str(tiny_vlm), tasks=1, iterations=1,
+                   max_steps=2, eval_repeats=0, max_new_tokens=8, history_length=1,
+                   engine="torch", generation="transformers")
+    result = loop.train(config, lake, progress=False)
+    metrics = result.metrics[0]
+    assert metrics["update"]["samples_scored"] == metrics["steps"] > 0
+    newest = checkpoint.latest(result.checkpoint_dir)
+    assert (newest / "policy" / "config.json").is_file()
+    assert list((newest / "policy").glob("*.safetensors"))
