@@ -65,11 +65,13 @@ class Observation:
 
 @dataclass(frozen=True)
 class Reply:
-    """The policy's raw response and the messages behind it (stored as ``steps.prompt``, with
-    every image as ``{"type": "image", "image": {"step": N}}`` instead of its bytes)."""
+    """The policy's raw response, the messages behind it (stored as ``steps.prompt``, with
+    every image as ``{"type": "image", "image": {"step": N}}`` instead of its bytes), and
+    anything else it wants kept in ``steps.info``."""
 
     response: str
     prompt: list[dict[str, Any]] | None = None
+    info: dict[str, Any] | None = None
 
 
 class Policy(Protocol):
@@ -261,7 +263,8 @@ def _step(device: Device, policy: Policy, ep: EpisodeHandle, goal: str, step: in
     reply = policy.act(Observation(goal, step, shot, list(run.history), dict(run.images)))
     parsed = parse_response(reply.response)
     info, lost = _carry_out(device, parsed)
-    ep.log_step(shot, reply.response, prompt=reply.prompt, info=info, ui_tree=tree)
+    ep.log_step(shot, reply.response, prompt=reply.prompt, info={**(reply.info or {}), **info},
+                ui_tree=tree)
     if lost is not None:
         raise lost
     run.history.append(HistoryStep(response=reply.response, image=step))

@@ -25,6 +25,7 @@ from typing import Protocol
 from tqdm import tqdm
 
 from episodelake.collectors.actions import parse_response
+from episodelake.collectors.collect import Reply
 from episodelake.collectors.recorder import Recorder
 from episodelake.collectors.sim.judge import RuleJudge
 from episodelake.collectors.sim.phone import Phone
@@ -42,15 +43,6 @@ class Observation:
     screenshot: bytes
     history: tuple[str, ...]  # previous responses, oldest first, at most history_length
     phone: Phone  # privileged simulator state: for scripted policies only
-
-
-@dataclass(frozen=True)
-class Reply:
-    """A policy's answer with what it wants recorded beside the response."""
-
-    response: str
-    info: dict | None = None
-    prompt: object = None
 
 
 class Policy(Protocol):

@@ -297,7 +297,7 @@ def test_each_export_is_recorded_with_its_manifest(built, tmp_path):
     calls = []
     result = run_export(built, ExportSpec(format="openai", out=tmp_path / "out", val_fraction=0),
                         lambda done, total: calls.append((done, total)))
-    assert calls[-1] == (17, 17) and len(calls) == 17
+    assert calls[0] == (0, 17) and calls[-1] == (17, 17) and len(calls) == 18  # once at the start
     row = built.sql("SELECT * FROM exports WHERE export_id = ?", [result.export_id]).to_pylist()[0]
     assert row["status"] == "finished" and row["format"] == "openai"
     assert row["samples"] == result.samples["train"] and row["out_dir"] == str((tmp_path / "out").resolve())

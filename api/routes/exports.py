@@ -32,7 +32,6 @@ from episodelake.lake.export import (
 )
 from episodelake.lake.export.manifest import read_manifest
 from episodelake.lake.lake import Lake
-from episodelake.lake.layout import check_id
 
 router = APIRouter(tags=["exports"])
 
@@ -84,6 +83,7 @@ def pending_out(job: Job) -> dict:
 
 
 def export_of(lake: Lake, settings: Settings, job: Job | None, export_id: str) -> dict:
+    """The export's record with its job, or the job alone while it is not recorded yet."""
     try:
         row = get_export(lake, export_id)
     except NotFound:
@@ -124,7 +124,6 @@ def start_export(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, body: Expo
 @router.get("/exports/{export_id}", response_model=ExportDetail)
 def export(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, export_id: str) -> dict:
     """One export: status, progress while it runs, its spec and manifest once finished."""
-    check_id(export_id, "export_id")
     return export_of(lake, settings, jobs.get(export_id), export_id)
 
 

@@ -99,8 +99,8 @@ def test_empty_or_missing_selection_is_the_requests_error(client):
     assert r.status_code == 404 and "no-such-set" in error_of(r)["message"]
     r = client.post("/api/exports", json={"format": "swift", "where": "1; drop table steps"})
     assert r.status_code == 400 and error_of(r)["type"] == "SqlRefused" and "where" in error_of(r)["message"]
-    # refused starts leave no job behind
-    assert all(e["status"] != "failed" for e in client.get("/api/exports").json())
+    # refused starts leave no job behind (jobs not recorded yet show without a format)
+    assert all(e["format"] is not None for e in client.get("/api/exports").json())
 
 
 @pytest.mark.parametrize("path", [
@@ -116,11 +116,19 @@ def test_a_path_looking_export_id_is_refused(server, path):
     assert set(json.loads(body)) == {"error"}
 
 
-def test_unknown_ids_and_unfinished_exports(client):
+def test_unknown_ids_and_unfinished_exports(client, lake):
     r = client.get("/api/exports/exp-000000000000/download")
     assert r.status_code == 404 and "exp-000000000000" in error_of(r)["message"]
-    r = client.get("/api/exports/..")
+    r = client.get("/api/exports/exp..1")
     assert r.status_code == 422 and "export_id" in error_of(r)["message"]
+    lake.upsert("exports", [{"export_id": "exp-failed", "format": "swift", "status": "failed",
+                             "out_dir": str(lake.path / "_exports" / "exp-failed"),
+                             "manifest": json.dumps({"error": "EmptySelection: no sample was kept"})}])
+    failed = client.get("/api/exports/exp-failed").json()
+    assert failed["error"] == {"type": "EmptySelection", "message": "no sample was kept"}
+    assert failed["download_url"] is None
+    r = client.get("/api/exports/exp-failed/download")
+    assert r.status_code == 409 and "failed" in error_of(r)["message"]
 
 
 def test_an_export_written_elsewhere_is_listed_but_not_served(client, lake, tmp_path):

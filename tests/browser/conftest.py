@@ -21,12 +21,16 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
 
 
 @pytest.fixture(scope="module")
-def web_server(tmp_path_factory):
+def web_lake(tmp_path_factory):
+    return build_lake(tmp_path_factory.mktemp("browser") / "lake")
+
+
+@pytest.fixture(scope="module")
+def web_server(web_lake):
     static = default_static_dir()
     if static is None:
         pytest.fail("the web app is not built: run `just web` (builds web/ into api/static)")
-    lake = build_lake(tmp_path_factory.mktemp("browser") / "lake")
-    with ServerThread(Settings(lake=lake.path, static_dir=static), lake) as srv:
+    with ServerThread(Settings(lake=web_lake.path, static_dir=static), web_lake) as srv:
         yield srv
 
 

@@ -1,10 +1,13 @@
 // The routes: each view has a URL that opens it directly.
 import { ComparePage } from "./pages/ComparePage";
 import { EpisodePage } from "./pages/EpisodePage";
+import { ExportsPage } from "./pages/ExportsPage";
 import { GroupPage, GroupsPage } from "./pages/GroupsPage";
+import { RerunPage, RerunsPage } from "./pages/RerunsPage";
 import { SetPage, SetsPage } from "./pages/SetsPage";
 import { SqlPage } from "./pages/SqlPage";
 import { StatsPage } from "./pages/StatsPage";
+import { RunPage, TrainingPage } from "./pages/TrainingPage";
 import { Link, match, useLocation } from "./router";
 
 function Page({ path }: { path: string }) {
@@ -19,6 +22,11 @@ function Page({ path }: { path: string }) {
   if ((p = match("/groups/:id", path))) return <GroupPage id={p.id} />;
   if (path === "/stats") return <StatsPage />;
   if (path === "/sql") return <SqlPage />;
+  if (path === "/exports") return <ExportsPage />;
+  if (path === "/reruns") return <RerunsPage />;
+  if ((p = match("/reruns/:id", path))) return <RerunPage id={p.id} />;
+  if (path === "/training") return <TrainingPage />;
+  if ((p = match("/training/:id", path))) return <RunPage id={p.id} />;
   return (
     <main className="page">
       <div className="error" role="alert">
@@ -34,6 +42,9 @@ const NAV: [string, string][] = [
   ["/groups", "Groups"],
   ["/stats", "Stats"],
   ["/sql", "SQL"],
+  ["/exports", "Exports"],
+  ["/reruns", "Re-runs"],
+  ["/training", "Training"],
 ];
 
 export function App() {

@@ -31,6 +31,15 @@ export function useApi<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
   return { data: state.data, error: state.error, loading: state.loading, reload };
 }
 
+/** Calls `reload` every `ms` while `active`: views of jobs that are still running follow them. */
+export function useRefreshWhile(active: boolean, reload: () => void, ms = 1000): void {
+  useEffect(() => {
+    if (!active) return;
+    const timer = window.setInterval(reload, ms);
+    return () => window.clearInterval(timer);
+  }, [active, reload, ms]);
+}
+
 /** Keys typed into inputs are text, not shortcuts. */
 export function isTyping(e: KeyboardEvent): boolean {
   const t = e.target as HTMLElement | null;

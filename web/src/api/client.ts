@@ -16,6 +16,15 @@ export type Stats = Schemas["Stats"];
 export type SqlResult = Schemas["SqlResult"];
 export type GroupDetail = Schemas["GroupDetail"];
 export type GroupSummary = Schemas["GroupSummary"];
+export type ErrorDetail = Schemas["ErrorDetail"];
+export type JobProgress = Schemas["JobProgress"];
+export type ExportCreate = Schemas["ExportCreate"];
+export type ExportSummary = Schemas["ExportSummary"];
+export type RerunCreate = Schemas["RerunCreate"];
+export type RerunSummary = Schemas["RerunSummary"];
+export type RerunDetail = Schemas["RerunDetail"];
+export type RunSummary = Schemas["RunSummary"];
+export type RunDetail = Schemas["RunDetail"];
 export type EpisodeQuery = NonNullable<paths["/api/episodes"]["get"]["parameters"]["query"]>;
 export type FailureCategory = NonNullable<Schemas["MemberPut"]["failure_category"]>;
 

@@ -116,6 +116,93 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/export-formats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export Formats
+         * @description The registered export formats (`elake export sft --list-formats` has their full docs).
+         */
+        get: operations["export_formats_api_export_formats_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Exports
+         * @description Every recorded export, newest first, after this server's jobs not recorded yet.
+         */
+        get: operations["exports_api_exports_get"];
+        put?: never;
+        /**
+         * Start Export
+         * @description Start an export; follow it at GET /api/exports/{export_id}.
+         *
+         *     Bad input (an unknown format, set or tag, a refused `where`, an empty selection) is this
+         *     request's error; one export runs at a time (409 while another runs).
+         */
+        post: operations["start_export_api_exports_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/exports/{export_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export
+         * @description One export: status, progress while it runs, its spec and manifest once finished.
+         */
+        get: operations["export_api_exports__export_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/exports/{export_id}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download
+         * @description The finished export's folder as a zip, streamed as it is built.
+         */
+        get: operations["download_api_exports__export_id__download_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/groups": {
         parameters: {
             query?: never;
@@ -162,6 +249,93 @@ export interface paths {
         };
         /** Health */
         get: operations["health_api_health_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/reruns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Reruns
+         * @description Every re-run, newest first (after this server's jobs not recorded yet), with its
+         *     before and after success rates, the delta and its interval, and fixed/broke counts.
+         */
+        get: operations["reruns_api_reruns_get"];
+        put?: never;
+        /**
+         * Start Rerun
+         * @description Re-run every task of a set `n` times on the simulated phone; follow it at
+         *     GET /api/reruns/{rerun_id}. An unknown set, an empty one or tasks that are not the
+         *     simulated phone's are this request's error; one re-run runs at a time (409).
+         */
+        post: operations["start_rerun_api_reruns_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/reruns/{rerun_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Rerun
+         * @description One re-run's report: per task before/after, fixed and broke, the delta with its interval.
+         */
+        get: operations["rerun_api_reruns__rerun_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Runs
+         * @description Every run, most recently updated first, with its last iteration's numbers.
+         */
+        get: operations["runs_api_runs_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Run
+         * @description A run's iterations in order with their metrics, and each numeric metric as a series.
+         */
+        get: operations["run_api_runs__run_id__get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -452,6 +626,199 @@ export interface components {
             /** Type */
             type: string;
         };
+        /**
+         * ExportCreate
+         * @description The export spec (see `episodelake.lake.export.spec.ExportSpec`); the server picks the folder.
+         */
+        ExportCreate: {
+            /**
+             * Dedup
+             * @default true
+             */
+            dedup: boolean;
+            /**
+             * Format
+             * @description a format from GET /api/export-formats
+             */
+            format: string;
+            /**
+             * Good Steps Only
+             * @description only target steps whose step_reward is 1
+             * @default false
+             */
+            good_steps_only: boolean;
+            /**
+             * Granularity
+             * @default step
+             * @enum {string}
+             */
+            granularity: "step" | "episode";
+            /**
+             * History Images
+             * @default 3
+             */
+            history_images: number;
+            /**
+             * History Length
+             * @description previous steps shown as text; null shows all
+             */
+            history_length?: number | null;
+            /**
+             * Include Failed
+             * @description keep failed episodes too (default: success = true only)
+             * @default false
+             */
+            include_failed: boolean;
+            /**
+             * Include Invalid
+             * @default false
+             */
+            include_invalid: boolean;
+            /**
+             * Max Pixels
+             * @description downscale larger images; null copies them as stored
+             */
+            max_pixels?: number | null;
+            /**
+             * Name
+             * @description dataset name, where a format names its dataset
+             * @default episodelake
+             */
+            name: string;
+            /**
+             * Seed
+             * @default 0
+             */
+            seed: number;
+            /**
+             * Set
+             * @description a set's name or id
+             */
+            set?: string | null;
+            /**
+             * Style
+             * @default mai-ui
+             * @enum {string}
+             */
+            style: "mai-ui" | "gui-owl";
+            /**
+             * Tag
+             * @description read the lake as of this tag
+             */
+            tag?: string | null;
+            /**
+             * Val Fraction
+             * @description share of tasks held out for validation
+             * @default 0.1
+             */
+            val_fraction: number;
+            /**
+             * Where
+             * @description SQL condition over episodes JOIN steps, run in the sandbox
+             */
+            where?: string | null;
+        };
+        /** ExportDetail */
+        ExportDetail: {
+            /**
+             * Counts
+             * @description the manifest's counts, once finished
+             */
+            counts?: {
+                [key: string]: unknown;
+            } | null;
+            /** Created At */
+            created_at: string | null;
+            /**
+             * Download Url
+             * @description a zip of the folder; null unless finished and written under this server's exports folder
+             */
+            download_url?: string | null;
+            error?: components["schemas"]["ErrorDetail"] | null;
+            /** Export Id */
+            export_id: string;
+            /** Finished At */
+            finished_at?: string | null;
+            /** Format */
+            format: string | null;
+            /** Lake Versions */
+            lake_versions?: {
+                [key: string]: unknown;
+            } | null;
+            /** Manifest */
+            manifest?: {
+                [key: string]: unknown;
+            } | null;
+            /** @description while it runs in this server */
+            progress?: components["schemas"]["JobProgress"] | null;
+            /**
+             * Samples
+             * @description samples written, once finished
+             */
+            samples?: number | null;
+            /**
+             * Selection
+             * @description the spec and what it resolved to
+             */
+            selection?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Status
+             * @description running | finished | failed
+             */
+            status: string | null;
+        };
+        /** ExportFormatInfo */
+        ExportFormatInfo: {
+            /** Name */
+            name: string;
+            /** Summary */
+            summary: string;
+        };
+        /** ExportSummary */
+        ExportSummary: {
+            /**
+             * Counts
+             * @description the manifest's counts, once finished
+             */
+            counts?: {
+                [key: string]: unknown;
+            } | null;
+            /** Created At */
+            created_at: string | null;
+            /**
+             * Download Url
+             * @description a zip of the folder; null unless finished and written under this server's exports folder
+             */
+            download_url?: string | null;
+            error?: components["schemas"]["ErrorDetail"] | null;
+            /** Export Id */
+            export_id: string;
+            /** Finished At */
+            finished_at?: string | null;
+            /** Format */
+            format: string | null;
+            /** @description while it runs in this server */
+            progress?: components["schemas"]["JobProgress"] | null;
+            /**
+             * Samples
+             * @description samples written, once finished
+             */
+            samples?: number | null;
+            /**
+             * Selection
+             * @description the spec and what it resolved to
+             */
+            selection?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Status
+             * @description running | finished | failed
+             */
+            status: string | null;
+        };
         /** GroupDetail */
         GroupDetail: {
             /** Advantages Available */
@@ -521,6 +888,19 @@ export interface components {
             tags: string[];
         };
         /**
+         * JobProgress
+         * @description Live progress of a job running in this server: episodes done of total.
+         */
+        JobProgress: {
+            /** Done */
+            done: number;
+            /**
+             * Total
+             * @description null until the job has resolved what it will do
+             */
+            total: number | null;
+        };
+        /**
          * Member
          * @description An episode in a set, with the member's curation fields and the episode's outcome.
          */
@@ -582,6 +962,247 @@ export interface components {
             set_kind?: string | null;
             /** Set Name */
             set_name?: string | null;
+        };
+        /**
+         * Outcome
+         * @description Success counts of a group of episodes; unjudged ones are left out of the rate.
+         */
+        Outcome: {
+            /** Episodes */
+            episodes: number;
+            /** Rate */
+            rate: number | null;
+            /** Successes */
+            successes: number;
+            /** Unjudged */
+            unjudged: number;
+        };
+        /**
+         * RerunCreate
+         * @description A re-run of a set's tasks on the simulated phone (other envs: `elake rerun`).
+         */
+        RerunCreate: {
+            /**
+             * Confidence
+             * @description of the delta's interval
+             * @default 0.95
+             */
+            confidence: number;
+            /**
+             * Max Steps
+             * @default 20
+             */
+            max_steps: number;
+            /**
+             * N
+             * @description episodes per task
+             * @default 3
+             */
+            n: number;
+            /**
+             * Policy
+             * @description oracle | noisy[:P] (a share P of random steps) | random
+             * @example oracle
+             * @example noisy:0.3
+             * @example random
+             */
+            policy: string;
+            /**
+             * Seed
+             * @default 0
+             */
+            seed: number;
+            /**
+             * Set
+             * @description the set's name or id
+             */
+            set: string;
+        };
+        /**
+         * RerunDetail
+         * @description A re-run's report; one still running (or failed) has its status and set only.
+         */
+        RerunDetail: {
+            after?: components["schemas"]["Outcome"] | null;
+            before?: components["schemas"]["Outcome"] | null;
+            /**
+             * Broke
+             * @default []
+             */
+            broke: string[];
+            /** Confidence */
+            confidence?: number | null;
+            /** Delta */
+            delta?: number | null;
+            error?: components["schemas"]["ErrorDetail"] | null;
+            /**
+             * Fixed
+             * @default []
+             */
+            fixed: string[];
+            /** Interval */
+            interval?: number[] | null;
+            /** Interval Method */
+            interval_method?: string | null;
+            progress?: components["schemas"]["JobProgress"] | null;
+            /** Rerun Id */
+            rerun_id: string;
+            set?: components["schemas"]["RerunSet"] | null;
+            /** Spec */
+            spec?: {
+                [key: string]: unknown;
+            } | null;
+            /** Status */
+            status: string | null;
+            /**
+             * Tasks
+             * @default []
+             */
+            tasks: components["schemas"]["RerunTask"][];
+        };
+        /** RerunSet */
+        RerunSet: {
+            /** Kind */
+            kind?: string | null;
+            /** Name */
+            name?: string | null;
+            /** Pinned Tag */
+            pinned_tag?: string | null;
+            /** Set Id */
+            set_id?: string | null;
+        };
+        /** RerunSummary */
+        RerunSummary: {
+            /**
+             * After
+             * @description success rate of the re-run's episodes
+             */
+            after?: number | null;
+            /**
+             * Before
+             * @description success rate of the set's episodes
+             */
+            before?: number | null;
+            /**
+             * Broke
+             * @default 0
+             */
+            broke: number;
+            /** Created At */
+            created_at: string | null;
+            /**
+             * Delta
+             * @description after - before
+             */
+            delta?: number | null;
+            /** Env */
+            env: string | null;
+            error?: components["schemas"]["ErrorDetail"] | null;
+            /**
+             * Fixed
+             * @default 0
+             */
+            fixed: number;
+            /**
+             * Interval
+             * @description the delta's confidence interval [low, high]
+             */
+            interval?: number[] | null;
+            /** N */
+            n: number | null;
+            /** Policy */
+            policy: string | null;
+            /** @description while it runs in this server */
+            progress?: components["schemas"]["JobProgress"] | null;
+            /** Rerun Id */
+            rerun_id: string;
+            set: components["schemas"]["RerunSet"] | null;
+            /**
+             * Status
+             * @description running | finished | failed
+             */
+            status: string | null;
+        };
+        /** RerunTask */
+        RerunTask: {
+            after: components["schemas"]["Outcome"];
+            before: components["schemas"]["Outcome"];
+            /** Episode Ids */
+            episode_ids: string[];
+            /** Goal */
+            goal: string | null;
+            /**
+             * Status
+             * @description fixed | broke | still passing | still failing | unknown
+             */
+            status: string;
+            /** Task */
+            task: string;
+        };
+        /** RunDetail */
+        RunDetail: {
+            /**
+             * Config
+             * @description the last iteration's config
+             */
+            config: {
+                [key: string]: unknown;
+            } | null;
+            /** Iterations */
+            iterations: components["schemas"]["RunIteration"][];
+            /** Kind */
+            kind: string | null;
+            /** Run Id */
+            run_id: string;
+            /**
+             * Series
+             * @description each numeric metric (nested keys joined with '.') per iteration, in the order of `iterations`; null where an iteration lacks it
+             */
+            series: {
+                [key: string]: (number | null)[];
+            };
+        };
+        /** RunIteration */
+        RunIteration: {
+            /** Created At */
+            created_at: string | null;
+            /** Iteration */
+            iteration: number;
+            /**
+             * Metrics
+             * @description as recorded; non-finite numbers as null
+             */
+            metrics: {
+                [key: string]: unknown;
+            };
+        };
+        /** RunSummary */
+        RunSummary: {
+            /**
+             * Iterations
+             * @description iterations recorded
+             */
+            iterations: number;
+            /**
+             * Kind
+             * @description train | rerun | rollout
+             */
+            kind: string | null;
+            /** Last Iteration */
+            last_iteration: number;
+            /**
+             * Last Metrics
+             * @description the last iteration's numeric metrics, nested keys joined with '.'
+             */
+            last_metrics: {
+                [key: string]: number | null;
+            };
+            /** Run Id */
+            run_id: string;
+            /** Started At */
+            started_at: string | null;
+            /** Updated At */
+            updated_at: string | null;
         };
         /**
          * Set
@@ -1409,6 +2030,384 @@ export interface operations {
             };
         };
     };
+    export_formats_api_export_formats_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportFormatInfo"][];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    exports_api_exports_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportSummary"][];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    start_export_api_exports_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExportCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportDetail"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    export_api_exports__export_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                export_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportDetail"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    download_api_exports__export_id__download_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                export_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the export folder as a zip */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": unknown;
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     groups_api_groups_get: {
         parameters: {
             query?: {
@@ -1600,6 +2599,387 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    reruns_api_reruns_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RerunSummary"][];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    start_rerun_api_reruns_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RerunCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RerunDetail"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    rerun_api_reruns__rerun_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rerun_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RerunDetail"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    runs_api_runs_get: {
+        parameters: {
+            query?: {
+                /** @description train | rerun | rollout */
+                kind?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunSummary"][];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    run_api_runs__run_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunDetail"];
                 };
             };
             /** @description Bad Request */

@@ -1,0 +1,101 @@
+"""The web app's job pages in headless Chromium: start an export from the form and see it
+finish with a download link; re-run a set of simulated-phone episodes and read its report;
+a training run's curves."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+from conftest import shot
+
+from episodelake.collectors.rollout import RolloutSpec, demo_policy_factory, run_rollouts, task_ids
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+RUN = "train-browser-1"
+
+
+def test_start_an_export_and_download_it(page):
+    page.goto(page.base + "/exports")
+    form = page.get_by_test_id("export-form")
+    form.get_by_label("format").select_option("swift")
+    form.get_by_label("val_fraction").fill("0")
+    form.get_by_role("button", name="Start export").click()
+    row = page.get_by_test_id("exports").locator("tbody tr").first
+    row.locator('[data-testid=job-state][data-status="finished"]').wait_for(timeout=60_000)
+    assert "swift" in row.inner_text() and "train + 0 val" in row.inner_text()
+    link = row.get_by_test_id("download")
+    href = link.get_attribute("href")
+    assert re.fullmatch(r"/api/exports/exp-[0-9a-f]{12}/download", href)
+    shot(page, "exports-finished")
+    archive = zipfile.ZipFile(io.BytesIO(httpx.get(page.base + href, timeout=60).content))
+    assert any(n.endswith("/manifest.json") for n in archive.namelist())
+
+    # bad input is shown, not swallowed
+    form.get_by_label("where").fill("task_name = 'no-such-task'")
+    form.get_by_role("button", name="Start export").click()
+    page.get_by_test_id("export-error").get_by_text("EmptySelection").wait_for()
+
+
+def test_rerun_a_set_and_read_the_report(page, web_lake):
+    run_rollouts(web_lake, RolloutSpec(task_ids(3, seed=1), group_size=2, max_steps=8, run_id="sim-run"),
+                 demo_policy_factory("demo"), progress=False)
+    episodes = web_lake.sql("SELECT episode_id FROM episodes WHERE run_id = 'sim-run'").to_pylist()
+    sid = httpx.post(page.base + "/api/sets", json={"name": "sim-benchmark", "kind": "regression"}).json()["set_id"]
+    for e in episodes:
+        httpx.put(f"{page.base}/api/sets/{sid}/members/{e['episode_id']}", json={})
+    page.goto(page.base + "/reruns")
+    form = page.get_by_test_id("rerun-form")
+    form.get_by_label("set").select_option(sid)
+    form.get_by_label("policy").select_option("oracle")
+    form.get_by_label("n", exact=True).fill("1")
+    form.get_by_role("button", name=re.compile("Re-run")).click()
+    page.wait_for_url(re.compile(r"/reruns/rerun-[0-9a-f]{12}$"))
+    numbers = page.get_by_test_id("rerun-numbers")
+    numbers.wait_for(timeout=60_000)
+    assert "3/3 (100%)" in numbers.inner_text() and "points" in numbers.inner_text()
+    tasks = page.get_by_test_id("rerun-tasks").locator("tbody tr")
+    assert tasks.count() == 3
+    assert page.locator('[data-testid=rerun-tasks] tr[data-status="broke"]').count() == 0
+    shot(page, "rerun-report")
+    page.get_by_role("link", name="← all re-runs").click()
+    row = page.get_by_test_id("reruns").locator("tbody tr").first
+    row.get_by_text("sim-benchmark").wait_for()
+    assert "100%" in row.inner_text() and "oracle" in row.inner_text()
+
+
+def test_a_training_run_shows_its_curves(page, web_lake):
+    start = datetime(2026, 4, 1, tzinfo=UTC)
+    web_lake.upsert("runs", [
+        {"run_id": RUN, "iteration": i, "kind": "train", "config": json.dumps({"algo": "gigpo"}),
+         "metrics": json.dumps({"success_rate": rate, "eval_success_rate": rate - 0.1,
+                                "update": {"loss": loss}, "seconds": {"rollout": 3.0, "update": 1.0}}),
+         "created_at": start + timedelta(minutes=i)}
+        for i, (rate, loss) in enumerate([(0.2, 1.1), (0.45, 0.7), (0.7, 0.4)])])
+    page.goto(page.base + "/training")
+    page.get_by_test_id("runs").get_by_role("link", name=RUN).click()
+    page.wait_for_url(re.compile(f"/training/{RUN}$"))
+    success = page.get_by_test_id("success-curve")
+    success.wait_for()
+    assert success.locator('[data-series="success_rate"] circle').count() == 3
+    assert success.locator('[data-series="eval_success_rate"] circle').count() == 3
+    assert page.get_by_test_id("loss-curve").locator('[data-series="update.loss"] circle').count() == 3
+    page.get_by_label("metric").select_option("seconds.rollout")
+    page.get_by_test_id("other-curve").wait_for()
+    shot(page, "training-run")
+
+
+@pytest.mark.parametrize("url, testid, text", [
+    ("/reruns", "reruns-page", "^Re-runs$"),
+    ("/reruns/rerun-000000000000", "rerun-page", "no re-run"),
+    ("/training/no-such-run", "run-page", "no run"),
+])
+def test_job_pages_open_from_their_url(page, url, testid, text):
+    page.goto(page.base + url)
+    page.get_by_test_id(testid).get_by_text(re.compile(text)).first.wait_for()

@@ -1,0 +1,198 @@
+// /exports: start an export with the main options of the export spec, and follow every
+// export: progress while it runs, a download link once finished. The server picks the folder.
+import { useState, type FormEvent } from "react";
+import { api, call, type ExportCreate, type ExportSummary } from "../api/client";
+import { JobState } from "../components/JobState";
+import { Async } from "../components/Status";
+import { useApi, useRefreshWhile } from "../hooks";
+
+const TEXT_FIELDS = ["set", "where", "tag", "granularity", "name"] as const;
+const NUMBER_FIELDS = ["history_length", "history_images", "max_pixels", "val_fraction", "seed"] as const;
+const FLAGS = ["include_failed", "good_steps_only"] as const;
+
+/** The spec from the form: the format and the fields filled in. Fields left empty take the
+ * server's defaults (the generated type lists defaulted fields as required, hence the cast). */
+function specFromForm(form: FormData): ExportCreate {
+  const text = (name: string) => String(form.get(name) ?? "").trim();
+  const spec: Record<string, string | number | boolean> = { format: text("format") };
+  for (const name of TEXT_FIELDS) if (text(name)) spec[name] = text(name);
+  for (const name of NUMBER_FIELDS) if (text(name)) spec[name] = Number(text(name));
+  for (const name of FLAGS) if (form.get(name)) spec[name] = true;
+  return spec as unknown as ExportCreate;
+}
+
+/** What an export selected, in a few words: set, condition, tag, outcome filter. */
+function describe(selection: ExportSummary["selection"]): string {
+  if (!selection) return "";
+  const set = selection.set as { name?: string } | null | undefined;
+  const parts = [
+    set?.name ? `set ${set.name}` : "",
+    selection.where ? `where ${String(selection.where)}` : "",
+    selection.tag ? `tag ${String(selection.tag)}` : "",
+    selection.include_failed ? "failed kept" : "successes only",
+    selection.granularity ? `per ${String(selection.granularity)}` : "",
+  ];
+  return parts.filter(Boolean).join(" · ");
+}
+
+function samples(e: ExportSummary): string {
+  const split = e.counts?.samples as { train?: number; val?: number } | undefined;
+  if (split) return `${split.train ?? 0} train + ${split.val ?? 0} val`;
+  return e.samples == null ? "—" : String(e.samples);
+}
+
+export function ExportsPage() {
+  const exports = useApi(() => call(api.GET("/api/exports")), []);
+  const formats = useApi(() => call(api.GET("/api/export-formats")), []);
+  const sets = useApi(() => call(api.GET("/api/sets")), []);
+  const health = useApi(() => call(api.GET("/api/health")), []);
+  useRefreshWhile(exports.data?.some((e) => e.status === "running") ?? false, exports.reload);
+  const [error, setError] = useState<string>();
+  const [starting, setStarting] = useState(false);
+  const start = async (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    const spec = specFromForm(new FormData(e.currentTarget));
+    setStarting(true);
+    try {
+      await call(api.POST("/api/exports", { body: spec }));
+      setError(undefined);
+      exports.reload();
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setStarting(false);
+    }
+  };
+  return (
+    <main className="page" data-testid="exports-page">
+      <h2>Exports</h2>
+      <form className="export-form" onSubmit={start} data-testid="export-form">
+        <label>
+          format
+          <select name="format" required aria-label="format">
+            {formats.data?.map((f) => (
+              <option key={f.name} value={f.name} title={f.summary}>
+                {f.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          set
+          <select name="set" defaultValue="" aria-label="set">
+            <option value="">whole lake</option>
+            {sets.data?.map((s) => (
+              <option key={s.set_id} value={s.set_id}>
+                {s.name} ({s.members})
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          lake tag
+          <select name="tag" defaultValue="" aria-label="tag">
+            <option value="">latest (or the set's pinned tag)</option>
+            {health.data?.tags.map((t) => (
+              <option key={t}>{t}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          granularity
+          <select name="granularity" defaultValue="" aria-label="granularity">
+            <option value="">default</option>
+            <option value="step">one sample per step</option>
+            <option value="episode">one conversation per episode</option>
+          </select>
+        </label>
+        <label className="wide">
+          where
+          <input name="where" placeholder="SQL over episodes JOIN steps, e.g. task_name = 'wifi_on'" aria-label="where" />
+        </label>
+        <label>
+          history steps
+          <input name="history_length" type="number" min={0} placeholder="all" aria-label="history_length" />
+        </label>
+        <label>
+          history screenshots
+          <input name="history_images" type="number" min={0} placeholder="default" aria-label="history_images" />
+        </label>
+        <label>
+          max pixels
+          <input name="max_pixels" type="number" min={4096} placeholder="as stored" aria-label="max_pixels" />
+        </label>
+        <label>
+          validation share
+          <input name="val_fraction" type="number" min={0} max={0.99} step={0.05} placeholder="default" aria-label="val_fraction" />
+        </label>
+        <label>
+          seed
+          <input name="seed" type="number" min={0} placeholder="default" aria-label="seed" />
+        </label>
+        <label>
+          dataset name
+          <input name="name" placeholder="default" aria-label="name" />
+        </label>
+        <label className="check">
+          <input name="include_failed" type="checkbox" /> keep failed episodes
+        </label>
+        <label className="check">
+          <input name="good_steps_only" type="checkbox" /> only steps with step reward 1
+        </label>
+        <button type="submit" disabled={starting || !formats.data}>
+          {starting ? "Starting…" : "Start export"}
+        </button>
+      </form>
+      {error && (
+        <div className="error" role="alert" data-testid="export-error">
+          {error}
+        </div>
+      )}
+      <Async state={exports} what="exports">
+        {(list) => (
+          <table className="grid" data-testid="exports">
+            <thead>
+              <tr>
+                <th>export</th>
+                <th>format</th>
+                <th>status</th>
+                <th>samples</th>
+                <th>selection</th>
+                <th>started</th>
+                <th />
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((e) => (
+                <tr key={e.export_id} data-export={e.export_id}>
+                  <td className="mono">{e.export_id}</td>
+                  <td>{e.format ?? "—"}</td>
+                  <td>
+                    <JobState status={e.status} progress={e.progress} error={e.error} />
+                  </td>
+                  <td>{samples(e)}</td>
+                  <td>{describe(e.selection)}</td>
+                  <td>{e.created_at}</td>
+                  <td>
+                    {e.download_url && (
+                      <a href={e.download_url} download data-testid="download">
+                        download zip
+                      </a>
+                    )}
+                  </td>
+                </tr>
+              ))}
+              {list.length === 0 && (
+                <tr>
+                  <td colSpan={7} className="muted">
+                    No exports yet: start one above, or with <span className="mono">elake export sft</span>.
+                  </td>
+                </tr>
+              )}
+            </tbody>
+          </table>
+        )}
+      </Async>
+    </main>
+  );
+}

@@ -1,0 +1,130 @@
+// /training and /training/<run>: training runs from the `runs` table, and one run's curves
+// over iterations (success rate, loss, reward, time per phase). The trainer's metric keys
+// vary with its version and options, so every chart draws whichever of its series exist and
+// any other recorded number can be plotted from the picker.
+import { useState } from "react";
+import { api, call, type RunDetail } from "../api/client";
+import { pct } from "../components/JobState";
+import { LineChart, type Series } from "../components/LineChart";
+import { Async } from "../components/Status";
+import { useApi } from "../hooks";
+import { Link, enc } from "../router";
+
+const SUCCESS_KEYS = ["success_rate", "eval_success_rate"];
+const REWARD_KEYS = ["mean_episode_reward", "reward"];
+const isLoss = (key: string) => /(^|[._])loss$/.test(key);
+const isPhaseTime = (key: string) => key.startsWith("seconds.");
+
+function lastLoss(metrics: Record<string, number | null>): number | null | undefined {
+  return metrics["update.loss"] ?? metrics["loss"] ?? Object.entries(metrics).find(([k]) => isLoss(k))?.[1];
+}
+
+export function TrainingPage() {
+  const runs = useApi(() => call(api.GET("/api/runs", { params: { query: { kind: "train" } } })), []);
+  return (
+    <main className="page" data-testid="training-page">
+      <h2>Training</h2>
+      <Async state={runs} what="training runs">
+        {(list) => (
+          <table className="grid" data-testid="runs">
+            <thead>
+              <tr>
+                <th>run</th>
+                <th>iterations</th>
+                <th>success rate</th>
+                <th>held-out success</th>
+                <th>loss</th>
+                <th>updated</th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((r) => (
+                <tr key={r.run_id}>
+                  <td>
+                    <Link to={`/training/${enc(r.run_id)}`} className="mono">
+                      {r.run_id}
+                    </Link>
+                  </td>
+                  <td>{r.iterations}</td>
+                  <td>{pct(r.last_metrics["success_rate"], 1)}</td>
+                  <td>{pct(r.last_metrics["eval_success_rate"], 1)}</td>
+                  <td>{lastLoss(r.last_metrics)?.toPrecision(4) ?? "—"}</td>
+                  <td>{r.updated_at}</td>
+                </tr>
+              ))}
+              {list.length === 0 && (
+                <tr>
+                  <td colSpan={6} className="muted">
+                    No training runs yet: start one with <span className="mono">elake train --env sim</span>.
+                  </td>
+                </tr>
+              )}
+            </tbody>
+          </table>
+        )}
+      </Async>
+    </main>
+  );
+}
+
+/** The run's series whose keys are in `keys` (in that order) or pass the test. */
+function pick(run: RunDetail, keys: string[] | ((key: string) => boolean)): Series[] {
+  const names = Array.isArray(keys) ? keys.filter((k) => k in run.series) : Object.keys(run.series).filter(keys);
+  return names.map((name) => ({ name, values: run.series[name] }));
+}
+
+export function RunPage({ id }: { id: string }) {
+  const run = useApi(() => call(api.GET("/api/runs/{run_id}", { params: { path: { run_id: id } } })), [id]);
+  const [other, setOther] = useState<string>("");
+  return (
+    <main className="page" data-testid="run-page">
+      <p>
+        <Link to="/training">← all training runs</Link>
+      </p>
+      <Async state={run} what="run">
+        {(r) => {
+          const x = r.iterations.map((it) => it.iteration);
+          const keys = Object.keys(r.series);
+          return (
+            <>
+              <h2>{r.run_id}</h2>
+              <p className="muted">
+                {r.kind} · {r.iterations.length} iteration(s)
+              </p>
+              <h3>Success rate</h3>
+              <LineChart x={x} series={pick(r, SUCCESS_KEYS)} percent testid="success-curve" />
+              <h3>Loss</h3>
+              <LineChart x={x} series={pick(r, isLoss)} testid="loss-curve" />
+              <div className="charts">
+                <div>
+                  <h3>Reward</h3>
+                  <LineChart x={x} series={pick(r, REWARD_KEYS)} testid="reward-curve" />
+                </div>
+                <div>
+                  <h3>Seconds per phase</h3>
+                  <LineChart x={x} series={pick(r, isPhaseTime).map((s) => ({ ...s, name: s.name.slice("seconds.".length) }))} testid="phase-curve" />
+                </div>
+              </div>
+              <h3>
+                Any metric{" "}
+                <select value={other} onChange={(e) => setOther(e.target.value)} aria-label="metric">
+                  <option value="">pick one…</option>
+                  {keys.map((k) => (
+                    <option key={k}>{k}</option>
+                  ))}
+                </select>
+              </h3>
+              {other && r.series[other] && <LineChart x={x} series={[{ name: other, values: r.series[other] }]} testid="other-curve" />}
+              {r.config && (
+                <details>
+                  <summary>config</summary>
+                  <pre className="args">{JSON.stringify(r.config, null, 2)}</pre>
+                </details>
+              )}
+            </>
+          );
+        }}
+      </Async>
+    </main>
+  );
+}
