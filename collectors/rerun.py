@@ -23,14 +23,13 @@ from __future__ import annotations
 import json
 import logging
 import math
-import random
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from statistics import NormalDist
 
-from episodelake.collectors.collect import Observation, Policy, RandomPolicy, Reply, run_episode
+from episodelake.collectors.collect import Policy, RandomPolicy, run_episode
 from episodelake.collectors.devices.base import Device, DeviceError, DeviceUnavailable, Task
 from episodelake.collectors.recorder import Recorder
 from episodelake.lake.errors import InvalidInput, NotFound
@@ -41,7 +40,8 @@ from episodelake.lake.layout import check_id
 log = logging.getLogger(__name__)
 
 ENVS = ("sim", "mobileworld", "adb")
-#: Policies by name; `noisy:P` takes the share of random steps (default 0.3).
+#: Policies by name; `noisy:P` is the sim's demo policy making a mistake (wrong tap, wrong
+#: app, early stop, loop) with probability P per step (default 0.3).
 POLICIES = ("oracle", "noisy", "random", "model")
 RERUN_TAG = "rerun"
 Progress = Callable[[int, int], None]
@@ -73,7 +73,7 @@ class RerunSpec:
         kind = self.policy.split(":", 1)[0]
         if kind not in POLICIES:
             raise InvalidInput(f"policy must be one of {', '.join(POLICIES)} (noisy:P for a share P of "
-                               f"random steps), not {self.policy!r}")
+                               f"mistakes per step), not {self.policy!r}")
         if kind in ("oracle", "noisy") and self.env != "sim":
             raise InvalidInput(f"policy {kind!r} plays the simulated phone's oracle: use it with env sim")
         if kind == "noisy" and not 0 <= self.noise <= 1:
@@ -249,27 +249,6 @@ def render(report: dict) -> str:
 
 
 # -- devices and policies ------------------------------------------------------------------------
-class NoisyOraclePolicy:
-    """The simulated phone's oracle, with a share `noise` of steps replaced by a random action:
-    a demo policy that fails sometimes, for tests and demos of regression re-runs."""
-
-    history_length = 0
-
-    def __init__(self, device: Device, noise: float, seed: int = 0):
-        from episodelake.collectors.devices.sim import OraclePolicy
-
-        self.name = f"noisy-{noise:g}"
-        self.noise = noise
-        self._oracle = OraclePolicy(device)
-        self._random = RandomPolicy(seed, terminate_p=0.0)
-        self._rng = random.Random(seed)
-
-    def act(self, observation: Observation) -> Reply:
-        if self._rng.random() < self.noise:
-            return self._random.act(observation)
-        return self._oracle.act(observation)
-
-
 def open_device(spec: RerunSpec) -> Device:
     if spec.env == "sim":
         from episodelake.collectors.devices.sim import SimDevice
@@ -291,7 +270,10 @@ def make_policy(spec: RerunSpec, device: Device) -> Policy:
 
         return OraclePolicy(device)
     if kind == "noisy":
-        return NoisyOraclePolicy(device, spec.noise, spec.seed)
+        from episodelake.collectors.devices.sim import OraclePolicy
+        from episodelake.collectors.sim.policy import NoiseConfig
+
+        return OraclePolicy(device, NoiseConfig.demo().scaled(spec.noise), spec.seed)
     if kind == "random":
         return RandomPolicy(spec.seed)
     from episodelake.collectors.collect import ModelPolicy

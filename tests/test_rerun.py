@@ -9,10 +9,9 @@ import pytest
 
 from episodelake.collectors.collect import RandomPolicy, run_episode
 from episodelake.collectors.devices.base import Task
-from episodelake.collectors.devices.sim import SimDevice
+from episodelake.collectors.devices.sim import OraclePolicy, SimDevice
 from episodelake.collectors.recorder import Recorder
 from episodelake.collectors.rerun import (
-    NoisyOraclePolicy,
     RerunSpec,
     get_rerun,
     list_reruns,
@@ -21,6 +20,7 @@ from episodelake.collectors.rerun import (
     run_rerun,
     wilson,
 )
+from episodelake.collectors.sim.policy import NoiseConfig
 from episodelake.collectors.sim.tasks import sample_tasks
 from episodelake.lake import Lake, curation
 from episodelake.lake.errors import InvalidInput
@@ -70,7 +70,7 @@ def test_a_perfect_policy_fixes_every_task_of_a_failure_set(lake):
 def test_the_same_noisy_policy_shows_no_significant_change(lake):
     # a regression set holds every episode, not only failures: "before" is then an unbiased
     # estimate of the old policy, and re-running that same policy changes nothing real
-    record_set(lake, "benchmark", lambda d: NoisyOraclePolicy(d, 0.7, seed=1), episodes_per_task=3,
+    record_set(lake, "benchmark", lambda d: OraclePolicy(d, NoiseConfig.demo().scaled(0.7), seed=1), episodes_per_task=3,
                kind="regression", max_steps=8)
     report = run_rerun(lake, RerunSpec(set="benchmark", policy="noisy:0.7", n=3, seed=2, max_steps=8))
     low, high = report["interval"]

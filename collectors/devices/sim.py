@@ -5,13 +5,13 @@ Task names are the sim registry's task ids (``wifi_on``,
 from the same seed, so the episodes of one group start from the same screen, as a GRPO group
 does on a reset emulator. Evaluation checks the task's goal on the phone's internal state.
 
-:class:`OraclePolicy` plays the registry's oracle on this device, for tests and demos that
-need episodes which succeed without a model.
+:class:`OraclePolicy` plays the sim's demo policy (the registry's oracle, with optional
+mistakes) on this device, for tests and demos that need episodes without a model.
 """
 
 from __future__ import annotations
 
-from episodelake.collectors.actions import ParsedAction, format_tool_call
+from episodelake.collectors.actions import ParsedAction
 from episodelake.collectors.collect import Observation, Reply
 from episodelake.collectors.devices.base import (
     ActionFailed,
@@ -26,6 +26,7 @@ from episodelake.collectors.envserver import TaskInfo
 from episodelake.collectors.sim import tasks as sim_tasks
 from episodelake.collectors.sim.geometry import HEIGHT, WIDTH
 from episodelake.collectors.sim.phone import Phone
+from episodelake.collectors.sim.policy import DemoPolicy, NoiseConfig
 
 
 class SimDevice(Device):
@@ -79,24 +80,31 @@ class SimDevice(Device):
     def end_task(self, task: Task) -> None:
         self.task = None
 
-    def oracle_action(self) -> dict:
-        """The registry oracle's next action (tool-call arguments) from the current state."""
-        if self.task is None:
-            raise DeviceError("no task is running: the oracle needs one (start_task)")
-        return self.task.solution(self.phone)
-
 
 class OraclePolicy:
-    """Answers with the oracle's next action on `device`, written as a MAI-UI response."""
+    """The sim's demo policy on `device`: the registry's oracle, plus the mistakes of
+    `noise` (none by default), answering in MAI-UI text. Each step's `info` names the
+    mistake behind it, if any."""
 
-    name = "oracle"
     history_length = 0
 
-    def __init__(self, device: SimDevice):
+    def __init__(self, device: SimDevice, noise: NoiseConfig | None = None, seed: int = 0):
         self.device = device
+        self.noise = noise or NoiseConfig()
+        self.seed = seed
+        self.name = "oracle" if self.noise == NoiseConfig() else "demo-policy"
+        self._policy: DemoPolicy | None = None
+        self._episodes = 0
 
     def act(self, observation: Observation) -> Reply:
-        return Reply(format_tool_call(self.device.oracle_action(), thinking="oracle"))
+        task = self.device.task
+        if task is None:
+            raise DeviceError("no task is running: the oracle needs one (start_task)")
+        if observation.step == 0 or self._policy is None or self._policy.task is not task:
+            self._episodes += 1  # a fresh random stream per episode, reproducible from the seed
+            self._policy = DemoPolicy(task, self.noise, seed=self.seed * 100_003 + self._episodes)
+        decision = self._policy.decide(self.device.phone)
+        return Reply(decision.response, info={"noise": decision.noise} if decision.noise else None)
 
 
 def task_infos() -> list[TaskInfo]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from episodelake.collectors.actions import format_tool_call
 from episodelake.collectors.sim.geometry import HEIGHT, WIDTH, to_coordinate, to_pixels
@@ -43,9 +43,20 @@ class NoiseConfig:
     loop_repeats: int = 2
 
     def __post_init__(self) -> None:
-        total = self.grounding + self.planning + self.premature_terminate + self.loop
-        if min(self.grounding, self.planning, self.premature_terminate, self.loop) < 0 or total > 1:
+        if min(self.grounding, self.planning, self.premature_terminate, self.loop) < 0 or self.total > 1:
             raise ValueError(f"noise probabilities must be >= 0 and sum to at most 1, got {self}")
+
+    @property
+    def total(self) -> float:
+        return self.grounding + self.planning + self.premature_terminate + self.loop
+
+    def scaled(self, total: float) -> NoiseConfig:
+        """The same mix of mistakes, made with probability `total` per step in all."""
+        if not 0 <= total <= 1:
+            raise ValueError(f"a total mistake probability must be in [0, 1], got {total}")
+        factor = total / self.total if self.total else 0.0
+        return replace(self, grounding=self.grounding * factor, planning=self.planning * factor,
+                       premature_terminate=self.premature_terminate * factor, loop=self.loop * factor)
 
     @classmethod
     def demo(cls) -> NoiseConfig:

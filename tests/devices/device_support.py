@@ -49,7 +49,7 @@ def oracle_script(task: str, seed: int = 0) -> list[dict]:
     device.start_task(Task(task))
     actions = []
     while True:
-        action = device.oracle_action()
+        action = device.task.solution(device.phone)
         actions.append(action)
         if action["action"] == "terminate":
             return actions

@@ -40,6 +40,33 @@ export function useRefreshWhile(active: boolean, reload: () => void, ms = 1000):
   }, [active, reload, ms]);
 }
 
+export interface Action {
+  /** The last failure's message, until an action succeeds. */
+  error: string | undefined;
+  /** True while an action runs. */
+  busy: boolean;
+  run: (action: () => Promise<unknown>) => Promise<void>;
+}
+
+/** Runs what the user started (a form submit, a button) and keeps its outcome for the view:
+ * a failure is shown, never thrown away. */
+export function useAction(): Action {
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const run = async (action: () => Promise<unknown>) => {
+    setBusy(true);
+    try {
+      await action();
+      setError(undefined);
+    } catch (e) {
+      setError((e as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { error, busy, run };
+}
+
 /** Keys typed into inputs are text, not shortcuts. */
 export function isTyping(e: KeyboardEvent): boolean {
   const t = e.target as HTMLElement | null;

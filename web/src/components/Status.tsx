@@ -23,6 +23,16 @@ export function ErrorBox({ error, retry }: { error: Error; retry?: () => void })
   );
 }
 
+/** Why the last action the user started (a form, a button) failed; nothing once one succeeds. */
+export function ActionError({ message, testid }: { message: string | undefined; testid?: string }) {
+  if (!message) return null;
+  return (
+    <div className="error" role="alert" data-testid={testid}>
+      {message}
+    </div>
+  );
+}
+
 /** Renders `children(data)` once loaded, else the loading or error state. */
 export function Async<T>({ state, what, children }: { state: Loaded<T>; what: string; children: (data: T) => ReactNode }) {
   if (state.error) return <ErrorBox error={state.error} retry={state.reload} />;

@@ -1,6 +1,7 @@
 // /groups and /groups/<id>: episode groups, and one group's anchor-state groups as rows of
 // thumbnails with each step's discounted return and advantage, to judge the grouping by eye.
 import { api, call, imageSrc } from "../api/client";
+import { ListTable } from "../components/ListTable";
 import { Async } from "../components/Status";
 import { mark } from "../components/TaskTree";
 import { useApi } from "../hooks";
@@ -15,37 +16,22 @@ export function GroupsPage() {
       <h2>Episode groups</h2>
       <Async state={groups} what="groups">
         {(list) => (
-          <table className="grid">
-            <thead>
-              <tr>
-                <th>group</th>
-                <th>task</th>
-                <th>episodes</th>
-                <th>successes</th>
-                <th>mean reward</th>
+          <ListTable
+            columns={["group", "task", "episodes", "successes", "mean reward"]}
+            items={list}
+            row={(g) => (
+              <tr key={g.group_id}>
+                <td>
+                  <Link to={`/groups/${enc(g.group_id)}`}>{g.group_id}</Link>
+                </td>
+                <td>{g.task_name}</td>
+                <td>{g.episodes}</td>
+                <td>{g.successes}</td>
+                <td>{num(g.mean_reward)}</td>
               </tr>
-            </thead>
-            <tbody>
-              {list.map((g) => (
-                <tr key={g.group_id}>
-                  <td>
-                    <Link to={`/groups/${enc(g.group_id)}`}>{g.group_id}</Link>
-                  </td>
-                  <td>{g.task_name}</td>
-                  <td>{g.episodes}</td>
-                  <td>{g.successes}</td>
-                  <td>{num(g.mean_reward)}</td>
-                </tr>
-              ))}
-              {list.length === 0 && (
-                <tr>
-                  <td colSpan={5} className="muted">
-                    No episode has a group_id.
-                  </td>
-                </tr>
-              )}
-            </tbody>
-          </table>
+            )}
+            empty="No episode has a group_id."
+          />
         )}
       </Async>
     </main>
