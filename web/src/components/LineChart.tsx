@@ -1,9 +1,28 @@
-// Lines over iterations in plain SVG, drawn like the Stats page's charts. A null value
-// breaks its line (an iteration that did not record the metric) rather than faking a point.
+// Lines over iterations in plain SVG, drawn like the Stats page's charts (which take their
+// line colours and legend from here). A null value breaks its line (an iteration that did
+// not record the metric) rather than faking a point.
 const W = 640;
 const H = 240;
 const PAD = { l: 52, r: 12, t: 12, b: 36 };
-export const COLORS = ["#1e6eff", "#e62828", "#14be46", "#ff8c00", "#963cdc", "#00a5a5", "#b45f06", "#555"];
+const COLORS = ["#1e6eff", "#e62828", "#14be46", "#ff8c00", "#963cdc", "#00a5a5", "#b45f06", "#555"];
+
+/** The colour of the `i`-th line of a chart (they repeat after eight). */
+export function lineColor(i: number): string {
+  return COLORS[i % COLORS.length];
+}
+
+/** The names of a chart's lines, each beside a swatch of its colour. */
+export function Legend({ lines }: { lines: { name: string; color: string }[] }) {
+  return (
+    <ul className="legend">
+      {lines.map((l) => (
+        <li key={l.name}>
+          <span className="swatch" style={{ background: l.color }} /> {l.name}
+        </li>
+      ))}
+    </ul>
+  );
+}
 
 export interface Series {
   name: string;
@@ -35,6 +54,7 @@ export function LineChart({ x, series, percent = false, xLabel = "iteration", te
   const px = (v: number) => PAD.l + (xHi === xLo ? (W - PAD.l - PAD.r) / 2 : ((v - xLo) * (W - PAD.l - PAD.r)) / (xHi - xLo));
   const py = (v: number) => PAD.t + (1 - (v - lo) / (hi - lo)) * (H - PAD.t - PAD.b);
   const every = Math.ceil(x.length / 10);
+  const colorOf = (s: Series) => lineColor(series.indexOf(s));
   return (
     <div className="chart-with-legend">
       <svg viewBox={`0 0 ${W} ${H}`} className="chart" data-testid={testid} role="img" aria-label={drawn.map((s) => s.name).join(", ")}>
@@ -61,7 +81,7 @@ export function LineChart({ x, series, percent = false, xLabel = "iteration", te
           {xLabel}
         </text>
         {drawn.map((s) => {
-          const color = COLORS[series.indexOf(s) % COLORS.length];
+          const color = colorOf(s);
           const path = s.values
             .map((v, i) => (v === null ? null : `${i === 0 || s.values[i - 1] === null ? "M" : "L"}${px(x[i])},${py(v)}`))
             .filter((p) => p !== null)
@@ -83,13 +103,7 @@ export function LineChart({ x, series, percent = false, xLabel = "iteration", te
           );
         })}
       </svg>
-      <ul className="legend">
-        {drawn.map((s) => (
-          <li key={s.name}>
-            <span className="swatch" style={{ background: COLORS[series.indexOf(s) % COLORS.length] }} /> {s.name}
-          </li>
-        ))}
-      </ul>
+      <Legend lines={drawn.map((s) => ({ name: s.name, color: colorOf(s) }))} />
     </div>
   );
 }

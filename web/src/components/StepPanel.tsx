@@ -2,6 +2,8 @@
 // is rendered as text (React escapes it): never as HTML.
 import { useState } from "react";
 import { api, call, type EpisodeDetail, type Step } from "../api/client";
+import { useAction } from "../hooks";
+import { ActionError } from "./Status";
 
 const fmt = (v: number | null | undefined) => (v === null || v === undefined ? "—" : Number(v.toFixed(4)).toString());
 
@@ -69,9 +71,9 @@ export function StepPanel({ step, detail, onChanged }: { step: Step; detail: Epi
 function AnnotationForm({ step, onSaved }: { step: Step; onSaved: () => void }) {
   const [label, setLabel] = useState("");
   const [note, setNote] = useState("");
-  const [error, setError] = useState<string>();
-  const save = async () => {
-    try {
+  const action = useAction();
+  const save = () =>
+    action.run(async () => {
       await call(
         api.POST("/api/episodes/{episode_id}/annotations", {
           params: { path: { episode_id: step.episode_id } },
@@ -80,12 +82,8 @@ function AnnotationForm({ step, onSaved }: { step: Step; onSaved: () => void }) 
       );
       setLabel("");
       setNote("");
-      setError(undefined);
       onSaved();
-    } catch (e) {
-      setError((e as Error).message);
-    }
-  };
+    });
   return (
     <div className="annotation-form">
       <input placeholder="label" value={label} onChange={(e) => setLabel(e.target.value)} />
@@ -93,7 +91,7 @@ function AnnotationForm({ step, onSaved }: { step: Step; onSaved: () => void }) 
       <button type="button" onClick={save} disabled={!label && !note}>
         Annotate step
       </button>
-      {error && <div className="error">{error}</div>}
+      <ActionError message={action.error} />
     </div>
   );
 }

@@ -1,10 +1,12 @@
 // /exports: start an export with the main options of the export spec, and follow every
 // export: progress while it runs, a download link once finished. The server picks the folder.
-import { useState, type FormEvent } from "react";
+import type { FormEvent } from "react";
 import { api, call, type ExportCreate, type ExportSummary } from "../api/client";
 import { JobState } from "../components/JobState";
-import { Async } from "../components/Status";
-import { useApi, useRefreshWhile } from "../hooks";
+import { ListTable } from "../components/ListTable";
+import { Options } from "../components/Options";
+import { ActionError, Async } from "../components/Status";
+import { useAction, useApi, useRefreshWhile } from "../hooks";
 
 const TEXT_FIELDS = ["set", "where", "tag", "granularity", "name"] as const;
 const NUMBER_FIELDS = ["history_length", "history_images", "max_pixels", "val_fraction", "seed"] as const;
@@ -47,21 +49,14 @@ export function ExportsPage() {
   const sets = useApi(() => call(api.GET("/api/sets")), []);
   const health = useApi(() => call(api.GET("/api/health")), []);
   useRefreshWhile(exports.data?.some((e) => e.status === "running") ?? false, exports.reload);
-  const [error, setError] = useState<string>();
-  const [starting, setStarting] = useState(false);
-  const start = async (e: FormEvent<HTMLFormElement>) => {
+  const action = useAction();
+  const start = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const spec = specFromForm(new FormData(e.currentTarget));
-    setStarting(true);
-    try {
+    void action.run(async () => {
       await call(api.POST("/api/exports", { body: spec }));
-      setError(undefined);
       exports.reload();
-    } catch (err) {
-      setError((err as Error).message);
-    } finally {
-      setStarting(false);
-    }
+    });
   };
   return (
     <main className="page" data-testid="exports-page">
@@ -92,9 +87,7 @@ export function ExportsPage() {
           lake tag
           <select name="tag" defaultValue="" aria-label="tag">
             <option value="">latest (or the set's pinned tag)</option>
-            {health.data?.tags.map((t) => (
-              <option key={t}>{t}</option>
-            ))}
+            <Options values={health.data?.tags} />
           </select>
         </label>
         <label>
@@ -139,58 +132,42 @@ export function ExportsPage() {
         <label className="check">
           <input name="good_steps_only" type="checkbox" /> only steps with step reward 1
         </label>
-        <button type="submit" disabled={starting || !formats.data}>
-          {starting ? "Starting…" : "Start export"}
+        <button type="submit" disabled={action.busy || !formats.data}>
+          {action.busy ? "Starting…" : "Start export"}
         </button>
       </form>
-      {error && (
-        <div className="error" role="alert" data-testid="export-error">
-          {error}
-        </div>
-      )}
+      <ActionError message={action.error} testid="export-error" />
       <Async state={exports} what="exports">
         {(list) => (
-          <table className="grid" data-testid="exports">
-            <thead>
-              <tr>
-                <th>export</th>
-                <th>format</th>
-                <th>status</th>
-                <th>samples</th>
-                <th>selection</th>
-                <th>started</th>
-                <th />
+          <ListTable
+            testid="exports"
+            columns={["export", "format", "status", "samples", "selection", "started", ""]}
+            items={list}
+            row={(e) => (
+              <tr key={e.export_id} data-export={e.export_id}>
+                <td className="mono">{e.export_id}</td>
+                <td>{e.format ?? "—"}</td>
+                <td>
+                  <JobState status={e.status} progress={e.progress} error={e.error} />
+                </td>
+                <td>{samples(e)}</td>
+                <td>{describe(e.selection)}</td>
+                <td>{e.created_at}</td>
+                <td>
+                  {e.download_url && (
+                    <a href={e.download_url} download data-testid="download">
+                      download zip
+                    </a>
+                  )}
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {list.map((e) => (
-                <tr key={e.export_id} data-export={e.export_id}>
-                  <td className="mono">{e.export_id}</td>
-                  <td>{e.format ?? "—"}</td>
-                  <td>
-                    <JobState status={e.status} progress={e.progress} error={e.error} />
-                  </td>
-                  <td>{samples(e)}</td>
-                  <td>{describe(e.selection)}</td>
-                  <td>{e.created_at}</td>
-                  <td>
-                    {e.download_url && (
-                      <a href={e.download_url} download data-testid="download">
-                        download zip
-                      </a>
-                    )}
-                  </td>
-                </tr>
-              ))}
-              {list.length === 0 && (
-                <tr>
-                  <td colSpan={7} className="muted">
-                    No exports yet: start one above, or with <span className="mono">elake export sft</span>.
-                  </td>
-                </tr>
-              )}
-            </tbody>
-          </table>
+            )}
+            empty={
+              <>
+                No exports yet: start one above, or with <span className="mono">elake export sft</span>.
+              </>
+            }
+          />
         )}
       </Async>
     </main>

@@ -4,8 +4,10 @@
 import { useState, type FormEvent } from "react";
 import { api, call, type RerunCreate, type RerunDetail } from "../api/client";
 import { JobState, pct } from "../components/JobState";
-import { Async } from "../components/Status";
-import { useApi, useRefreshWhile } from "../hooks";
+import { ListTable } from "../components/ListTable";
+import { Options } from "../components/Options";
+import { ActionError, Async } from "../components/Status";
+import { useAction, useApi, useRefreshWhile } from "../hooks";
 import { Link, enc, navigate } from "../router";
 
 const POLICIES = ["oracle", "noisy", "random"] as const;
@@ -37,18 +39,14 @@ export function RerunsPage() {
   const sets = useApi(() => call(api.GET("/api/sets")), []);
   useRefreshWhile(reruns.data?.some((r) => r.status === "running") ?? false, reruns.reload);
   const [policy, setPolicy] = useState<string>("oracle");
-  const [error, setError] = useState<string>();
-  const [starting, setStarting] = useState(false);
-  const start = async (e: FormEvent<HTMLFormElement>) => {
+  const action = useAction();
+  const start = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
-    setStarting(true);
-    try {
-      const started = await call(api.POST("/api/reruns", { body: requestFromForm(new FormData(e.currentTarget)) }));
+    const body = requestFromForm(new FormData(e.currentTarget));
+    void action.run(async () => {
+      const started = await call(api.POST("/api/reruns", { body }));
       navigate(`/reruns/${enc(started.rerun_id)}`);
-    } catch (err) {
-      setError((err as Error).message);
-      setStarting(false);
-    }
+    });
   };
   return (
     <main className="page" data-testid="reruns-page">
@@ -65,72 +63,51 @@ export function RerunsPage() {
           ))}
         </select>
         <select name="policy" value={policy} onChange={(e) => setPolicy(e.target.value)} aria-label="policy">
-          {POLICIES.map((p) => (
-            <option key={p}>{p}</option>
-          ))}
+          <Options values={POLICIES} />
         </select>
         {policy === "noisy" && <input name="noise" type="number" min={0} max={1} step={0.05} placeholder="random share (0.3)" aria-label="noise" />}
         <input name="n" type="number" min={1} max={100} placeholder="episodes per task" aria-label="n" />
         <input name="max_steps" type="number" min={1} max={100} placeholder="max steps" aria-label="max_steps" />
         <input name="seed" type="number" min={0} placeholder="seed" aria-label="seed" />
-        <button type="submit" disabled={starting}>
-          {starting ? "Starting…" : "Re-run on the simulated phone"}
+        <button type="submit" disabled={action.busy}>
+          {action.busy ? "Starting…" : "Re-run on the simulated phone"}
         </button>
       </form>
-      {error && (
-        <div className="error" role="alert">
-          {error}
-        </div>
-      )}
+      <ActionError message={action.error} />
       <Async state={reruns} what="re-runs">
         {(list) => (
-          <table className="grid" data-testid="reruns">
-            <thead>
-              <tr>
-                <th>re-run</th>
-                <th>set</th>
-                <th>policy</th>
-                <th>status</th>
-                <th>before</th>
-                <th>after</th>
-                <th>delta [interval]</th>
-                <th>fixed</th>
-                <th>broke</th>
-                <th>started</th>
+          <ListTable
+            testid="reruns"
+            columns={["re-run", "set", "policy", "status", "before", "after", "delta [interval]", "fixed", "broke", "started"]}
+            items={list}
+            row={(r) => (
+              <tr key={r.rerun_id}>
+                <td>
+                  <Link to={`/reruns/${enc(r.rerun_id)}`} className="mono">
+                    {r.rerun_id}
+                  </Link>
+                </td>
+                <td>{r.set?.name ?? "—"}</td>
+                <td>
+                  {r.policy ?? "—"} {r.n != null && <span className="muted">× {r.n}</span>} {r.env && r.env !== "sim" && <span className="muted">on {r.env}</span>}
+                </td>
+                <td>
+                  <JobState status={r.status} progress={r.progress} error={r.error} />
+                </td>
+                <td>{pct(r.before)}</td>
+                <td>{pct(r.after)}</td>
+                <td>{delta(r.delta, r.interval)}</td>
+                <td className={r.fixed ? "ok" : ""}>{r.fixed}</td>
+                <td className={r.broke ? "bad" : ""}>{r.broke}</td>
+                <td>{r.created_at}</td>
               </tr>
-            </thead>
-            <tbody>
-              {list.map((r) => (
-                <tr key={r.rerun_id}>
-                  <td>
-                    <Link to={`/reruns/${enc(r.rerun_id)}`} className="mono">
-                      {r.rerun_id}
-                    </Link>
-                  </td>
-                  <td>{r.set?.name ?? "—"}</td>
-                  <td>
-                    {r.policy ?? "—"} {r.n != null && <span className="muted">× {r.n}</span>} {r.env && r.env !== "sim" && <span className="muted">on {r.env}</span>}
-                  </td>
-                  <td>
-                    <JobState status={r.status} progress={r.progress} error={r.error} />
-                  </td>
-                  <td>{pct(r.before)}</td>
-                  <td>{pct(r.after)}</td>
-                  <td>{delta(r.delta, r.interval)}</td>
-                  <td className={r.fixed ? "ok" : ""}>{r.fixed}</td>
-                  <td className={r.broke ? "bad" : ""}>{r.broke}</td>
-                  <td>{r.created_at}</td>
-                </tr>
-              ))}
-              {list.length === 0 && (
-                <tr>
-                  <td colSpan={10} className="muted">
-                    No re-runs yet: pick a set above, or run <span className="mono">elake rerun --set NAME --policy POLICY</span>.
-                  </td>
-                </tr>
-              )}
-            </tbody>
-          </table>
+            )}
+            empty={
+              <>
+                No re-runs yet: pick a set above, or run <span className="mono">elake rerun --set NAME --policy POLICY</span>.
+              </>
+            }
+          />
         )}
       </Async>
     </main>
@@ -188,36 +165,27 @@ export function RerunPage({ id }: { id: string }) {
               </dl>
             )}
             {r.tasks.length > 0 && (
-              <table className="grid" data-testid="rerun-tasks">
-                <thead>
-                  <tr>
-                    <th>task</th>
-                    <th>goal</th>
-                    <th>before</th>
-                    <th>after</th>
-                    <th>status</th>
-                    <th>new episodes</th>
+              <ListTable
+                testid="rerun-tasks"
+                columns={["task", "goal", "before", "after", "status", "new episodes"]}
+                items={r.tasks}
+                row={(t) => (
+                  <tr key={t.task} data-status={t.status} className={`task-${t.status.replace(" ", "-")}`}>
+                    <td className="mono">{t.task}</td>
+                    <td>{t.goal}</td>
+                    <td>{outcome(t.before)}</td>
+                    <td>{outcome(t.after)}</td>
+                    <td className={t.status === "fixed" ? "ok" : t.status === "broke" ? "bad" : ""}>{t.status}</td>
+                    <td>
+                      {t.episode_ids.map((e) => (
+                        <Link key={e} to={`/episodes/${enc(e)}/steps/0`} className="chip mono">
+                          {e}
+                        </Link>
+                      ))}
+                    </td>
                   </tr>
-                </thead>
-                <tbody>
-                  {r.tasks.map((t) => (
-                    <tr key={t.task} data-status={t.status} className={`task-${t.status.replace(" ", "-")}`}>
-                      <td className="mono">{t.task}</td>
-                      <td>{t.goal}</td>
-                      <td>{outcome(t.before)}</td>
-                      <td>{outcome(t.after)}</td>
-                      <td className={t.status === "fixed" ? "ok" : t.status === "broke" ? "bad" : ""}>{t.status}</td>
-                      <td>
-                        {t.episode_ids.map((e) => (
-                          <Link key={e} to={`/episodes/${enc(e)}/steps/0`} className="chip mono">
-                            {e}
-                          </Link>
-                        ))}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
+                )}
+              />
             )}
           </>
         )}

@@ -2,6 +2,7 @@
 // the episode-length distribution (bars). Plain SVG: the data is small and the charts simple.
 import { api, call, type Stats } from "../api/client";
 import { FilterBar } from "../components/FilterBar";
+import { Legend, lineColor } from "../components/LineChart";
 import { filterKey, filtersFromQuery } from "../components/filters";
 import { Async } from "../components/Status";
 import { useApi } from "../hooks";
@@ -10,7 +11,6 @@ import { useLocation } from "../router";
 const W = 640;
 const H = 260;
 const PAD = { l: 44, r: 12, t: 12, b: 40 };
-const COLORS = ["#1e6eff", "#e62828", "#14be46", "#ff8c00", "#963cdc", "#00a5a5", "#b45f06", "#555"];
 
 export function StatsPage() {
   const { query } = useLocation();
@@ -77,7 +77,7 @@ function SuccessChart({ stats }: { stats: Stats }) {
               return c && c.success_rate !== null && c.success_rate !== undefined ? ([x(i), y(c.success_rate), c] as const) : null;
             })
             .filter((p) => p !== null);
-          const color = COLORS[ti % COLORS.length];
+          const color = lineColor(ti);
           return (
             <g key={t}>
               <polyline points={pts.map((p) => `${p[0]},${p[1]}`).join(" ")} fill="none" stroke={color} strokeWidth={2} />
@@ -92,13 +92,7 @@ function SuccessChart({ stats }: { stats: Stats }) {
           );
         })}
       </svg>
-      <ul className="legend">
-        {tasks.map((t, i) => (
-          <li key={t}>
-            <span className="swatch" style={{ background: COLORS[i % COLORS.length] }} /> {t}
-          </li>
-        ))}
-      </ul>
+      <Legend lines={tasks.map((t, i) => ({ name: t, color: lineColor(i) }))} />
     </div>
   );
 }

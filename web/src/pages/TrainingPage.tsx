@@ -6,6 +6,8 @@ import { useState } from "react";
 import { api, call, type RunDetail } from "../api/client";
 import { pct } from "../components/JobState";
 import { LineChart, type Series } from "../components/LineChart";
+import { ListTable } from "../components/ListTable";
+import { Options } from "../components/Options";
 import { Async } from "../components/Status";
 import { useApi } from "../hooks";
 import { Link, enc } from "../router";
@@ -26,41 +28,30 @@ export function TrainingPage() {
       <h2>Training</h2>
       <Async state={runs} what="training runs">
         {(list) => (
-          <table className="grid" data-testid="runs">
-            <thead>
-              <tr>
-                <th>run</th>
-                <th>iterations</th>
-                <th>success rate</th>
-                <th>held-out success</th>
-                <th>loss</th>
-                <th>updated</th>
+          <ListTable
+            testid="runs"
+            columns={["run", "iterations", "success rate", "held-out success", "loss", "updated"]}
+            items={list}
+            row={(r) => (
+              <tr key={r.run_id}>
+                <td>
+                  <Link to={`/training/${enc(r.run_id)}`} className="mono">
+                    {r.run_id}
+                  </Link>
+                </td>
+                <td>{r.iterations}</td>
+                <td>{pct(r.last_metrics["success_rate"], 1)}</td>
+                <td>{pct(r.last_metrics["eval_success_rate"], 1)}</td>
+                <td>{lastLoss(r.last_metrics)?.toPrecision(4) ?? "—"}</td>
+                <td>{r.updated_at}</td>
               </tr>
-            </thead>
-            <tbody>
-              {list.map((r) => (
-                <tr key={r.run_id}>
-                  <td>
-                    <Link to={`/training/${enc(r.run_id)}`} className="mono">
-                      {r.run_id}
-                    </Link>
-                  </td>
-                  <td>{r.iterations}</td>
-                  <td>{pct(r.last_metrics["success_rate"], 1)}</td>
-                  <td>{pct(r.last_metrics["eval_success_rate"], 1)}</td>
-                  <td>{lastLoss(r.last_metrics)?.toPrecision(4) ?? "—"}</td>
-                  <td>{r.updated_at}</td>
-                </tr>
-              ))}
-              {list.length === 0 && (
-                <tr>
-                  <td colSpan={6} className="muted">
-                    No training runs yet: start one with <span className="mono">elake train --env sim</span>.
-                  </td>
-                </tr>
-              )}
-            </tbody>
-          </table>
+            )}
+            empty={
+              <>
+                No training runs yet: start one with <span className="mono">elake train --env sim</span>.
+              </>
+            }
+          />
         )}
       </Async>
     </main>
@@ -109,9 +100,7 @@ export function RunPage({ id }: { id: string }) {
                 Any metric{" "}
                 <select value={other} onChange={(e) => setOther(e.target.value)} aria-label="metric">
                   <option value="">pick one…</option>
-                  {keys.map((k) => (
-                    <option key={k}>{k}</option>
-                  ))}
+                  <Options values={keys} />
                 </select>
               </h3>
               {other && r.series[other] && <LineChart x={x} series={[{ name: other, values: r.series[other] }]} testid="other-curve" />}
