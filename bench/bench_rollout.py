@@ -18,9 +18,9 @@ from episodelake.lake import Lake
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--tasks", type=int, default=8)
+    ap.add_argument("--tasks", type=int, default=24)
     ap.add_argument("--group-size", type=int, default=4)
-    ap.add_argument("--workers", type=int, nargs="+", default=[2, 4])
+    ap.add_argument("--workers", type=int, nargs="+", default=[2])
     args = ap.parse_args()
     ids = task_ids(args.tasks, seed=5)
     rates = {}

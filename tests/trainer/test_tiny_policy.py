@@ -64,7 +64,7 @@ def test_act_writes_actions_the_parser_and_the_phone_accept(screen):
         assert parsed.valid, response
         assert phone.clone().step(parsed.action).valid, parsed.action
         seen.add(parsed.action_type)
-    assert {"click", "type"} <= seen
+    assert "click" in seen and len(seen) >= 4
 
 
 def test_every_response_it_writes_scores_back_to_its_choice(screen):

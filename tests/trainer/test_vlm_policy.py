@@ -35,12 +35,12 @@ def test_prompt_shows_goal_history_and_the_right_number_of_image_tokens(policy, 
     messages = policy.messages(GOAL, history, shown=1)
     assert messages[0]["role"] == "system" and "Task: Turn on Wi-Fi." in str(messages[1])
     assert [m["role"] for m in messages[1:]] == ["user", "assistant", "user"]
-    prepared = policy.encode(GOAL, history, screens)
+    inputs = policy.encode(GOAL, history, screens)
     merge = policy.image_processor.merge_size ** 2
-    expected = sum(int(grid.prod()) // merge for grid in prepared.image_grid_thw)
-    ids = prepared.input_ids.tolist()
+    expected = sum(int(grid.prod()) // merge for grid in inputs.image_grid_thw)
+    ids = inputs.input_ids.tolist()
     assert ids.count(policy.tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)) == expected
-    assert len(prepared.image_grid_thw) == 2 and prepared.prompt_length == len(ids)
+    assert len(inputs.image_grid_thw) == 2 and inputs.prompt_length == len(ids)
 
 
 def test_act_generates_text_and_remembers_the_episode_screens(policy, screens):

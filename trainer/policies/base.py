@@ -52,11 +52,13 @@ class TrainablePolicy(RolloutPolicy, Protocol):
     module: torch.nn.Module
 
     def prepare(self, samples: Sequence[Sample]) -> list[Any]:
-        """Model inputs for each sample (computed once, reused by every epoch)."""
+        """What `score` takes for each sample, computed once per iteration and reused by
+        every epoch (encoded inputs where they are small, the samples themselves where not)."""
         ...
 
     def score(self, prepared: Sequence[Any]) -> TokenLogProbs:
-        """Log-probabilities of the recorded responses; differentiable in train mode."""
+        """Per-token log-probabilities of the recorded responses, left-aligned (row i's
+        tokens first, then padding with mask 0); differentiable unless under no_grad."""
         ...
 
     def stats(self) -> dict[str, float]:

@@ -1,17 +1,18 @@
 """TinyPolicy: a small torch network that acts on the simulated phone and learns on a CPU.
 
-Inputs: the screenshot downsampled to 36x80 greyscale, the goal as a hashed bag of words
+Inputs: the screenshot downsampled to 36x120 greyscale, the goal as a hashed bag of words
 and word pairs, and the history as the step number and the counts of the actions taken.
 Outputs, read as one structured action:
 
 - an action *verb* (click, long press, four swipes, type, open, back, home, enter, wait,
   terminate);
-- for click and long press, a cell of a 9x20 grid over the screen: a heat map from the
+- for click and long press, a cell of a 9x30 grid over the screen: a heat map from the
   convolutional features (modulated by the goal, FiLM-style) plus a goal-conditioned prior;
 - for type, one of the goal's word spans (quoted text first): the span is scored by its
   context in the goal (the words around it, its length, whether it is quoted), so a value
   never seen in training is typed where its context says;
-- for open, one of the phone's apps, helped by whether the app's name is in the goal.
+- for open, the app the goal names when it names one (a pointer, so an app never opened in
+  training is opened by name), else the app the network prefers for the goal and screen.
 
 The action is written as MAI-UI tool-call text (`format_tool_call`), so it travels through
 the same parser, recorder and lake as a VLM's response. To learn, the recorded response is
@@ -41,18 +42,20 @@ from episodelake.collectors.sim.state import APPS
 from episodelake.trainer.policies.base import RolloutPolicy, Sample
 from episodelake.trainer.ppo import TokenLogProbs
 
-IMAGE_W, IMAGE_H = 36, 80
-GRID_W, GRID_H = 9, 20
+IMAGE_W, IMAGE_H = 36, 120
+#: 9 x 30 cells of 120 x 80 logical pixels: a cell centre lands on any control at least that
+#: size (the settings switches are 150 x 84).
+GRID_W, GRID_H = 9, 30
 CELLS = GRID_W * GRID_H
 VERBS = ("click", "long_press", "swipe_up", "swipe_down", "swipe_left", "swipe_right", "type",
          "open", "back", "home", "enter", "wait", "terminate")
 POINT_VERBS = ("click", "long_press")
 STEP_BUCKETS = 16
 #: Initial logit offsets of the verbs: most GUI steps are taps, so a fresh policy taps about
-#: 4 times in 10 and spreads the rest over the other verbs.
-VERB_PRIOR = {"click": 2.0}
-#: Initial logit bonus of an app whose name is in the goal, for `open`: "Open the Shop app"
-#: opens Shop about 9 times in 10 from the start, for apps never seen in training too.
+#: 6 times in 10 and spreads the rest over the other verbs.
+VERB_PRIOR = {"click": 3.0}
+#: Initial logit of the app the goal names, against 0 for the others: "Open the Shop app"
+#: opens Shop about 9 times in 10 from the start, also for apps never seen in training.
 APP_NAMED_PRIOR = 4.0
 #: Longest goal span offered as text to type (quoted text is offered whole).
 MAX_SPAN_WORDS = 4
@@ -211,7 +214,9 @@ class TinyNet(nn.Module):
         span_scores = torch.full(batch["span_mask"].shape, float("-inf"))
         span_scores[batch["span_mask"]] = (
             spans * self.span_query(state)[batch["span_owner"]]).sum(dim=1)
-        apps = self.app_query(state) @ self.apps.weight.T + self.app_named * batch["app_in_goal"]
+        named = batch["app_in_goal"]
+        apps = torch.where(named.sum(dim=1, keepdim=True) > 0, self.app_named * named,
+                           self.app_query(state) @ self.apps.weight.T)
         return {"verb": self.verb(state), "cells": cells, "spans": span_scores, "apps": apps}
 
 

@@ -60,7 +60,7 @@ def vllm_available() -> bool:
 
 
 @dataclass
-class Prepared:
+class Inputs:
     """One prompt (+ response when learning) as model inputs."""
 
     input_ids: torch.Tensor  # [length]: prompt, then response tokens
@@ -115,6 +115,9 @@ class VLMPolicy:
             self.pad_token_id = self.eos_token_id
         if generation == "auto":
             generation = "vllm" if vllm_available() else "transformers"
+        elif generation == "vllm" and not vllm_available():
+            raise RuntimeError("generation: vllm needs a GPU and the `gpu` extra (`just "
+                               "gpu-setup` makes .venv-gpu); or pass --generation transformers")
         self.generation = generation
         self.vllm_gpu_memory = vllm_gpu_memory
         self._vllm = None
@@ -132,7 +135,7 @@ class VLMPolicy:
                               image_part=_placeholder)
 
     def encode(self, goal: str, history: Sequence[str], images: Sequence[bytes],
-               response: str | None = None) -> Prepared:
+               response: str | None = None) -> Inputs:
         """Model inputs: `images` are the shown earlier screenshots then the current one."""
         pictures = [Image.open(io.BytesIO(data)).convert("RGB") for data in images]
         text = self.tokenizer.apply_chat_template(
@@ -150,7 +153,7 @@ class VLMPolicy:
         prompt = self.tokenizer(expanded, add_special_tokens=False)["input_ids"]
         answer = [] if response is None else (
             self.tokenizer(response, add_special_tokens=False)["input_ids"] + [self.eos_token_id])
-        return Prepared(torch.tensor(prompt + answer), len(prompt), vision["pixel_values"],
+        return Inputs(torch.tensor(prompt + answer), len(prompt), vision["pixel_values"],
                         vision["image_grid_thw"], pictures)
 
     def shown(self, screenshot: bytes, earlier: Sequence[bytes]) -> list[bytes]:
@@ -163,7 +166,7 @@ class VLMPolicy:
     def act(self, goal: str, screenshot_png: bytes, history: list[str]) -> str:
         return self._agent.act(goal, screenshot_png, history)
 
-    def generate(self, prepared: Prepared, goal: str, history: Sequence[str], seed: int) -> str:
+    def generate(self, prepared: Inputs, goal: str, history: Sequence[str], seed: int) -> str:
         started = time.perf_counter()
         if self.generation == "vllm":
             text, tokens = self._generate_vllm(prepared, goal, history, seed)
@@ -180,7 +183,7 @@ class VLMPolicy:
         self._generated_tokens, self._generation_seconds = 0, 0.0
         return stats
 
-    def _generate_transformers(self, prepared: Prepared, seed: int) -> tuple[str, int]:
+    def _generate_transformers(self, prepared: Inputs, seed: int) -> tuple[str, int]:
         from transformers import GenerationConfig
 
         config = GenerationConfig(
@@ -200,7 +203,7 @@ class VLMPolicy:
         new = output[0, inputs["input_ids"].shape[1]:]
         return self.tokenizer.decode(new, skip_special_tokens=True), len(new)
 
-    def _generate_vllm(self, prepared: Prepared, goal: str, history: Sequence[str],
+    def _generate_vllm(self, prepared: Inputs, goal: str, history: Sequence[str],
                        seed: int) -> tuple[str, int]:
         from vllm import LLM, SamplingParams
 
@@ -228,11 +231,16 @@ class VLMPolicy:
 
     # --- learning ----------------------------------------------------------------------------
 
-    def prepare(self, samples: Sequence[Sample]) -> list[Prepared]:
-        return [self.encode(s.goal, s.history, self.shown(s.screenshot, s.history_images),
-                            s.response) for s in samples]
+    def prepare(self, samples: Sequence[Sample]) -> list[Sample]:
+        """The samples themselves: `score` encodes each micro-batch when it needs it, since
+        the pixel values of a whole batch would not fit in memory."""
+        return list(samples)
 
-    def _batch(self, items: Sequence[Prepared], *, with_response: bool) -> dict[str, torch.Tensor]:
+    def _encode_sample(self, sample: Sample) -> Inputs:
+        return self.encode(sample.goal, sample.history,
+                           self.shown(sample.screenshot, sample.history_images), sample.response)
+
+    def _batch(self, items: Sequence[Inputs], *, with_response: bool) -> dict[str, torch.Tensor]:
         ids = [item.input_ids if with_response else item.input_ids[:item.prompt_length]
                for item in items]
         longest = max(len(i) for i in ids)
@@ -249,9 +257,10 @@ class VLMPolicy:
             "image_grid_thw": torch.cat([i.image_grid_thw for i in items]).to(self.device),
         }
 
-    def score(self, prepared: Sequence[Prepared]) -> TokenLogProbs:
-        """Per-token log-probs of each response, left-aligned: row i's tokens are
-        0 .. response_length_i - 1."""
+    def score(self, samples: Sequence[Sample]) -> TokenLogProbs:
+        """Per-token log-probs of each recorded response, left-aligned: row i's tokens are
+        0 .. response_length_i - 1 (the response, then the end-of-turn token)."""
+        prepared = [self._encode_sample(sample) for sample in samples]
         inputs = self._batch(prepared, with_response=True)
         logits = self.module(**inputs).logits
         width = max(len(p.input_ids) - p.prompt_length for p in prepared)

@@ -142,7 +142,7 @@ const EpisodeHeader = memo(function EpisodeHeader({ detail, onCompare }: { detai
       <p className="goal">{ep.task_goal}</p>
       <p className="meta">
         {ep.status} · {ep.episode_length ?? "?"} steps · reward {ep.episode_reward ?? "—"} · eval {ep.eval_score ?? "—"}
-        {ep.policy_version && <> · policy v{ep.policy_version}</>}
+        {ep.policy_version && <> · policy {ep.policy_version}</>}
         {ep.run_id && <> · run {ep.run_id}</>}
         {ep.env && <> · {ep.env}</>}
         {ep.group_id && (
