@@ -117,6 +117,7 @@ def run_episode(recorder: Recorder, task: Task, policy: Policy, spec: RolloutSpe
                                 extra={"seed": seed, "difficulty": task.difficulty}) as ep:
         for step in range(spec.max_steps):
             screenshot = phone.screenshot()
+            tree = phone.ui_tree()  # the anchor key: exact, unlike a perceptual hash
             obs = Observation(task.id, task.goal, step, screenshot,
                               tuple(history[-spec.history_length:]) if spec.history_length else (), phone)
             reply = policy.act(obs)
@@ -131,7 +132,7 @@ def run_episode(recorder: Recorder, task: Task, policy: Policy, spec: RolloutSpe
                 info["env_error"] = outcome.reason
             ep.log_step(screenshot, reply.response, reward=float(task.check(phone)) if done else 0.0,
                         step_reward=float(score), step_reward_reason=reason, prompt=reply.prompt,
-                        info=info)
+                        info=info, ui_tree=tree)
             history.append(reply.response)
             if outcome.done:
                 break
