@@ -8,6 +8,7 @@ lake := env_var_or_default("ELAKE_LAKE", "elake-data")
 port := env_var_or_default("ELAKE_PORT", "8799")
 
 import? 'web/web.just'
+import? 'trainer/train-gpu.just'
 
 default: test lint
 
@@ -30,8 +31,10 @@ test *args: setup web
     {{py}} -m pytest -q {{args}}
 
 # Benchmarks: each prints ratios against a baseline measured in the same run.
-bench *args: setup
-    for b in bench/bench_*.py; do echo "== $b"; {{py}} "$b" {{args}}; done
+# `just bench` runs them all (about an hour on 2 cores); `just bench ingest query` runs those.
+bench *names: setup web
+    names="{{names}}"; for b in ${names:-$(ls bench/bench_*.py | sed 's|bench/bench_||; s|\.py$||')}; do \
+        echo "== bench_$b"; {{py}} "bench/bench_$b.py"; done
 
 lint:
     {{venv}}/bin/ruff check lake collectors trainer api tests bench
