@@ -17,7 +17,7 @@ setup:
     test -x {{py}} || python3 -m venv {{venv}}
     {{py}} -m pip install -q --upgrade pip
     {{py}} -m pip install -q -c constraints.txt torch==2.13.0
-    {{py}} -m pip install -q -c constraints.txt -e '.[dev]' transformers
+    {{py}} -m pip install -q -c constraints.txt -e '.[dev,ray]' transformers
     {{py}} -c "import deepspeed" 2>/dev/null || {{py}} -m pip install -q -c constraints.txt --no-build-isolation deepspeed || echo "deepspeed did not install: the trainer falls back to plain torch"
 
 # Install, build the web app, create a demo lake if there is none, and serve it.
