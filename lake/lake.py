@@ -142,7 +142,8 @@ class Lake:
         return data, sniff_format(data)
 
     def images(self, episode_id: str) -> Iterator[tuple[int, bytes]]:
-        """An episode's screenshots in step order, as (step, bytes)."""
+        """An episode's screenshots in step order, as (step, bytes); steps whose screenshot
+        was lost (flagged at import) are left out."""
         layout.check_id(episode_id, "episode_id")
         ds = self.dataset("steps")
         hits = ds.to_table(columns=["step"], with_row_id=True,
@@ -151,7 +152,8 @@ class Lake:
             return
         blobs = ds.take_blobs("image", ids=hits["_rowid"].to_pylist())
         for step, blob in zip(hits["step"].to_pylist(), blobs, strict=True):
-            yield step, blob.read()
+            if blob is not None:
+                yield step, blob.read()
 
     # -- writing -----------------------------------------------------------------------
     def writer(self, options: WriterOptions | None = None) -> LakeWriter:

@@ -142,3 +142,16 @@ def test_watch_ingests_a_growing_folder(tmp_path):
 def test_import_of_a_missing_folder_is_a_clear_error(tmp_path):
     with pytest.raises(Exception, match="is not a folder of ClawGUI episodes"):
         clawgui.import_clawgui(Lake(tmp_path / "lake"), tmp_path / "nope", progress=False)
+
+
+def test_an_episode_with_a_lost_screenshot_still_reads_and_exports(tmp_path):
+    root = tmp_path / "episode"
+    write_reference_episode(root, "gap", "ep-gap", steps=3, null_image_at=1)
+    lake = Lake(tmp_path / "lake")
+    clawgui.import_clawgui(lake, root, progress=False)
+    assert [step for step, _ in lake.images("ep-gap")] == [0, 2]
+    with pytest.raises(Exception, match="has no screenshot"):
+        lake.image("ep-gap", 1)
+    clawgui.export_clawgui(lake, tmp_path / "out", progress=False)
+    doc = json.loads((tmp_path / "out" / "gap" / "ep-gap" / "episode.json").read_text())
+    assert [r["image_path"] is None for r in doc["episode"]] == [False, True, False]
