@@ -85,6 +85,8 @@ class TrainConfig:
     micro_batch_size: int = _field(64, "steps per forward/backward; gradients accumulate up "
                                    "to --minibatch-size")
     clip_eps: float = _field(0.2, "PPO clip range of the probability ratio")
+    clip_eps_high: float | None = _field(None, "upper clip range (DAPO's clip-higher); "
+                                         "default --clip-eps")
     kl_coef: float = _field(0.0, "weight of the KL term to the frozen initial policy (0: none)")
     entropy_coef: float = _field(0.01, "weight of the entropy bonus")
     max_grad_norm: float = _field(1.0, "gradient clipping norm")
@@ -138,6 +140,11 @@ class TrainConfig:
             raise ConfigError("resume: needs --run-id of the run to continue")
         if self.lr is None:
             self.lr = DEFAULT_LR[self.policy]
+        if self.clip_eps_high is None:
+            self.clip_eps_high = self.clip_eps
+        if self.clip_eps_high < self.clip_eps:
+            raise ConfigError(f"clip_eps_high: {self.clip_eps_high} is below --clip-eps "
+                              f"{self.clip_eps}; the upper range is the same or wider")
         if self.threads is None:
             self.threads = 1 if self.policy == "tiny" else 0
         if self.threads < 0:
@@ -185,8 +192,8 @@ class TrainConfig:
         return cls(**data)
 
 
-#: Settings whose default depends on the policy (None until `__post_init__`), and their type.
-RESOLVED = {"lr": float, "threads": int}
+#: Settings whose default depends on others (None until `__post_init__`), and their type.
+RESOLVED = {"lr": float, "threads": int, "clip_eps_high": float}
 
 #: Settings a resumed run may change; every other one must match the stored config.
 RESUMABLE = frozenset({"run_id", "iterations", "resume", "workers", "checkpoint_dir", "threads"})

@@ -336,6 +336,7 @@ def update(policy: TrainablePolicy, engine: Engine, reference: TrainablePolicy |
                 loss, stats = ppo_loss(
                     current, _pad([old[i] for i in micro], width),
                     advantages[micro].to(current.logp.device), clip_eps=config.clip_eps,
+                    clip_eps_high=config.clip_eps_high,
                     ref_logp=_pad([ref[i] for i in micro], width) if ref is not None else None,
                     kl_coef=config.kl_coef, entropy_coef=config.entropy_coef)
                 engine.backward(loss * share)

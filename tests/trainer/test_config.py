@@ -30,6 +30,7 @@ def test_defaults_depend_on_the_policy(tmp_path):
     ({"holdout": 0.0}, "--eval-repeats 0"),
     ({"algo": "ppo"}, "gigpo"),
     ({"gamma": 1.5}, "[0, 1]"),
+    ({"clip_eps": 0.3, "clip_eps_high": 0.2}, "--clip-eps"),
     ({"tasks": 0}, ">= 1"),
 ])
 def test_conflicts_are_refused_with_the_fix(settings, names):

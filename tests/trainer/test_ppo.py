@@ -52,3 +52,16 @@ def test_kl_to_the_reference_is_zero_at_the_reference_and_positive_elsewhere():
     _, stats = ppo_loss(current, current.logp.detach(), torch.zeros(1), clip_eps=0.2,
                         ref_logp=torch.tensor([[-1.5, -1.0]]), kl_coef=0.5)
     assert stats["kl_ref"] > 0.0
+
+
+def test_clip_higher_lets_a_good_action_gain_more_than_it_may_lose():
+    old = torch.tensor([[math.log(0.1)], [math.log(0.1)]])
+    current = _logprobs([[math.log(0.15)], [math.log(0.15)]])  # ratio 1.5 on both rows
+    loss, stats = ppo_loss(current, old, torch.tensor([1.0, -1.0]), clip_eps=0.2,
+                           clip_eps_high=0.8)
+    loss.backward()
+    assert current.logp.grad[0, 0] < 0  # inside the wider upper range: still pushed up
+    assert current.logp.grad[1, 0] > 0  # a bad action's rise is always penalised
+    assert stats["clip_fraction"] == 0.0
+    _, symmetric = ppo_loss(current, old, torch.tensor([1.0, -1.0]), clip_eps=0.2)
+    assert symmetric["clip_fraction"] == 1.0
