@@ -27,11 +27,12 @@ ALGOS = ("gigpo", "grpo")
 
 
 def budget(quick: bool, iterations: int | None, seed: int) -> dict:
-    base = {"difficulty": "easy", "seed": seed, "max_steps": 8, "holdout": 0.3}
+    """The `elake train` defaults (tiny policy, easy templates) with the benchmark's budget."""
+    base = {"difficulty": "easy", "seed": seed}
     if quick:
-        base.update(iterations=6, tasks=4, group_size=6, eval_repeats=4)
+        base.update(iterations=8, tasks=4, group_size=6, eval_repeats=2)
     else:
-        base.update(iterations=26, tasks=8, group_size=8, eval_repeats=8)
+        base.update(iterations=32, tasks=8, group_size=8, eval_repeats=4)
     if iterations is not None:
         base["iterations"] = iterations
     return base

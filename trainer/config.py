@@ -28,7 +28,10 @@ DTYPES = ("auto", "bfloat16", "float16", "float32")
 DEFAULT_DEEPSPEED_CONFIG = Path(__file__).parent / "configs" / "zero2.json"
 
 #: Learning rates that suit each policy when --lr is not given.
-DEFAULT_LR = {"tiny": 3e-3, "vlm": 1e-6}
+DEFAULT_LR = {"tiny": 2e-3, "vlm": 1e-6}
+#: Upper clip ranges when --clip-eps-high is not given: wide for the tiny policy, whose good
+#: first clicks start at a few percent; DAPO's value for language models.
+DEFAULT_CLIP_HIGH = {"tiny": 0.5, "vlm": 0.28}
 
 
 def _field(default: Any, help: str, choices: tuple[str, ...] | None = None) -> Any:
@@ -63,7 +66,8 @@ class TrainConfig:
     # --- rollouts ----------------------------------------------------------------------------
     tasks: int = _field(8, "tasks per iteration; each is one episode group")
     group_size: int = _field(8, "rollouts per task (the GRPO/GiGPO group size)")
-    max_steps: int = _field(8, "steps after which an episode is stopped")
+    max_steps: int = _field(6, "steps after which an episode is stopped (easy tasks need at "
+                            "most 4; raise it for medium and hard ones)")
     workers: int = _field(1, "rollout worker processes")
     holdout: float = _field(0.3, "fraction of the tasks never trained on; evaluation uses them")
     eval_repeats: int = _field(4, "evaluation episodes per held-out task after each update "
@@ -75,20 +79,23 @@ class TrainConfig:
     invalid_penalty: float = _field(0.1, "subtracted from steps whose action was invalid")
     step_rewards: bool = _field(True, "score every step with the sim's rule-based judge "
                                 "(progress toward the goal: 1, else 0)")
-    normalize_step_rewards: bool = _field(True, "divide intermediate step rewards by the "
-                                          "episode's steps minus one, as the reference does")
+    normalize_step_rewards: bool = _field(False, "divide intermediate step rewards by the "
+                                          "episode's steps minus one, as the reference does; "
+                                          "off by default: it pays one good step and an "
+                                          "immediate stop as much as a whole task's progress, "
+                                          "and policies learn to stop early")
     dynamic_sampling: bool = _field(False, "drop groups whose episodes all got the same reward")
     # --- the update --------------------------------------------------------------------------
-    lr: float | None = _field(None, "learning rate; default 3e-3 for tiny, 1e-6 for vlm")
+    lr: float | None = _field(None, "learning rate; default 2e-3 for tiny, 1e-6 for vlm")
     ppo_epochs: int = _field(4, "passes over each iteration's steps")
     minibatch_size: int = _field(64, "steps per optimizer step")
     micro_batch_size: int = _field(64, "steps per forward/backward; gradients accumulate up "
                                    "to --minibatch-size")
     clip_eps: float = _field(0.2, "PPO clip range of the probability ratio")
     clip_eps_high: float | None = _field(None, "upper clip range (DAPO's clip-higher); "
-                                         "default --clip-eps")
+                                         "default 0.5 for tiny, 0.28 for vlm")
     kl_coef: float = _field(0.0, "weight of the KL term to the frozen initial policy (0: none)")
-    entropy_coef: float = _field(0.01, "weight of the entropy bonus")
+    entropy_coef: float = _field(0.001, "weight of the entropy bonus")
     max_grad_norm: float = _field(1.0, "gradient clipping norm")
     engine: str = _field("auto", "optimizer engine: deepspeed (ZeRO, --deepspeed-config), "
                          "torch, or auto (deepspeed for vlm when it can run, else torch)", ENGINES)
@@ -141,7 +148,7 @@ class TrainConfig:
         if self.lr is None:
             self.lr = DEFAULT_LR[self.policy]
         if self.clip_eps_high is None:
-            self.clip_eps_high = self.clip_eps
+            self.clip_eps_high = max(self.clip_eps, DEFAULT_CLIP_HIGH[self.policy])
         if self.clip_eps_high < self.clip_eps:
             raise ConfigError(f"clip_eps_high: {self.clip_eps_high} is below --clip-eps "
                               f"{self.clip_eps}; the upper range is the same or wider")
@@ -196,7 +203,8 @@ class TrainConfig:
 RESOLVED = {"lr": float, "threads": int, "clip_eps_high": float}
 
 #: Settings a resumed run may change; every other one must match the stored config.
-RESUMABLE = frozenset({"run_id", "iterations", "resume", "workers", "checkpoint_dir", "threads"})
+RESUMABLE = frozenset({"run_id", "iterations", "resume", "workers", "checkpoint_dir", "threads",
+                       "deepspeed_config"})
 
 
 def add_arguments(parser) -> None:

@@ -273,7 +273,7 @@ def step_advantages(lake: Lake, report: RolloutReport, config: TrainConfig,
     """The batch's advantages (SQL over the lake) and the steps to learn from, joined."""
     con = duckdb.connect()
     try:
-        register_views(con, lake.datasets(), "episodes steps image")
+        register_views(con, lake.datasets(), _SAMPLES_SQL)  # episodes, steps with images
         con.register("batch_episodes", pa.table(
             {"episode_id": [episode.episode_id for episode in report.episodes]}))
         steps = "steps"

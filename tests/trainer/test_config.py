@@ -13,10 +13,10 @@ from episodelake.trainer.config import ConfigError, TrainConfig, add_arguments, 
 
 def test_defaults_depend_on_the_policy(tmp_path):
     tiny = TrainConfig()
-    assert tiny.lr == 3e-3 and tiny.threads == 1
+    assert (tiny.lr, tiny.threads, tiny.clip_eps_high) == (2e-3, 1, 0.5)
     (tmp_path / "config.json").write_text("{}")
     vlm = TrainConfig(policy="vlm", model_path=str(tmp_path))
-    assert vlm.lr == 1e-6 and vlm.threads == 0
+    assert (vlm.lr, vlm.threads, vlm.clip_eps_high) == (1e-6, 0, 0.28)
 
 
 @pytest.mark.parametrize(("settings", "names"), [
