@@ -9,6 +9,7 @@ algorithm. Targets: held-out success from < 20% to > 60%; GiGPO >= GRPO at equal
 
     python bench/bench_learning.py            # default budget: about 30 minutes on 2 cores
     python bench/bench_learning.py --quick    # a few minutes: fewer, smaller iterations
+    python bench/bench_learning.py --keep DIR # keep both lakes (DIR/gigpo, DIR/grpo) to browse
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 import argparse
 import logging
 import time
+from contextlib import nullcontext
+from pathlib import Path
 
 from common import line, workdir
 
@@ -67,13 +70,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a few minutes instead of ~30")
     parser.add_argument("--iterations", type=int, help="override the budget's iterations")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="write the lakes to DIR/<algo> and keep them (default: a temp dir)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log each iteration")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     settings = budget(args.quick, args.iterations, args.seed)
     results = {}
-    with workdir("learning") as folder:
+    with nullcontext(args.keep) if args.keep else workdir("learning") as folder:
         for algo in ALGOS:
             results[algo] = run(algo, settings, folder)
             r = results[algo]

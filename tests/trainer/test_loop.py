@@ -56,10 +56,14 @@ def test_samples_join_advantages_to_the_recorded_steps(lake):
                           batch="b", seed=1, progress=False)
     result, samples = loop.step_advantages(lake, report, config, history_length=1)
     assert len(samples) == report.steps == result.table.num_rows
-    by_key = {(r["episode_id"], r["step"]): r["advantage"] for r in result.table.to_pylist()}
+    rows = {(r["episode_id"], r["step"]): r for r in result.table.to_pylist()}
     for sample in samples:
-        assert sample.advantage == by_key[(sample.episode_id, sample.step)]
-        steps = lake.steps(sample.episode_id, columns=["step", "model_response"]).to_pylist()
+        row = rows[(sample.episode_id, sample.step)]
+        assert sample.advantage == row["advantage"]
+        steps = lake.steps(sample.episode_id,
+                           columns=["step", "model_response", "step_reward"]).to_pylist()
+        if sample.step < len(steps) - 1:  # the judge's reward; the last step's is the eval
+            assert row["reward"] == steps[sample.step]["step_reward"]
         assert sample.response == steps[sample.step]["model_response"]
         assert list(sample.history) == [s["model_response"] for s in steps[:sample.step]]
         assert sample.goal == "Turn on Wi-Fi."
