@@ -2,7 +2,9 @@
 
 Each algorithm trains its own TinyPolicy from the same initial weights, on the same tasks
 (the easy templates' training share), with the same rollout seeds and the same number of
-episodes. Before training and after every update, the policy plays the held-out easy tasks
+episodes. The two runs go side by side, one process and one CPU core each (the tiny policy
+trains on one thread), so each curve is what one core does in the elapsed time; `--serial`
+runs them one after the other instead. Before training and after every update, the policy plays the held-out easy tasks
 (unseen parameter values of the same templates) on the same phones; the success rate there
 is the learning curve. Both curves are printed side by side, then one summary line per
 algorithm. Targets: held-out success from < 20% to > 60%; GiGPO >= GRPO at equal episodes.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import multiprocessing as mp
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -51,7 +54,9 @@ def initial_success(lake: Lake, config: TrainConfig) -> float:
     return report.success_rate
 
 
-def run(algo: str, settings: dict, folder) -> dict:
+def run(algo: str, settings: dict, folder: Path, verbose: bool = False) -> dict:
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format=f"%(levelname)s {algo}: %(message)s")
     config = TrainConfig(algo=algo, run_id=f"bench-{algo}", **settings)
     lake = Lake(folder / algo)
     started = time.perf_counter()
@@ -72,17 +77,21 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", type=Path, metavar="DIR",
                         help="write the lakes to DIR/<algo> and keep them (default: a temp dir)")
+    parser.add_argument("--serial", action="store_true",
+                        help="run the algorithms one after the other (default: side by side)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log each iteration")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
     settings = budget(args.quick, args.iterations, args.seed)
-    results = {}
     with nullcontext(args.keep) if args.keep else workdir("learning") as folder:
-        for algo in ALGOS:
-            results[algo] = run(algo, settings, folder)
-            r = results[algo]
-            print(f"# {algo}: {len(r['metrics'])} iterations in {r['seconds']:.0f} s", flush=True)
+        jobs = [(algo, settings, folder, args.verbose) for algo in ALGOS]
+        if args.serial:
+            outcomes = [run(*job) for job in jobs]
+        else:
+            with mp.get_context("spawn").Pool(len(ALGOS)) as pool:  # Lance is not fork-safe
+                outcomes = pool.starmap(run, jobs)
+    results = dict(zip(ALGOS, outcomes, strict=True))
+    for algo, r in results.items():
+        print(f"# {algo}: {len(r['metrics'])} iterations in {r['seconds']:.0f} s", flush=True)
 
     per_iteration = results[ALGOS[0]]["episodes_per_iteration"]
     print(f"\n{'episodes':>8}  " + "  ".join(f"{a + ' train':>12}  {a + ' held-out':>15}"

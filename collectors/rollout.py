@@ -65,6 +65,10 @@ class RolloutSpec:
     model_name: str = "demo-policy"
     seed: int = 0
     batch: str = "b0"  # part of each group_id: one group per task per batch
+    #: The recorder's image checks. "structure" skips decoding the screenshots the sim has
+    #: just rendered, a fifth of a step's time; their perceptual hash is then not stored
+    #: (the sim's anchor keys come from UI trees either way).
+    image_checks: str = "decode"
 
     def __post_init__(self):
         if not self.task_ids:
@@ -149,7 +153,8 @@ def _run_group(args: tuple) -> list[EpisodeResult]:
     group_id = group_id_for(spec, task_id)
     judge = RuleJudge()
     with Recorder(Lake(lake_path), run_id=spec.run_id, policy_version=spec.policy_version,
-                  env="sim", device="sim-phone", model_name=spec.model_name) as recorder:
+                  env="sim", device="sim-phone", model_name=spec.model_name,
+                  image_checks=spec.image_checks) as recorder:
         return [run_episode(recorder, task, factory(task, group_seed * 1000 + k), spec, group_id,
                             group_seed * 1000 + k, judge)
                 for k in range(spec.group_size)]

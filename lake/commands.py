@@ -7,6 +7,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
@@ -95,7 +96,10 @@ def cmd_sql(args) -> None:
     lake = Lake(args.lake, create=False)
     if args.at:
         lake = lake.at(args.at)
-    result = lake.sql(args.query)
+    try:
+        result = lake.sql(args.query)
+    except duckdb.Error as exc:  # a typo in a column name is the user's to fix, not a crash
+        raise InvalidInput(f"query failed: {exc}") from None
     if args.format == "parquet":
         if not args.out:
             raise InvalidInput("--format parquet needs --out FILE")

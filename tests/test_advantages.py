@@ -115,6 +115,7 @@ configs = st.builds(
     step_advantage_w=st.sampled_from([1.0, 0.5, 0.0, 2.0]),
     invalid_penalty=st.sampled_from([0.1, 0.0, 1.0]),
     normalize_step_rewards=st.booleans(),
+    revisit_rewards=st.booleans(),
     dynamic_sampling=st.booleans(),
     epsilon=st.sampled_from([1e-6, 1e-3]),
 )
@@ -253,6 +254,30 @@ def test_step_reward_normalisation_and_final_reward():
         for r in sql_rows(episodes, steps, gamma=1.0, normalize_step_rewards=False)
     }
     assert raw["judged", 0]["discounted_return"] == pytest.approx(5.0)
+
+
+def test_unpaid_revisits_stop_a_loop_from_farming_the_judge():
+    """open (1) -> back (0) -> open again (1, but back at a state already seen) -> fail."""
+    episodes = [episode("loop", "g", 0.0), episode("direct", "g", 1.0)]
+    steps = [
+        step("loop", 0, step_reward=1.0, anchor="home"),
+        step("loop", 1, step_reward=0.0, anchor="settings"),
+        step("loop", 2, step_reward=1.0, anchor="home"),
+        step("loop", 3, step_reward=1.0, anchor="settings"),
+        step("direct", 0, step_reward=1.0, anchor="home"),
+        step("direct", 1, step_reward=1.0, anchor="settings"),
+        step("direct", 2, step_reward=1.0, anchor="network"),
+    ]
+    options = dict(gamma=1.0, normalize_step_rewards=False, invalid_penalty=0.0)
+    paid = {(r["episode_id"], r["step"]): r["reward"] for r in sql_rows(episodes, steps, **options)}
+    unpaid = {(r["episode_id"], r["step"]): r["reward"]
+              for r in sql_rows(episodes, steps, revisit_rewards=False, **options)}
+    assert paid[("loop", 2)] == 1.0  # the reference pays the loop's second "open"
+    assert unpaid[("loop", 2)] == 0.0  # settings was seen at step 1
+    assert unpaid[("loop", 0)] == 1.0 and unpaid[("loop", 3)] == 0.0  # the eval, unchanged
+    assert [unpaid[("direct", t)] for t in range(3)] == [1.0, 1.0, 1.0]
+    assert_same(sql_rows(episodes, steps, revisit_rewards=False, **options),
+                reference_advantages(episodes, steps, revisit_rewards=False, **options))
 
 
 def test_missing_steps_still_discount():

@@ -43,6 +43,9 @@ def test_import_info_sql_tag_export(tmp_path):
     pq_file = tmp_path / "r.parquet"
     elake("sql", "select * from steps", "--format", "parquet", "--out", str(pq_file), lake=lake)
     assert pq_file.stat().st_size > 0
+    typo = elake("sql", "select task_id from episodes", lake=lake, check=False)
+    assert typo.returncode == 1 and "Traceback" not in typo.stderr
+    assert 'elake sql: query failed' in typo.stderr and '"task_id" not found' in typo.stderr
     assert "tagged v1" in elake("tag", "v1", lake=lake).stdout
     assert "v1:" in elake("tag", "--list", lake=lake).stdout
     assert "(2 rows)" in elake("sql", "select * from episodes", "--at", "v1", lake=lake).stdout

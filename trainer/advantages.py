@@ -26,7 +26,15 @@ The raw reward of a step is ``steps.step_reward`` (the judge's) when not null, e
 
 so an episode's reward R = sum_t r_t is the mean intermediate step reward plus the evaluation
 (in [0, 2] with a {0, 1} judge), and just the evaluation when there is no judge and the
-environment pays nothing before the end. ``episodes.episode_reward`` is not read: it is what
+environment pays nothing before the end.
+
+Revisits (``revisit_rewards=False``; the reference pays them): a progress judge pays a step
+that moves toward the goal, and pays nothing, not a penalty, for one that moves away. A policy
+can then farm it in a loop (open Settings: 1, back: 0, open Settings: 1, ...) and learns the
+loop instead of the task. With revisits unpaid, an intermediate row's raw reward counts as 0
+when the next row's ``anchor_key`` already occurred at this row or an earlier one of the
+episode: the step led back to a state the episode had been in, so each state's progress is
+paid once. Rows without anchor keys are paid as usual; the last row is the evaluation. ``episodes.episode_reward`` is not read: it is what
 the recorder was told, while R is recomputed from the steps so both paths agree.
 
 Invalid actions (``steps.action_valid`` false; null counts as valid) cost ``invalid_penalty``,
@@ -71,6 +79,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 
 import duckdb
 import pyarrow as pa
@@ -109,6 +118,7 @@ class AdvantageConfig:
     step_advantage_w: float = 1.0  # weight of the step term in A = A^E + w * A^S
     invalid_penalty: float = 0.1  # subtracted from a row whose action was invalid
     normalize_step_rewards: bool = True  # divide intermediate step rewards by (L - 1)
+    revisit_rewards: bool = True  # pay steps that lead back to a state already visited
     dynamic_sampling: bool = False  # drop groups whose episode rewards are all equal (DAPO)
     epsilon: float = 1e-6  # added to the std in mean_std_norm
 
@@ -126,7 +136,6 @@ class AdvantageConfig:
                 raise ValueError(f"{name}: must be a finite number, got {getattr(self, name)}")
 
 
-@dataclass(frozen=True)
 class AdvantageResult:
     """What :func:`compute_advantages` returns.
 
@@ -136,12 +145,98 @@ class AdvantageResult:
     `group_summary`: one row per episode group, dropped ones included (``dropped``).
     `anchor_group_sizes`: over kept rows, how many anchor groups have each size and how many
     steps sit in them. `stats`: the headline numbers, ready to log as metrics.
+
+    The summaries are computed from the query's rows on first use: a consumer that only
+    needs the advantages (a trainer step on a million rows) does not pay for them.
     """
 
-    table: pa.Table
-    group_summary: pa.Table
-    anchor_group_sizes: pa.Table
-    stats: dict[str, float]
+    def __init__(self, rows: pa.Table, ungrouped: int):
+        self._rows = rows
+        self._ungrouped = ungrouped
+        if pc.any(rows["dropped"]).as_py():  # only dynamic sampling drops rows
+            rows = rows.filter(pc.invert(rows["dropped"]))
+        self.table: pa.Table = rows.select(list(OUTPUT_COLUMNS))
+
+    @cached_property
+    def group_summary(self) -> pa.Table:
+        rows = self._rows
+        size = rows["anchor_group_size"]
+        per_row = pa.table(
+            {
+                "gid": rows["gid"],
+                "group_id": rows["group_id"],
+                "episodes": rows["is_last"].cast(pa.int64()),  # one last step per episode
+                "episode_reward": rows["episode_reward"],
+                "dropped": rows["dropped"],
+                # Each row of an anchor group of n rows adds 1/n: the sum counts anchor groups.
+                "anchor_groups": pc.divide(1.0, size.cast(pa.float64())),
+                "singleton_steps": pc.equal(size, 1).cast(pa.int64()),
+                "anchor_group_size": size,
+            }
+        )
+        grouped = (
+            per_row.group_by("gid")
+            .aggregate(
+                [
+                    ("group_id", "min"),
+                    ("episodes", "sum"),
+                    ("episode_reward", "count"),
+                    ("episode_reward", "min"),
+                    ("episode_reward", "max"),
+                    ("dropped", "any"),
+                    ("anchor_groups", "sum"),
+                    ("singleton_steps", "sum"),
+                    ("anchor_group_size", "max"),
+                ]
+            )
+            .sort_by("gid")
+        )
+        return pa.table(
+            {
+                "group_id": grouped["group_id_min"],
+                "episodes": grouped["episodes_sum"],
+                "steps": grouped["episode_reward_count"],
+                "min_episode_reward": grouped["episode_reward_min"],
+                "max_episode_reward": grouped["episode_reward_max"],
+                "dropped": grouped["dropped_any"],
+                "anchor_groups": pc.round(grouped["anchor_groups_sum"]).cast(pa.int64()),
+                "singleton_steps": grouped["singleton_steps_sum"],
+                "largest_anchor_group": grouped["anchor_group_size_max"],
+            }
+        )
+
+    @cached_property
+    def anchor_group_sizes(self) -> pa.Table:
+        histogram = (
+            pa.table({"anchor_group_size": self.table["anchor_group_size"]})
+            .group_by("anchor_group_size")
+            .aggregate([("anchor_group_size", "count")])
+            .sort_by("anchor_group_size")
+        )
+        counts = histogram["anchor_group_size_count"]
+        return pa.table(
+            {
+                "anchor_group_size": histogram["anchor_group_size"],
+                "anchor_groups": pc.divide(counts, histogram["anchor_group_size"]),
+                "steps": counts,
+            }
+        )
+
+    @cached_property
+    def stats(self) -> dict[str, float]:
+        table = self.table
+        sizes = table["anchor_group_size"]
+        dropped_groups = pc.sum(self.group_summary["dropped"].cast(pa.int64())).as_py() or 0
+        singletons = pc.sum(pc.equal(sizes, 1).cast(pa.int64())).as_py() or 0
+        return {
+            "groups": self.group_summary.num_rows - dropped_groups,
+            "groups_dropped": dropped_groups,
+            "steps": table.num_rows,
+            "steps_dropped": self._rows.num_rows - table.num_rows,
+            "episodes_without_group": self._ungrouped,
+            "mean_anchor_group_size": pc.mean(sizes).as_py() or 0.0,
+            "singleton_step_fraction": singletons / table.num_rows if table.num_rows else 0.0,
+        }
 
 
 def compute_advantages(
@@ -156,6 +251,7 @@ def compute_advantages(
     step_advantage_w: float = 1.0,
     invalid_penalty: float = 0.1,
     normalize_step_rewards: bool = True,
+    revisit_rewards: bool = True,
     dynamic_sampling: bool = False,
     epsilon: float = 1e-6,
 ) -> AdvantageResult:
@@ -173,6 +269,7 @@ def compute_advantages(
         step_advantage_w=step_advantage_w,
         invalid_penalty=invalid_penalty,
         normalize_step_rewards=normalize_step_rewards,
+        revisit_rewards=revisit_rewards,
         dynamic_sampling=dynamic_sampling,
         epsilon=epsilon,
     )
@@ -198,7 +295,7 @@ def compute_advantages(
         ungrouped = con.sql(
             f"SELECT count(*) FROM {episodes_sql} WHERE group_id IS NULL AND {selected}"
         ).fetchall()[0][0]
-    return _result(rows, ungrouped)
+    return AdvantageResult(rows, ungrouped)
 
 
 @contextmanager
@@ -279,6 +376,7 @@ def _advantage_sql(episodes: str, steps: str, selected: str, config: AdvantageCo
             + " END"
         )
     dropped = "g.uniform" if config.dynamic_sampling else "FALSE"
+    rows = "step_rows" if config.revisit_rewards else "paid_rows"
     return f"""
     WITH selected_episodes AS (
         SELECT episode_id, group_id, CAST(eval_score AS DOUBLE) AS eval_score,
@@ -293,13 +391,13 @@ def _advantage_sql(episodes: str, steps: str, selected: str, config: AdvantageCo
                    AS raw_reward,
                CASE WHEN s.action_valid IS FALSE THEN $penalty ELSE 0.0 END AS penalty
         FROM {steps} s JOIN selected_episodes e ON s.episode_id = e.episode_id
-    ),
+    ),{_revisit_sql(config)}
     -- Per episode: L, its first and last step, and what the last step's reward becomes.
     episode_shape AS (
         SELECT eid, count(*) AS len, min(step) AS first_step, max(step) AS last_step,
                coalesce(any_value(eval_score), arg_max(raw_reward, step)) AS final_reward,
                sum(raw_reward) - arg_max(raw_reward, step) AS intermediate_raw_sum
-        FROM step_rows GROUP BY eid
+        FROM {rows} GROUP BY eid
     ),
     episode_scale AS (
         SELECT *, CASE WHEN len > 1 THEN {scale} ELSE 0.0 END AS intermediate_scale
@@ -312,7 +410,7 @@ def _advantage_sql(episodes: str, steps: str, selected: str, config: AdvantageCo
                CASE WHEN r.step = x.last_step THEN x.final_reward
                     ELSE r.raw_reward * x.intermediate_scale END AS reward,
                x.final_reward + x.intermediate_raw_sum * x.intermediate_scale AS episode_reward
-        FROM step_rows r JOIN episode_scale x ON r.eid = x.eid
+        FROM {rows} r JOIN episode_scale x ON r.eid = x.eid
     ),
     scored AS (
         SELECT eid, gid, step, anchor_key, t, is_last, reward, episode_reward,
@@ -349,77 +447,22 @@ def _advantage_sql(episodes: str, steps: str, selected: str, config: AdvantageCo
     """
 
 
-def _result(rows: pa.Table, ungrouped: int) -> AdvantageResult:
-    """Split the query's rows into the kept table and the summaries of every group."""
-    size = rows["anchor_group_size"]
-    per_row = pa.table(
-        {
-            "gid": rows["gid"],
-            "group_id": rows["group_id"],
-            "episodes": rows["is_last"].cast(pa.int64()),  # one last step per episode
-            "episode_reward": rows["episode_reward"],
-            "dropped": rows["dropped"],
-            # Each row of an anchor group of n rows adds 1/n: the sum counts anchor groups.
-            "anchor_groups": pc.divide(1.0, size.cast(pa.float64())),
-            "singleton_steps": pc.equal(size, 1).cast(pa.int64()),
-            "anchor_group_size": size,
-        }
-    )
-    grouped = (
-        per_row.group_by("gid")
-        .aggregate(
-            [
-                ("group_id", "min"),
-                ("episodes", "sum"),
-                ("episode_reward", "count"),
-                ("episode_reward", "min"),
-                ("episode_reward", "max"),
-                ("dropped", "any"),
-                ("anchor_groups", "sum"),
-                ("singleton_steps", "sum"),
-                ("anchor_group_size", "max"),
-            ]
-        )
-        .sort_by("gid")
-    )
-    group_summary = pa.table(
-        {
-            "group_id": grouped["group_id_min"],
-            "episodes": grouped["episodes_sum"],
-            "steps": grouped["episode_reward_count"],
-            "min_episode_reward": grouped["episode_reward_min"],
-            "max_episode_reward": grouped["episode_reward_max"],
-            "dropped": grouped["dropped_any"],
-            "anchor_groups": pc.round(grouped["anchor_groups_sum"]).cast(pa.int64()),
-            "singleton_steps": grouped["singleton_steps_sum"],
-            "largest_anchor_group": grouped["anchor_group_size_max"],
-        }
-    )
-    table = rows.filter(pc.invert(rows["dropped"])).select(list(OUTPUT_COLUMNS))
-    sizes = table["anchor_group_size"]
-    histogram = (
-        pa.table({"anchor_group_size": sizes})
-        .group_by("anchor_group_size")
-        .aggregate([("anchor_group_size", "count")])
-        .sort_by("anchor_group_size")
-    )
-    counts = histogram["anchor_group_size_count"]
-    anchor_group_sizes = pa.table(
-        {
-            "anchor_group_size": histogram["anchor_group_size"],
-            "anchor_groups": pc.divide(counts, histogram["anchor_group_size"]),
-            "steps": counts,
-        }
-    )
-    dropped_groups = pc.sum(group_summary["dropped"].cast(pa.int64())).as_py() or 0
-    singletons = pc.sum(pc.equal(sizes, 1).cast(pa.int64())).as_py() or 0
-    stats: dict[str, float] = {
-        "groups": group_summary.num_rows - dropped_groups,
-        "groups_dropped": dropped_groups,
-        "steps": table.num_rows,
-        "steps_dropped": rows.num_rows - table.num_rows,
-        "episodes_without_group": ungrouped,
-        "mean_anchor_group_size": pc.mean(sizes).as_py() or 0.0,
-        "singleton_step_fraction": singletons / table.num_rows if table.num_rows else 0.0,
-    }
-    return AdvantageResult(table, group_summary, anchor_group_sizes, stats)
+def _revisit_sql(config: AdvantageConfig) -> str:
+    """`paid_rows`: `step_rows` with the raw reward of steps that led to a revisit set to 0."""
+    if config.revisit_rewards:
+        return ""
+    return """
+    ordered_rows AS (
+        SELECT *, lead(anchor_key) OVER next AS next_key, lead(step) OVER next AS next_step
+        FROM step_rows WINDOW next AS (PARTITION BY eid ORDER BY step)
+    ),
+    first_visits AS (
+        SELECT eid, anchor_key, min(step) AS first_step
+        FROM step_rows WHERE anchor_key IS NOT NULL GROUP BY eid, anchor_key
+    ),
+    paid_rows AS (
+        SELECT r.* EXCLUDE (next_key, next_step, raw_reward),
+               CASE WHEN v.first_step < r.next_step THEN 0.0 ELSE r.raw_reward END AS raw_reward
+        FROM ordered_rows r
+        LEFT JOIN first_visits v ON v.eid = r.eid AND v.anchor_key = r.next_key
+    ),"""

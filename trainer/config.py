@@ -84,6 +84,11 @@ class TrainConfig:
                                           "off by default: it pays one good step and an "
                                           "immediate stop as much as a whole task's progress, "
                                           "and policies learn to stop early")
+    revisit_rewards: bool = _field(False, "pay a step's judge reward also when it leads back "
+                                   "to a state the episode was already in (anchor_key), as the "
+                                   "reference does; off by default: a loop such as open "
+                                   "Settings, back, open Settings is paid once, so a policy "
+                                   "cannot farm the judge instead of doing the task")
     dynamic_sampling: bool = _field(False, "drop groups whose episodes all got the same reward")
     # --- the update --------------------------------------------------------------------------
     lr: float | None = _field(None, "learning rate; default 2e-3 for tiny, 1e-6 for vlm")
@@ -183,6 +188,7 @@ class TrainConfig:
             "step_advantage_w": self.step_advantage_w,
             "invalid_penalty": self.invalid_penalty,
             "normalize_step_rewards": self.normalize_step_rewards,
+            "revisit_rewards": self.revisit_rewards,
             "dynamic_sampling": self.dynamic_sampling,
         }
 

@@ -240,7 +240,8 @@ def rollout(lake: Lake, policy: TrainablePolicy, task_ids: list[str], config: Tr
     spec = RolloutSpec(
         task_ids=tuple(task_ids), group_size=group_size or config.group_size,
         max_steps=config.max_steps, history_length=config.max_steps, run_id=run_id,
-        policy_version=version, model_name=policy.name, seed=seed, batch=batch)
+        policy_version=version, model_name=policy.name, seed=seed, batch=batch,
+        image_checks="structure")  # the sim rendered them; no need to decode them again
     policy.module.eval()
     return run_rollouts(lake, spec, _AgentFactory(policy.rollout_factory()),
                         workers=config.workers, progress=progress)

@@ -28,6 +28,7 @@ def reference_advantages(
     step_advantage_w: float = 1.0,
     invalid_penalty: float = 0.1,
     normalize_step_rewards: bool = True,
+    revisit_rewards: bool = True,
     dynamic_sampling: bool = False,
     epsilon: float = 1e-6,
 ) -> list[dict[str, Any]]:
@@ -42,7 +43,7 @@ def reference_advantages(
     for episode_id, episode_steps in steps_of.items():
         episode_steps = sorted(episode_steps, key=lambda s: s["step"])
         eval_score = episode_info[episode_id].get("eval_score")
-        rewards = _step_rewards(episode_steps, eval_score, normalize_step_rewards)
+        rewards = _step_rewards(episode_steps, eval_score, normalize_step_rewards, revisit_rewards)
         episode_reward = sum(rewards)
         returns = _discounted_returns(rewards, [s["step"] for s in episode_steps], gamma)
         for step, reward, ret in zip(episode_steps, rewards, returns, strict=True):
@@ -101,16 +102,23 @@ def reference_advantages(
 
 
 def _step_rewards(
-    steps: list[Mapping[str, Any]], eval_score: float | None, normalize: bool
+    steps: list[Mapping[str, Any]], eval_score: float | None, normalize: bool, revisits: bool
 ) -> list[float]:
-    """r_t: the judge's step reward (else the env's), the last step the evaluation's."""
+    """r_t: the judge's step reward (else the env's), the last step the evaluation's; without
+    `revisits`, 0 for a step whose next state's anchor key the episode has already seen."""
     length = len(steps)
     rewards = []
+    seen: set[str] = set()
     for position, step in enumerate(steps):
         raw = step.get("step_reward")
         if raw is None:
             raw = step.get("reward")
         if raw is None:
+            raw = 0.0
+        if step.get("anchor_key") is not None:
+            seen.add(step["anchor_key"])
+        following = steps[position + 1].get("anchor_key") if position + 1 < length else None
+        if not revisits and following in seen:
             raw = 0.0
         if position == length - 1:
             rewards.append(eval_score if eval_score is not None else raw)

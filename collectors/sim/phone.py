@@ -21,8 +21,8 @@ counts as one tap.
 
 from __future__ import annotations
 
-import copy
 import logging
+import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -67,6 +67,13 @@ class StepOutcome:
     result: str = ""
 
 
+def _copy_state(state: PhoneState) -> PhoneState:
+    """A deep copy. The state is plain dataclasses, lists and dicts, which a pickle round
+    trip copies about 4x faster than `copy.deepcopy`; the step judge copies several states
+    per step, so this was a third of a rollout's time."""
+    return pickle.loads(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
+
+
 class Phone:
     """One simulated device. ``state`` may be changed directly (task set-up does); call
     :meth:`invalidate` afterwards so the next screenshot shows the change."""
@@ -80,11 +87,11 @@ class Phone:
 
     @classmethod
     def from_snapshot(cls, snapshot: PhoneState, seed: int = 0) -> Phone:
-        return cls(seed, state=copy.deepcopy(snapshot))
+        return cls(seed, state=_copy_state(snapshot))
 
     def snapshot(self) -> PhoneState:
         """A deep copy of the whole state (for the step judge, or to branch a rollout)."""
-        return copy.deepcopy(self.state)
+        return _copy_state(self.state)
 
     def clone(self) -> Phone:
         return Phone.from_snapshot(self.state, self.seed)

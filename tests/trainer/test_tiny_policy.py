@@ -14,6 +14,7 @@ from episodelake.collectors.sim.tasks import get_task
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.policies.tiny import (
     CELLS,
+    POINT_VERBS,
     VERBS,
     TinyConfig,
     TinyPolicy,
@@ -76,8 +77,13 @@ def test_every_response_it_writes_scores_back_to_its_choice(screen):
         assert VERBS[item.verb].split("_")[0] in sample.response or VERBS[item.verb] in (
             "back", "home", "enter")
     scored = policy.score(prepared)
-    assert scored.logp.shape == (40, 1) and bool((scored.mask == 1).all())
-    assert bool((scored.logp < 0).all()) and bool(torch.isfinite(scored.entropy).all())
+    assert scored.logp.shape == (40, 2) and bool((scored.mask[:, 0] == 1).all())
+    with_argument = [VERBS[item.verb] in (*POINT_VERBS, "type", "open") for item in prepared]
+    assert scored.mask[:, 1].bool().tolist() == with_argument  # the argument is its own token
+    assert any(with_argument) and not all(with_argument)
+    assert bool((scored.logp[scored.mask == 1] < 0).all())
+    assert bool((scored.logp[scored.mask == 0] == 0).all())
+    assert bool(torch.isfinite(scored.entropy).all())
 
 
 def test_foreign_actions_are_left_unscored(screen):
@@ -107,7 +113,7 @@ def test_the_advantage_sign_moves_the_action_probability(screen, sign):
     grads = [p.grad for p in policy.module.parameters() if p.grad is not None]
     assert grads and all(bool(torch.isfinite(g).all()) for g in grads)
     optimizer.step()
-    change = policy.score(prepared).logp.detach()[0, 0] - before[0, 0]
+    change = policy.score(prepared).logp.detach()[0].sum() - before[0].sum()
     assert change * sign > 0
 
 

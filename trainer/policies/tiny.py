@@ -7,7 +7,8 @@ Outputs, read as one structured action:
 - an action *verb* (click, long press, four swipes, type, open, back, home, enter, wait,
   terminate);
 - for click and long press, a cell of a 9x30 grid over the screen: a heat map from the
-  convolutional features (modulated by the goal, FiLM-style) plus a goal-conditioned prior;
+  convolutional features (modulated by the goal, FiLM-style) plus a goal-conditioned prior
+  that is a row term plus a column term;
 - for type, one of the goal's word spans (quoted text first): the span is scored by its
   context in the goal (the words around it, its length, whether it is quoted), so a value
   never seen in training is typed where its context says;
@@ -16,8 +17,8 @@ Outputs, read as one structured action:
 
 The action is written as MAI-UI tool-call text (`format_tool_call`), so it travels through
 the same parser, recorder and lake as a VLM's response. To learn, the recorded response is
-parsed back to its structured choice and scored as one "token" whose log-probability is
-log p(verb) + log p(argument | verb).
+parsed back to its structured choice and scored as two "tokens", log p(verb) and
+log p(argument | verb), each with its own PPO ratio (see `TinyPolicy.score`).
 """
 
 from __future__ import annotations
@@ -194,7 +195,11 @@ class TinyNet(nn.Module):
         with torch.no_grad():
             self.verb.bias.copy_(torch.tensor([VERB_PRIOR.get(verb, 0.0) for verb in VERBS]))
         self.heat = nn.Conv2d(c2, len(POINT_VERBS), 1)
-        self.cell_prior = nn.Linear(h, len(POINT_VERBS) * CELLS)
+        # The goal's and history's say on where to tap, as a row term plus a column term: a
+        # reward for tapping one cell of a full-width row raises the whole row, so a list
+        # entry is learned from a few taps instead of one tap per cell.
+        self.row_prior = nn.Linear(h, len(POINT_VERBS) * GRID_H)
+        self.col_prior = nn.Linear(h, len(POINT_VERBS) * GRID_W)
         self.span_query = nn.Linear(h, d)
         self.span_features = nn.EmbeddingBag(config.buckets, d, mode="sum")
         self.app_query = nn.Linear(h, d)
@@ -208,8 +213,9 @@ class TinyNet(nn.Module):
         gamma, beta = self.film(context).chunk(2, dim=1)
         features = F.relu(features * (1 + gamma[:, :, None, None]) + beta[:, :, None, None])
         state = self.trunk(torch.cat([context, self.layout(features)], dim=1))
-        cells = self.heat(features).flatten(2) + self.cell_prior(state).view(
-            -1, len(POINT_VERBS), CELLS)
+        rows = self.row_prior(state).view(-1, len(POINT_VERBS), GRID_H, 1)
+        cols = self.col_prior(state).view(-1, len(POINT_VERBS), 1, GRID_W)
+        cells = (self.heat(features) + rows + cols).flatten(2)
         spans = self.span_features(batch["span_ids"], batch["span_offsets"])
         span_scores = torch.full(batch["span_mask"].shape, float("-inf"))
         span_scores[batch["span_mask"]] = (
@@ -345,27 +351,36 @@ class TinyPolicy:
     # --- learning ----------------------------------------------------------------------------
 
     def score(self, prepared: Sequence[Encoded]) -> TokenLogProbs:
+        """Two tokens per step, as a VLM's response has one per decision: the verb, then its
+        argument (a cell, a span, an app; masked out for verbs without one). Each gets its
+        own PPO ratio and clip, so a rare good argument (one row of the grid) can gain
+        probability at the same pace as its verb instead of sharing one clipped ratio."""
         batch = collate(prepared)
         out = self.module(batch)
-        verbs = batch["verb"].clamp(min=0)
+        verbs, arguments = batch["verb"], batch["argument"]
         verb_logp = F.log_softmax(out["verb"], dim=1)
-        verb_p = verb_logp.exp()
-        logp = verb_logp.gather(1, verbs[:, None])[:, 0]
-        entropy = -(verb_p * verb_logp).sum(dim=1)
-        arguments = batch["argument"]
+        logp = verb_logp.gather(1, verbs.clamp(min=0)[:, None])[:, 0]
+        entropy = -(verb_logp.exp() * verb_logp).sum(dim=1)
+        arg_logp = torch.zeros_like(logp)
+        arg_entropy = torch.zeros_like(logp)
+        has_argument = torch.zeros_like(verbs, dtype=torch.bool)
         for index, verb in enumerate(VERBS):
             logits = self._argument_logits(out, verb)
             if logits is None:
                 continue
-            arg_logp = F.log_softmax(logits, dim=1)
-            arg_entropy = -(arg_logp.exp() * arg_logp.nan_to_num(neginf=0.0)).sum(dim=1)
-            entropy = entropy + verb_p[:, index] * arg_entropy
-            chosen = (batch["verb"] == index) & (arguments >= 0)
-            picked = arg_logp.gather(1, arguments.clamp(0, logits.shape[1] - 1)[:, None])[:, 0]
-            logp = logp + torch.where(chosen, picked, torch.zeros_like(picked))
-        mask = (batch["verb"] >= 0).float()
-        logp = torch.where(mask > 0, logp, torch.zeros_like(logp))
-        return TokenLogProbs(logp[:, None], mask[:, None], entropy[:, None])
+            chosen = (verbs == index) & (arguments >= 0)
+            if not bool(chosen.any()):
+                continue
+            log_probs = F.log_softmax(logits, dim=1)
+            picked = log_probs.gather(1, arguments.clamp(0, logits.shape[1] - 1)[:, None])[:, 0]
+            spread = -(log_probs.exp() * log_probs.nan_to_num(neginf=0.0)).sum(dim=1)
+            arg_logp = torch.where(chosen, picked, arg_logp)
+            arg_entropy = torch.where(chosen, spread, arg_entropy)
+            has_argument |= chosen
+        scored = verbs >= 0
+        mask = torch.stack([scored, scored & has_argument], dim=1).float()
+        logp = torch.stack([logp, arg_logp], dim=1).masked_fill(mask == 0, 0.0)
+        return TokenLogProbs(logp, mask, torch.stack([entropy, arg_entropy], dim=1))
 
     def stats(self) -> dict[str, float]:
         return {}
