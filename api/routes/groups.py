@@ -26,6 +26,7 @@ from episodelake.lake.layout import check_id
 
 router = APIRouter(tags=["groups"])
 ADVANTAGES_MODULE = "episodelake.trainer.advantages"
+CONFIG_MODULE = "episodelake.trainer.config"
 
 
 def discounted_returns(rewards: list[float], gamma: float) -> list[float]:
@@ -41,12 +42,14 @@ def trainer_values(lake: Lake, group_id: str, gamma: float) -> tuple[dict[tuple[
     """(episode_id, step) -> the trainer's row (advantage, discounted_return), or None and why.
 
     The trainer's GiGPO query is the definition the training loop uses, so the page shows
-    exactly the numbers a training step would see for this group (its default knobs).
+    exactly the numbers a training step would see for this group (`elake train`'s default
+    knobs, with this gamma).
     """
     try:
         module = importlib.import_module(ADVANTAGES_MODULE)
+        config = importlib.import_module(CONFIG_MODULE).TrainConfig(gamma=gamma)
     except ModuleNotFoundError as exc:
-        if exc.name not in (ADVANTAGES_MODULE, "episodelake.trainer"):
+        if exc.name not in (ADVANTAGES_MODULE, CONFIG_MODULE, "episodelake.trainer"):
             raise
         return None, (f"{ADVANTAGES_MODULE} is not installed: returns are plain discounted "
                       "environment rewards and there are no advantages")
@@ -56,13 +59,15 @@ def trainer_values(lake: Lake, group_id: str, gamma: float) -> tuple[dict[tuple[
                      "JOIN episodes e USING (episode_id) WHERE e.group_id = ?", [group_id])
     con = duckdb.connect()
     try:
-        result = module.compute_advantages(con, steps=steps, episodes=episodes, gamma=gamma)
+        result = module.compute_advantages(con, steps=steps, episodes=episodes,
+                                           **config.advantage_options())
     except ValueError as exc:
         return None, f"the trainer could not compute advantages for this group: {exc}"
     finally:
         con.close()
     rows = {(r["episode_id"], r["step"]): r for r in result.table.to_pylist()}
-    return rows, f"GiGPO advantages and returns from {ADVANTAGES_MODULE} (mean_norm, gamma={gamma:g})"
+    return rows, (f"GiGPO advantages and returns from {ADVANTAGES_MODULE} with the trainer's "
+                  f"defaults ({config.mode}, gamma={gamma:g})")
 
 
 @router.get("/groups", response_model=list[GroupSummary])

@@ -42,6 +42,25 @@ def test_groups_degrade_without_the_trainer(lake, monkeypatch):
     assert values is None and "not installed" in note
 
 
+def test_group_page_shows_what_a_training_step_computes(lake):
+    """The page's advantages use `elake train`'s defaults, not the bare function's."""
+    import duckdb
+
+    from episodelake.trainer.advantages import compute_advantages
+    from episodelake.trainer.config import TrainConfig
+
+    values, note = groups.trainer_values(lake, "g-wifi_on", 0.9)
+    assert values and "trainer's defaults" in note and "gamma=0.9" in note
+    con = duckdb.connect()
+    episodes = lake.sql("SELECT * FROM episodes WHERE group_id = 'g-wifi_on'")
+    steps = lake.sql("SELECT s.* EXCLUDE (image) FROM steps s JOIN episodes e USING (episode_id) "
+                     "WHERE e.group_id = 'g-wifi_on'")
+    expected = compute_advantages(con, steps=steps, episodes=episodes,
+                                  **TrainConfig(gamma=0.9).advantage_options())
+    for row in expected.table.to_pylist():
+        assert values[(row["episode_id"], row["step"])]["advantage"] == row["advantage"]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -192,8 +192,15 @@ class TinyNet(nn.Module):
                                     nn.Linear(c2 * 15, d), nn.ReLU())
         self.trunk = nn.Sequential(nn.Linear(2 * d, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU())
         self.verb = nn.Linear(h, len(VERBS))
+        # A direct path from the history to the verb (zero at start): "the last action was
+        # open" must be able to veto another open on its own. Through the trunk alone, the
+        # reward for opening Settings at step 0 spilled over to step 1, where the tiny policy
+        # kept re-opening the app it was already in instead of tapping.
+        self.verb_history = nn.Linear(HISTORY_DIM, len(VERBS))
         with torch.no_grad():
             self.verb.bias.copy_(torch.tensor([VERB_PRIOR.get(verb, 0.0) for verb in VERBS]))
+            self.verb_history.weight.zero_()
+            self.verb_history.bias.zero_()
         self.heat = nn.Conv2d(c2, len(POINT_VERBS), 1)
         # The goal's and history's say on where to tap, as a row term plus a column term: a
         # reward for tapping one cell of a full-width row raises the whole row, so a list
@@ -208,7 +215,8 @@ class TinyNet(nn.Module):
 
     def forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         goal = self.words(batch["words"], batch["word_offsets"])
-        context = self.context(torch.cat([goal, self.history(batch["history"])], dim=1))
+        history = batch["history"]
+        context = self.context(torch.cat([goal, self.history(history)], dim=1))
         features = self.conv(batch["images"])
         gamma, beta = self.film(context).chunk(2, dim=1)
         features = F.relu(features * (1 + gamma[:, :, None, None]) + beta[:, :, None, None])
@@ -223,7 +231,8 @@ class TinyNet(nn.Module):
         named = batch["app_in_goal"]
         apps = torch.where(named.sum(dim=1, keepdim=True) > 0, self.app_named * named,
                            self.app_query(state) @ self.apps.weight.T)
-        return {"verb": self.verb(state), "cells": cells, "spans": span_scores, "apps": apps}
+        verbs = self.verb(state) + self.verb_history(history)
+        return {"verb": verbs, "cells": cells, "spans": span_scores, "apps": apps}
 
 
 class TinyPolicy:
