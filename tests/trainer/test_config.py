@@ -13,10 +13,11 @@ from episodelake.trainer.config import ConfigError, TrainConfig, add_arguments, 
 
 def test_defaults_depend_on_the_policy(tmp_path):
     tiny = TrainConfig()
-    assert (tiny.lr, tiny.threads, tiny.clip_eps_high) == (2e-3, 1, 0.5)
+    assert (tiny.lr, tiny.threads, tiny.clip_eps_high, tiny.entropy_coef) == (3e-3, 1, 1.0, 0.01)
     (tmp_path / "config.json").write_text("{}")
     vlm = TrainConfig(policy="vlm", model_path=str(tmp_path))
-    assert (vlm.lr, vlm.threads, vlm.clip_eps_high) == (1e-6, 0, 0.28)
+    assert (vlm.lr, vlm.threads, vlm.clip_eps_high, vlm.entropy_coef) == (1e-6, 0, 0.28, 0.001)
+    assert TrainConfig(entropy_coef=0.0).entropy_coef == 0.0  # an explicit 0 is kept
 
 
 @pytest.mark.parametrize(("settings", "names"), [

@@ -1,7 +1,8 @@
 """TinyPolicy: a small torch network that acts on the simulated phone and learns on a CPU.
 
 Inputs: the screenshot downsampled to 36x120 greyscale, the goal as a hashed bag of words
-and word pairs, and the history as the step number and the counts of the actions taken.
+and word pairs, the history as the step number and the counts of the actions taken, and
+each goal word paired with the step number (a lookup straight to the action's logits).
 Outputs, read as one structured action:
 
 - an action *verb* (click, long press, four swipes, type, open, back, home, enter, wait,
@@ -105,6 +106,7 @@ class Encoded:
 
     image: torch.Tensor  # [1, IMAGE_H, IMAGE_W]
     words: list[int]
+    step_words: list[int]  # the goal's words paired with the step number
     history: torch.Tensor  # [HISTORY_DIM]
     spans: list[Span]
     span_features: list[list[int]]
@@ -197,10 +199,18 @@ class TinyNet(nn.Module):
         # reward for opening Settings at step 0 spilled over to step 1, where the tiny policy
         # kept re-opening the app it was already in instead of tapping.
         self.verb_history = nn.Linear(HISTORY_DIM, len(VERBS))
+        # A lookup from (goal word, step) to the verb, row and column logits (zero at start).
+        # The network cannot read the screen's text, so where to tap for "Wi-Fi" at step 1
+        # is memorised; through shared features alone, the first task family learned (say,
+        # Do Not Disturb's row) was tapped for every goal. Words, not whole goals, key it, so
+        # "airplane mode off" reuses what "airplane mode on" learned.
+        self.step_words = nn.EmbeddingBag(config.buckets, len(VERBS) + len(POINT_VERBS) * (
+            GRID_H + GRID_W), mode="sum")
         with torch.no_grad():
             self.verb.bias.copy_(torch.tensor([VERB_PRIOR.get(verb, 0.0) for verb in VERBS]))
             self.verb_history.weight.zero_()
             self.verb_history.bias.zero_()
+            self.step_words.weight.zero_()
         self.heat = nn.Conv2d(c2, len(POINT_VERBS), 1)
         # The goal's and history's say on where to tap, as a row term plus a column term: a
         # reward for tapping one cell of a full-width row raises the whole row, so a list
@@ -221,8 +231,11 @@ class TinyNet(nn.Module):
         gamma, beta = self.film(context).chunk(2, dim=1)
         features = F.relu(features * (1 + gamma[:, :, None, None]) + beta[:, :, None, None])
         state = self.trunk(torch.cat([context, self.layout(features)], dim=1))
-        rows = self.row_prior(state).view(-1, len(POINT_VERBS), GRID_H, 1)
-        cols = self.col_prior(state).view(-1, len(POINT_VERBS), 1, GRID_W)
+        lookup = self.step_words(batch["step_words"], batch["step_word_offsets"])
+        verb_lookup, row_lookup, col_lookup = lookup.split(
+            [len(VERBS), len(POINT_VERBS) * GRID_H, len(POINT_VERBS) * GRID_W], dim=1)
+        rows = (self.row_prior(state) + row_lookup).view(-1, len(POINT_VERBS), GRID_H, 1)
+        cols = (self.col_prior(state) + col_lookup).view(-1, len(POINT_VERBS), 1, GRID_W)
         cells = (self.heat(features) + rows + cols).flatten(2)
         spans = self.span_features(batch["span_ids"], batch["span_offsets"])
         span_scores = torch.full(batch["span_mask"].shape, float("-inf"))
@@ -231,7 +244,7 @@ class TinyNet(nn.Module):
         named = batch["app_in_goal"]
         apps = torch.where(named.sum(dim=1, keepdim=True) > 0, self.app_named * named,
                            self.app_query(state) @ self.apps.weight.T)
-        verbs = self.verb(state) + self.verb_history(history)
+        verbs = self.verb(state) + self.verb_history(history) + verb_lookup
         return {"verb": verbs, "cells": cells, "spans": span_scores, "apps": apps}
 
 
@@ -328,9 +341,12 @@ class TinyPolicy:
         if not spans:
             raise ValueError(f"goal: {goal!r} has no words to act on")
         present = set(words)
+        step = min(len(history), STEP_BUCKETS - 1)
         return Encoded(
             image=pixels.view(1, IMAGE_H, IMAGE_W).float() / 255.0,
             words=[_bucket(t, buckets) for t in tokens] or [_bucket("<empty>", buckets)],
+            step_words=[_bucket(f"{w}@{step}", buckets) for w in words]
+            or [_bucket(f"<empty>@{step}", buckets)],
             history=self._history_vector(history),
             spans=spans,
             span_features=[[_bucket(f, buckets) for f in span.features] for span in spans],
@@ -447,6 +463,7 @@ class _TinyFactory:
 def collate(items: Sequence[Encoded]) -> dict[str, torch.Tensor]:
     """Stack encoded observations; spans are padded to the longest list (mask marks real)."""
     words = [torch.tensor(item.words) for item in items]
+    step_words = [torch.tensor(item.step_words) for item in items]
     span_ids = [torch.tensor(ids) for item in items for ids in item.span_features]
     longest = max((len(item.spans) for item in items), default=0)
     span_mask = torch.zeros(len(items), max(longest, 1), dtype=torch.bool)
@@ -458,6 +475,8 @@ def collate(items: Sequence[Encoded]) -> dict[str, torch.Tensor]:
         "images": torch.stack([item.image for item in items]),
         "words": torch.cat(words),
         "word_offsets": _offsets(words),
+        "step_words": torch.cat(step_words),
+        "step_word_offsets": _offsets(step_words),
         "history": torch.stack([item.history for item in items]),
         "span_ids": torch.cat(span_ids) if span_ids else torch.zeros(0, dtype=torch.long),
         "span_offsets": _offsets(span_ids),
