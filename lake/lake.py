@@ -11,7 +11,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -114,6 +114,27 @@ class Lake:
             raise InvalidInput("steps() never returns image bytes; use image() or images()")
         t = self.dataset("steps").to_table(columns=cols, filter=f"episode_id = {_quote(episode_id)}")
         return t.sort_by("step") if "step" in cols else t
+
+    def episode_batch(self, episode_ids: Sequence[str], *,
+                      images: bool = False) -> tuple[pa.Table, pa.Table]:
+        """(episodes, steps) rows of these episodes, steps with screenshot bytes in `image`
+        when asked (null where one was lost). The filter is pushed into Lance, so the cost
+        follows the batch, not the lake: a trainer that registered whole tables and filtered
+        in SQL read every stored screenshot each iteration, slower as the lake grew."""
+        for episode_id in episode_ids:
+            layout.check_id(episode_id, "episode_id")
+        if not episode_ids:
+            raise InvalidInput("episode_ids: give at least one episode")
+        where = f"episode_id IN ({', '.join(_quote(e) for e in episode_ids)})"
+        episodes = self.dataset("episodes").to_table(filter=where)
+        ds = self.dataset("steps")
+        columns = [c for c in schema.columns("steps") if c not in schema.IMAGE_COLUMNS["steps"]]
+        steps = ds.to_table(columns=columns, filter=where, with_row_id=True)
+        if images:
+            blobs = ds.take_blobs("image", ids=steps["_rowid"].to_pylist())
+            steps = steps.append_column("image", pa.array(
+                [None if blob is None else blob.read() for blob in blobs], pa.large_binary()))
+        return episodes, steps.drop_columns(["_rowid"])
 
     def _step_rowid(self, episode_id: str, step: int) -> int:
         layout.check_id(episode_id, "episode_id")

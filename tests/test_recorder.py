@@ -47,6 +47,28 @@ def test_episode_round_trip(rec, lake):
     assert lake.image(ep.episode_id, 0) == (png, "png")  # stored byte for byte
 
 
+def test_episode_batch_reads_only_those_episodes_with_their_screenshots(rec, lake):
+    ids = []
+    for k in range(3):
+        with rec.start_episode("wifi_on", "Turn on Wi-Fi", group_id="g1") as ep:
+            for t in range(2):
+                ep.log_step(screenshot(10 * k + t), response("click"))
+            ep.finish(success=False)
+        ids.append(ep.episode_id)
+    rec.flush()
+    episodes, steps = lake.episode_batch(ids[:2], images=True)
+    assert sorted(episodes["episode_id"].to_pylist()) == sorted(ids[:2])
+    assert steps.num_rows == 4 and set(steps["episode_id"].to_pylist()) == set(ids[:2])
+    for row in steps.to_pylist():
+        assert row["image"] == lake.image(row["episode_id"], row["step"])[0]
+    _, bare = lake.episode_batch(ids[2:])
+    assert "image" not in bare.column_names and bare.num_rows == 2
+    with pytest.raises(InvalidInput, match="episode_id"):
+        lake.episode_batch(["../etc"])
+    with pytest.raises(InvalidInput, match="at least one"):
+        lake.episode_batch([])
+
+
 def test_pil_numpy_and_jpeg_inputs(rec, lake):
     jpeg = screenshot(3, fmt="JPEG")
     ep = rec.start_episode("t", "g")

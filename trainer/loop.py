@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 import torch
 from tqdm import tqdm
 
@@ -42,7 +41,6 @@ from episodelake.collectors.rollout import Observation, RolloutReport, RolloutSp
 from episodelake.collectors.sim import tasks as sim_tasks
 from episodelake.lake import Lake
 from episodelake.lake.layout import check_id
-from episodelake.lake.sql import register_views
 from episodelake.trainer import checkpoint
 from episodelake.trainer.advantages import AdvantageResult, compute_advantages
 from episodelake.trainer.config import RESUMABLE, ConfigError, TrainConfig
@@ -255,7 +253,6 @@ WITH batch_steps AS (
            coalesce(list(s.model_response) OVER earlier, []) AS history
            {history_images}
     FROM steps s
-    WHERE s.episode_id IN (SELECT episode_id FROM batch_episodes)
     WINDOW earlier AS (PARTITION BY s.episode_id ORDER BY s.step
                        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
            shown AS (PARTITION BY s.episode_id ORDER BY s.step
@@ -271,21 +268,20 @@ ORDER BY b.episode_id, b.step
 
 def step_advantages(lake: Lake, report: RolloutReport, config: TrainConfig,
                     history_length: int) -> tuple[AdvantageResult, list[Sample]]:
-    """The batch's advantages (SQL over the lake) and the steps to learn from, joined."""
+    """The batch's advantages (SQL over the batch's rows) and the steps to learn from."""
+    episodes, steps_table = lake.episode_batch(
+        [episode.episode_id for episode in report.episodes], images=True)
     con = duckdb.connect()
     try:
-        register_views(con, lake.datasets(), _SAMPLES_SQL)  # episodes, steps with images
-        con.register("batch_episodes", pa.table(
-            {"episode_id": [episode.episode_id for episode in report.episodes]}))
+        con.register("episodes", episodes)
+        con.register("steps", steps_table)
         steps = "steps"
         if not config.step_rewards:  # learn from the task's outcome only
             con.execute("CREATE TEMP VIEW outcome_steps AS "
                         "SELECT * REPLACE (NULL::DOUBLE AS step_reward) FROM steps")
             steps = "outcome_steps"
-        result = compute_advantages(
-            con, steps=steps, episodes="episodes",
-            where="episode_id IN (SELECT episode_id FROM batch_episodes)",
-            **config.advantage_options())
+        result = compute_advantages(con, steps=steps, episodes="episodes",
+                                    **config.advantage_options())
         con.register("advantages", result.table)
         images = (", coalesce(list(s.image) OVER shown, []) AS history_images"
                   if history_length else "")
