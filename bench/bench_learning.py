@@ -4,9 +4,9 @@ Each algorithm trains its own TinyPolicy from the same initial weights, on the s
 (the easy templates' training share), with the same rollout seeds and the same number of
 episodes. The two runs go side by side, one process and one CPU core each (the tiny policy
 trains on one thread), so each curve is what one core does in the elapsed time; `--serial`
-runs them one after the other instead. Before training and after every update, the policy plays the held-out easy tasks
-(unseen parameter values of the same templates) on the same phones; the success rate there
-is the learning curve. Both curves are printed side by side, then one summary line per
+runs them one after the other instead. Before training and after every update, the policy
+plays the held-out easy tasks (unseen parameter values of the same templates) on the same
+phones; the success rate there is the learning curve. Both curves are printed side by side, then one summary line per
 algorithm. Targets: held-out success from < 20% to > 60%; GiGPO >= GRPO at equal episodes.
 
     python bench/bench_learning.py            # default budget: about 25 minutes on 2 cores
@@ -58,7 +58,7 @@ def initial_success(lake: Lake, config: TrainConfig) -> float:
 
 def run(algo: str, settings: dict, folder: Path, verbose: bool = False) -> dict:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
-                        format=f"%(levelname)s {algo}: %(message)s")
+                        format=f"%(levelname)s {algo}: %(message)s", force=True)  # --serial
     config = TrainConfig(algo=algo, run_id=f"bench-{algo}", **settings)
     lake = Lake(folder / algo)
     started = time.perf_counter()

@@ -34,8 +34,10 @@ can then farm it in a loop (open Settings: 1, back: 0, open Settings: 1, ...) an
 loop instead of the task. With revisits unpaid, an intermediate row's raw reward counts as 0
 when the next row's ``anchor_key`` already occurred at this row or an earlier one of the
 episode: the step led back to a state the episode had been in, so each state's progress is
-paid once. Rows without anchor keys are paid as usual; the last row is the evaluation. ``episodes.episode_reward`` is not read: it is what
-the recorder was told, while R is recomputed from the steps so both paths agree.
+paid once. Rows without anchor keys are paid as usual; the last row is the evaluation.
+
+``episodes.episode_reward`` is not read: it is what the recorder was told, while R is
+recomputed from the steps so both paths agree.
 
 Invalid actions (``steps.action_valid`` false; null counts as valid) cost ``invalid_penalty``,
 subtracted from that step's row in both terms, as the reference does::
@@ -140,8 +142,8 @@ class AdvantageResult:
     `table`: one row per kept step (OUTPUT_COLUMNS; ``discounted_return`` is G_t after the
     invalid penalty, ``reward`` the r_t used), in no particular order: join on
     (episode_id, step), or sort (sorting a million rows costs as much as the computation).
-    Group ids and anchor keys are left out: they are the caller's own columns, and turning
-    two more strings per row into Arrow cost a fifth of the query.
+    Group ids and anchor keys are left out: they are the caller's own columns, and each
+    would be one more string per row to turn into Arrow.
     `group_summary`: one row per episode group, dropped ones included (``dropped``).
     `anchor_group_sizes`: over kept rows, how many anchor groups have each size and how many
     steps sit in them. `stats`: the headline numbers, ready to log as metrics.
@@ -291,15 +293,15 @@ def compute_advantages(
         used = {name: value for name, value in parameters.items() if f"${name}" in sql}
         rows = con.sql(sql, params=used).to_arrow_table()
         _check_span(rows, config.gamma)
-        ungrouped = con.sql(
-            f"SELECT count(*) FROM {episodes_sql} WHERE group_id IS NULL AND {selected}"
-        ).fetchall()[0][0]
-        # gid is the dense rank of group_id: row gid - 1 of the sorted distinct ids.
-        group_ids = con.sql(
-            f"SELECT DISTINCT group_id FROM {episodes_sql} "
-            f"WHERE group_id IS NOT NULL AND {selected} ORDER BY group_id"
-        ).to_arrow_table()["group_id"]
-    return AdvantageResult(rows, group_ids, ungrouped)
+        # One pass over the episodes: the sorted group ids (gid is the dense rank of group_id,
+        # so group gid is row gid - 1) and, in the null group, the episodes without one.
+        groups = con.sql(
+            f"SELECT group_id, count(*) AS episodes FROM {episodes_sql} WHERE {selected} "
+            "GROUP BY group_id ORDER BY group_id NULLS LAST"
+        ).to_arrow_table()
+    grouped = groups.filter(pc.is_valid(groups["group_id"]))
+    ungrouped = groups["episodes"][-1].as_py() if grouped.num_rows < groups.num_rows else 0
+    return AdvantageResult(rows, grouped["group_id"], ungrouped)
 
 
 @contextmanager

@@ -1,8 +1,8 @@
 r"""The policy-gradient loss: PPO's clipped surrogate on per-token log-probabilities.
 
 Every policy scores a recorded action as a row of "tokens": a VLM's response tokens, or the
-TinyPolicy's one structured choice. For token t of step i, with advantage A_i (the same for
-all tokens of the step, as GiGPO and GRPO broadcast it) and ratio
+TinyPolicy's two decisions (the verb, then its argument). For token t of step i, with
+advantage A_i (the same for all tokens of the step, as GiGPO and GRPO broadcast it) and ratio
 rho = exp(log pi(t) - log pi_old(t))::
 
     L_clip = -min(rho * A_i, clip(rho, 1 - eps, 1 + eps_high) * A_i)

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from episodelake.api.app import create_app
 from episodelake.api.routes import groups
@@ -57,8 +58,9 @@ def test_group_page_shows_what_a_training_step_computes(lake):
                      "WHERE e.group_id = 'g-wifi_on'")
     expected = compute_advantages(con, steps=steps, episodes=episodes,
                                   **TrainConfig(gamma=0.9).advantage_options())
-    for row in expected.table.to_pylist():
-        assert values[(row["episode_id"], row["step"])]["advantage"] == row["advantage"]
+    for row in expected.table.to_pylist():  # DuckDB's parallel sums vary in the last bit
+        got = values[(row["episode_id"], row["step"])]["advantage"]
+        assert got == pytest.approx(row["advantage"], rel=1e-12, abs=1e-12)
 
 
 def free_port() -> int:

@@ -50,7 +50,8 @@ def test_two_iterations_record_episodes_metrics_and_a_checkpoint(lake):
 
 
 def test_samples_join_advantages_to_the_recorded_steps(lake):
-    config = small(iterations=1, eval_repeats=0, holdout=0.0)
+    # revisits paid: every intermediate row's reward is then the judge's score as recorded
+    config = small(iterations=1, eval_repeats=0, holdout=0.0, revisit_rewards=True)
     policy = loop.build_policy(config)
     report = loop.rollout(lake, policy, ["wifi_on"], config, run_id="j", version="0",
                           batch="b", seed=1, progress=False)
