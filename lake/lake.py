@@ -11,7 +11,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -42,19 +42,28 @@ class Lake:
             tables.ensure_tables(self.path)
         elif not layout.table_path(self.path, "steps").exists():
             raise NotFound(f"no lake at {self.path}: create one with `elake demo` or by recording into it")
-        self._cache: dict[str, tuple[float, lance.LanceDataset]] = {}
+        #: table -> (when the check for a newer version started, dataset, when it ended)
+        self._cache: dict[str, tuple[float, lance.LanceDataset, float]] = {}
         self._sql: lake_sql.SqlEngine | None = None
         self._cache_lock = threading.Lock()
+        #: called with the table's name after each `upsert` (the server compacts on its own
+        #: through this); a listener must return at once
+        self.write_listeners: list[Callable[[str], None]] = []
 
     # -- datasets ----------------------------------------------------------------------
     def dataset(self, table: str) -> lance.LanceDataset:
+        return self._resolve(table)[0]
+
+    def _resolve(self, table: str, checked_after: float = float("-inf")) -> tuple[lance.LanceDataset, float]:
+        """(dataset, when its version check ended). A cached handle serves only if its check
+        began less than `refresh_s` ago and not before `checked_after`."""
         if table not in schema.TABLES:
             raise InvalidInput(f"unknown table {table!r}; tables: {', '.join(schema.TABLES)}")
         now = time.monotonic()
         with self._cache_lock:
             hit = self._cache.get(table)
-            if hit and (self.tag is not None or now - hit[0] < self.refresh_s):
-                return hit[1]
+            if hit and (self.tag is not None or (now - hit[0] < self.refresh_s and hit[0] >= checked_after)):
+                return hit[1], hit[2]
         if self.tag is not None:
             try:
                 ds = tables.open_table(self.path, table, version=self.tag)
@@ -67,12 +76,22 @@ class Lake:
                 ds = ds.checkout_version(latest)
         else:
             ds = tables.open_table(self.path, table)
+        checked = time.monotonic()
         with self._cache_lock:
-            self._cache[table] = (now, ds)
-        return ds
+            self._cache[table] = (now, ds, checked)
+        return ds, checked
 
     def datasets(self) -> dict[str, lance.LanceDataset]:
-        return {t: self.dataset(t) for t in schema.TABLES}
+        """Every table at versions that agree: no step without its episode, no member
+        without its set. Tables are resolved in `tables.SNAPSHOT_ORDER` (steps before
+        episodes; writers commit the other way round), and a table is never served from a
+        cache checked before a table resolved ahead of it was checked."""
+        out = {}
+        checked = float("-inf")
+        for table in tables.SNAPSHOT_ORDER:
+            out[table], ended = self._resolve(table, checked_after=checked)
+            checked = max(checked, ended)
+        return {t: out[t] for t in schema.TABLES}
 
     def invalidate(self, table: str | None = None) -> None:
         with self._cache_lock:
@@ -186,6 +205,8 @@ class Lake:
         self.check_writable()
         tables.commit(self.path, table, schema.conform(table, rows), "upsert")
         self.invalidate(table)
+        for listener in self.write_listeners:
+            listener(table)
 
     def check_writable(self) -> None:
         if self.tag is not None:
@@ -196,7 +217,8 @@ class Lake:
         return {t: self.dataset(t).versions() for t in schema.TABLES}
 
     def current_versions(self) -> dict[str, int]:
-        return {t: self.dataset(t).version for t in schema.TABLES}
+        """The latest version of every table, as one consistent snapshot (see `datasets`)."""
+        return {t: ds.version for t, ds in self.datasets().items()}
 
     def tags(self) -> dict[str, dict[str, int]]:
         """tag -> {table: version}."""
@@ -236,32 +258,22 @@ class Lake:
         self.check_writable()
         report = {}
         for t in schema.TABLES:
-            ds = tables.open_table(self.path, t)
-            before = len(ds.get_fragments())
-            if before > 1:
-                ds.optimize.compact_files()
-            ds = tables.open_table(self.path, t)
-            key = schema.KEYS[t][0]
-            if ds.count_rows() > 0:
-                if any(i.name == f"{key}_idx" for i in ds.describe_indices()):
-                    ds.optimize.optimize_indices()
-                else:
-                    ds.create_scalar_index(key, "BTREE", name=f"{key}_idx")
-            removed = 0
-            if prune_older_than is not None:
-                stats = ds.cleanup_old_versions(older_than=prune_older_than,
-                                                error_if_tagged_old_versions=False)
-                removed = stats.old_versions
-            report[t] = {"fragments_before": before,
-                         "fragments_after": len(tables.open_table(self.path, t).get_fragments()),
+            # each step commits on its own and is retried when live writers commit first
+            before, _ = tables.compact(self.path, t)
+            tables.index_keys(self.path, t)
+            removed = tables.prune(self.path, t, prune_older_than) if prune_older_than is not None else 0
+            report[t] = {"fragments_before": before, "fragments_after": tables.fragment_count(self.path, t),
                          "versions_removed": removed}
         self.invalidate()
         return report
 
     def recover(self) -> dict:
-        """Replay dead writers' spools and check every table reads back."""
+        """Replay dead writers' spools and check every table reads back.
+
+        Needs free space for one spool segment at a time; with less, raises `StorageFull`
+        saying how much (nothing is lost, run it again once there is room)."""
         self.check_writable()
-        replayed = replay_orphans(self.path)
+        replay = replay_orphans(self.path)
         problems = {}
         for t in schema.TABLES:
             try:
@@ -269,7 +281,8 @@ class Lake:
             except (OSError, LakeError) as exc:
                 problems[t] = str(exc)
         self.invalidate()
-        return {"rows_replayed": replayed, "problems": problems}
+        return {"rows_replayed": replay.rows, "torn_tails": replay.torn_tails, "damaged": replay.damaged,
+                "problems": problems}
 
     def info(self) -> dict:
         out = {}

@@ -6,23 +6,29 @@ This module owns every call that changes a Lance dataset. Three commit kinds exi
   `merge_insert` on the table's key, inserting only keys not present;
 - `upsert`: rows that replace the stored row with the same key (episode updates, curation).
 
-Concurrent writers (other processes) can make a commit conflict; commits are retried with
-jittered exponential backoff, which is what Lance expects of its callers.
+Concurrent writers (other processes) can make a commit conflict; commits, compactions and
+index builds are retried with jittered exponential backoff, which is what Lance expects of its
+callers. Only Lance's conflicts are retried; a full disk is reported as `StorageFull`.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import logging
 import random
+import re
+import shutil
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 
 import lance
 import pyarrow as pa
 import pyarrow.compute as pc
+from lance.commit import CommitConflictError
 
 from episodelake.lake import layout, schema
 from episodelake.lake.errors import LakeError
@@ -30,6 +36,22 @@ from episodelake.lake.errors import LakeError
 log = logging.getLogger(__name__)
 
 MAX_COMMIT_ATTEMPTS = 12
+#: Room kept on top of a write's own bytes (manifest, transaction and deletion files).
+SPACE_SLACK_BYTES = 1 << 20
+
+#: The tables each table's rows refer to. Writers commit a table's referenced tables first
+#: (`COMMIT_ORDER`), and a consistent snapshot resolves tables the other way round
+#: (`SNAPSHOT_ORDER`): a step seen at the snapshot's `steps` version was committed after
+#: its episode row, so that row is in the `episodes` version resolved after it.
+REFERENCES: dict[str, tuple[str, ...]] = {
+    "steps": ("episodes",),
+    "set_members": ("sets", "episodes"),
+    "annotations": ("episodes", "steps"),
+}
+COMMIT_ORDER: tuple[str, ...] = ("episodes", "sets", "steps", "set_members", "annotations", "exports", "runs")
+SNAPSHOT_ORDER: tuple[str, ...] = tuple(reversed(COMMIT_ORDER))
+assert set(COMMIT_ORDER) == set(schema.TABLES) and all(
+    COMMIT_ORDER.index(p) < COMMIT_ORDER.index(t) for t, ps in REFERENCES.items() for p in ps)
 
 
 @contextmanager
@@ -80,21 +102,82 @@ def dedupe_last(table: pa.Table, keys: tuple[str, ...]) -> pa.Table:
     return table.take(pc.take(grouped["__i_max"], keep))
 
 
-def retry_commit(what: str, fn: Callable[[], object]) -> object:
-    """Run a commit, retrying Lance's commit conflicts with jittered exponential backoff."""
+_CONFLICT = re.compile(
+    r"retryable commit conflict|commit conflict for version|too many concurrent writ"
+    r"|preempted by (a )?concurrent", re.IGNORECASE)
+_NO_SPACE = re.compile(r"no space left on device|os error 28\b|disk quota exceeded|os error 122\b",
+                       re.IGNORECASE)
+
+
+def is_commit_conflict(exc: BaseException) -> bool:
+    """Whether `exc` is Lance refusing a commit because another writer committed first.
+
+    Our operations rebuild their transaction from the latest version on every try, so both
+    Lance's retryable conflicts and its "incompatible transaction" conflicts are worth a new
+    try. Any other OSError (a full disk, a missing file, an I/O error) is not retried:
+    matching "commit" in the text used to retry a full disk twelve times.
+    """
+    if isinstance(exc, CommitConflictError):
+        return True
+    return isinstance(exc, OSError) and _CONFLICT.search(str(exc)) is not None
+
+
+class CommitContention(LakeError):
+    """Concurrent writers kept winning: the operation changed nothing and can be run again."""
+
+    status = 503
+
+
+class StorageFull(LakeError):
+    """The lake's disk has no room for what is being written; nothing was lost."""
+
+    status = 507
+
+
+def retry_commit(what: str, fn: Callable[[], object], attempts: int = MAX_COMMIT_ATTEMPTS) -> object:
+    """Run a commit (or any Lance operation that commits: compaction, index builds),
+    retrying commit conflicts with jittered exponential backoff. `fn` must start from the
+    latest version each time it is called."""
     delay = 0.02
-    for attempt in range(1, MAX_COMMIT_ATTEMPTS + 1):
+    for attempt in range(1, attempts + 1):
         try:
             return fn()
-        except OSError as exc:  # Lance reports commit conflicts as OSError/IOError
-            text = str(exc).lower()
-            retryable = any(w in text for w in ("conflict", "retryable", "concurrent", "commit"))
-            if not retryable or attempt == MAX_COMMIT_ATTEMPTS:
+        except OSError as exc:
+            if not is_commit_conflict(exc):
                 raise
+            if attempt == attempts:
+                raise CommitContention(
+                    f"{what}: {attempts} tries lost to concurrent writers' commits ({exc}); "
+                    "nothing was changed, run it again"
+                ) from exc
             log.debug("%s: commit conflict (attempt %d), retrying: %s", what, attempt, exc)
             time.sleep(delay * (1 + random.random()))
             delay = min(delay * 2, 1.0)
     raise AssertionError("unreachable")
+
+
+def free_bytes(lake: Path) -> int:
+    return shutil.disk_usage(lake).free
+
+
+def require_space(lake: Path, needed: int, what: str) -> None:
+    """Refuse to start a write that cannot fit: `needed` bytes plus room for a manifest."""
+    needed += SPACE_SLACK_BYTES
+    free = free_bytes(lake)
+    if free < needed:
+        raise StorageFull(_full_message(lake, needed, free, what))
+
+
+def raise_if_full(lake: Path, exc: BaseException, needed: int, what: str) -> None:
+    """Turn Lance's "no space left on device" into `StorageFull` saying how much is needed."""
+    if _NO_SPACE.search(str(exc)) or getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT):
+        raise StorageFull(_full_message(lake, needed + SPACE_SLACK_BYTES, free_bytes(lake), what)) from exc
+
+
+def _full_message(lake: Path, needed: int, free: int, what: str) -> str:
+    return (f"{what} needs about {needed / 1e6:.1f} MB free on the lake's disk ({lake}); "
+            f"{free / 1e6:.1f} MB are free. Nothing was lost: free some space and run "
+            "`elake recover` (or open a writer) again")
 
 
 def commit(lake: Path, table: str, rows: pa.Table, kind: str) -> None:
@@ -118,3 +201,45 @@ def commit(lake: Path, table: str, rows: pa.Table, kind: str) -> None:
         builder.when_not_matched_insert_all().execute(rows)
 
     retry_commit(f"{kind} {table}", merge)
+
+
+def fragment_count(lake: Path, table: str) -> int:
+    return len(open_table(lake, table).get_fragments())
+
+
+def compact(lake: Path, table: str) -> tuple[int, int]:
+    """Merge small fragments (and rows deleted by upserts) into few; (before, after) counts.
+
+    Compaction is one Lance commit that concurrent writers can preempt; it is planned again
+    from the latest version and retried, like any commit.
+    """
+    before = fragment_count(lake, table)
+    if before > 1:
+        retry_commit(f"compact {table}", lambda: open_table(lake, table).optimize.compact_files())
+    return before, fragment_count(lake, table)
+
+
+def index_keys(lake: Path, table: str) -> None:
+    """Build the BTREE index on the table's first key column, or fold new rows into it."""
+    key = schema.KEYS[table][0]
+
+    def build() -> None:
+        ds = open_table(lake, table)
+        if ds.count_rows() == 0:
+            return
+        if any(i.name == f"{key}_idx" for i in ds.describe_indices()):
+            ds.optimize.optimize_indices()
+        else:
+            ds.create_scalar_index(key, "BTREE", name=f"{key}_idx", replace=True)
+
+    retry_commit(f"index {table}.{key}", build)
+
+
+def prune(lake: Path, table: str, older_than: timedelta) -> int:
+    """Remove untagged versions older than `older_than`; returns how many went."""
+    def cleanup() -> int:
+        stats = open_table(lake, table).cleanup_old_versions(
+            older_than=older_than, error_if_tagged_old_versions=False)
+        return stats.old_versions
+
+    return int(retry_commit(f"prune {table}", cleanup))

@@ -5,6 +5,11 @@ it returns loses nothing) and in an in-memory batch. Batches go to Lance as one 
 many rows, when they reach `batch_rows` rows or `batch_bytes` bytes, or are `max_age_s` old
 (a background thread watches age). Opening a writer first replays spools left by writers
 that died; the table keys make replays idempotent.
+
+A row that cannot reach the spool (a full disk) raises and is not recorded. A commit that
+fails (a full disk again, or the lake's disk briefly unwritable) loses nothing: its rows go
+back to pending, stay in the spool, and are retried in the background until the lake takes
+them, so a writer carries on by itself once space returns.
 """
 
 from __future__ import annotations
@@ -12,12 +17,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 
 from episodelake.lake import schema, spool, tables
+from episodelake.lake.errors import LakeError
 
 log = logging.getLogger(__name__)
 
@@ -40,32 +46,103 @@ class WriterOptions:
             raise ValueError("batch_rows must be >= 1 and max_age_s > 0")
 
 
+class CommitFailed(LakeError):
+    """Rows are safe in the spool but the lake did not take them (yet); they are retried."""
+
+    status = 503
+
+
+#: Rows waiting while commits fail may grow to this many batches before new rows are refused
+#: (unrecorded, with a clear error) instead of piling up in memory.
+BACKLOG_BATCHES = 4
+#: Longest wait between two tries of a failing background commit.
+MAX_RETRY_WAIT_S = 30.0
+
+
 class _Pending:
-    """Rows of one table waiting for a commit, and the spool segment that holds them."""
+    """Rows of one table waiting for a commit, and the spool segments that hold them."""
 
     def __init__(self, segment: spool.Segment):
-        self.segment = segment
+        self.segments = [segment]
         self.batches: list[pa.RecordBatch] = []
+        self.rows = 0
         self.bytes = 0
         self.since = time.monotonic()
+        #: a commit of these rows failed once: it may have landed after all, so the next
+        #: try of an append-only table deduplicates instead of appending blindly
+        self.failed = False
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        self.batches.append(batch)
+        self.rows += batch.num_rows
+        self.bytes += batch.nbytes
+
+    def absorb(self, later: _Pending) -> None:
+        """Put rows appended while these were being committed after them, in order."""
+        self.segments += later.segments
+        self.batches += later.batches
+        self.rows += later.rows
+        self.bytes += later.bytes
 
 
-def replay_orphans(lake: Path) -> int:
-    """Commit the rows of every dead writer's spool; returns the number of rows replayed."""
-    replayed = 0
+@dataclass
+class ReplayReport:
+    rows: int = 0
+    segments: int = 0
+    #: segments that ended in a torn record (a write that never returned: not acknowledged)
+    torn_tails: int = 0
+    #: one line per segment with unreadable bytes in its middle, naming where a copy is kept
+    damaged: list[str] = field(default_factory=list)
+    #: dead writers' folders left for a later replay, with the reason
+    deferred: list[str] = field(default_factory=list)
+
+
+def replay_orphans(lake: Path) -> ReplayReport:
+    """Commit the rows of every dead writer's spool, one segment at a time.
+
+    Each segment is committed and then deleted before the next is read, so a replay needs
+    free space for one segment's rows at a time; it checks for that room first and says how
+    much it needs when there is not enough (the spool is left as it was).
+    """
+    report = ReplayReport()
     for folder, lock in spool.orphaned(lake):
-        for path in spool.segments(folder):
-            rows, torn = spool.read_segment(path)
-            table = path.name.rsplit("-", 1)[0]
-            if torn:
-                log.warning("spool segment %s ends in a torn write; its last row was never acknowledged", path)
-            kind = "insert_missing" if table in schema.APPEND_ONLY else "upsert"
-            tables.commit(lake, table, rows, kind)
-            replayed += rows.num_rows
-            path.unlink()
-        spool.release(folder, lock)
-        log.info("replayed spool %s", folder.name)
-    return replayed
+        done = False
+        try:
+            for path in spool.segments(folder):
+                _replay_segment(lake, path, report)
+            done = True
+            log.info("replayed spool %s", folder.name)
+        finally:
+            spool.release(folder, lock, remove=done)
+    return report
+
+
+def _replay_segment(lake: Path, path: Path, report: ReplayReport) -> None:
+    found = spool.read_segment(path)
+    table = path.name.rsplit("-", 1)[0]
+    if found.rows.num_rows:
+        tables.require_space(lake, path.stat().st_size, f"replaying spool segment {path}")
+        kind = "insert_missing" if table in schema.APPEND_ONLY else "upsert"
+        try:
+            tables.commit(lake, table, found.rows, kind)
+        except OSError as exc:
+            tables.raise_if_full(lake, exc, path.stat().st_size, f"replaying spool segment {path}")
+            raise
+    report.rows += found.rows.num_rows
+    report.segments += 1
+    if found.torn_tail:
+        report.torn_tails += 1
+        log.warning("spool segment %s ends in %d bytes of a torn write (never acknowledged); dropped",
+                    path, found.torn_tail)
+    if found.skipped:
+        kept = spool.keep_damaged(lake, path)
+        where = ", ".join(f"{length} bytes at offset {offset}" for offset, length in found.skipped)
+        line = (f"spool segment {path} had unreadable bytes ({where}); its {found.rows.num_rows} "
+                f"valid row(s) were replayed and the file is kept at {kept}")
+        log.error(line)
+        report.damaged.append(line)
+    else:
+        path.unlink()
 
 
 class LakeWriter:
@@ -73,13 +150,21 @@ class LakeWriter:
         self.lake = Path(lake)
         self.options = options or WriterOptions()
         tables.ensure_tables(self.lake)
-        self.replayed = replay_orphans(self.lake)
+        try:
+            self.replay = replay_orphans(self.lake)
+        except tables.StorageFull as exc:
+            # another writer's leftovers must not stop this one: they stay for the next
+            # writer or `elake recover`
+            log.warning("left dead writers' spools for later: %s", exc)
+            self.replay = ReplayReport(deferred=[str(exc)])
+        self.replayed = self.replay.rows
         self._spool = spool.Spool(self.lake, fsync=self.options.durability == "machine")
         self._pending: dict[str, _Pending] = {}
         self._lock = threading.Lock()  # guards _pending
         self._commit_lock = threading.Lock()  # one commit at a time, in order
         self._closed = False
-        self._error: BaseException | None = None
+        #: the last commit failure, until a commit succeeds again
+        self.last_error: BaseException | None = None
         self.commits = 0
         self._stop = threading.Event()
         self._ager = threading.Thread(target=self._age_loop, name="lake-writer-age", daemon=True)
@@ -90,73 +175,131 @@ class LakeWriter:
         self.append_rows(table, [row])
 
     def append_rows(self, table: str, rows: list[dict]) -> None:
+        """Returns once every row is in the spool; raises (with none of them recorded) if
+        they cannot be: a full disk is `spool.SpoolWriteError`, a lake that keeps refusing
+        commits while rows pile up is `CommitFailed`."""
         if self._closed:
             raise RuntimeError("this LakeWriter is closed")
-        if self._error is not None:
-            raise RuntimeError(f"a background commit failed: {self._error}") from self._error
-        batch = schema.conform(table, rows).to_batches()
-        due = False
+        batches = schema.conform(table, rows).combine_chunks().to_batches()
+        if not batches or batches[0].num_rows == 0:
+            return
+        batch = batches[0]  # one record per call: it is in the spool whole, or not at all
+        self._check_backlog(table)
         with self._lock:
             pending = self._pending.get(table)
-            if pending is None:
-                pending = self._pending[table] = _Pending(self._spool.new_segment(table))
-            for b in batch:
-                pending.segment.append(b)
-                pending.batches.append(b)
-                pending.bytes += b.nbytes
-            due = (
-                pending.segment.rows >= self.options.batch_rows
-                or pending.bytes >= self.options.batch_bytes
-            )
+            if pending is None or pending.segments[-1].broken:
+                segment = self._spool.new_segment(table)
+                if pending is None:
+                    pending = self._pending[table] = _Pending(segment)
+                else:
+                    pending.segments.append(segment)
+            pending.segments[-1].append(batch)
+            pending.add(batch)
+            due = pending.rows >= self.options.batch_rows or pending.bytes >= self.options.batch_bytes
         if due:
+            try:
+                self._commit(only=table)
+            except Exception as exc:  # the rows are acknowledged: they wait for the next try
+                log.warning("commit of %s failed; its rows stay in the spool and are retried: %s", table, exc)
+
+    def _check_backlog(self, table: str) -> None:
+        """While commits fail, rows wait in memory and in the spool; past a bound, try once
+        more and refuse the new row if the lake still does not take commits."""
+        if self.last_error is None:
+            return
+        with self._lock:
+            pending = self._pending.get(table)
+            over = pending is not None and (
+                pending.rows >= BACKLOG_BATCHES * self.options.batch_rows
+                or pending.bytes >= BACKLOG_BATCHES * self.options.batch_bytes)
+        if not over:
+            return
+        try:
             self._commit(only=table)
+        except Exception as exc:
+            raise CommitFailed(
+                f"the lake at {self.lake} is not taking commits ({exc}); {pending.rows} {table} row(s) "
+                "wait in this writer's spool and are retried; this row was not recorded"
+            ) from exc
 
     # -- committing --------------------------------------------------------------------
     def flush(self) -> None:
-        """Commit everything appended so far."""
-        self._commit(only=None)
-        if self._error is not None:
-            raise RuntimeError(f"a background commit failed: {self._error}") from self._error
+        """Commit everything appended so far; raises `CommitFailed` if the lake does not
+        take it (the rows stay in the spool, retried in the background and by later flushes)."""
+        try:
+            self._commit(only=None)
+        except Exception as exc:
+            raise CommitFailed(f"commit to the lake at {self.lake} failed ({exc}); the rows stay in "
+                               "this writer's spool and are retried") from exc
 
     def _take(self, only: str | None, older_than: float | None = None) -> dict[str, _Pending]:
+        """Pending rows due for a commit, with the pending rows of every table they refer to
+        (an episode row goes with its steps), whatever their age."""
         with self._lock:
             now = time.monotonic()
-            taken = {
-                t: p
+            chosen = {
+                t
                 for t, p in self._pending.items()
                 if (only is None or t == only) and (older_than is None or now - p.since >= older_than)
             }
-            for t in taken:
-                del self._pending[t]
-            return taken
+            for t in list(chosen):
+                chosen.update(p for p in tables.REFERENCES.get(t, ()) if p in self._pending)
+            return {t: self._pending.pop(t) for t in chosen}
+
+    def _restore(self, taken: dict[str, _Pending]) -> None:
+        with self._lock:
+            for table, pending in taken.items():
+                pending.failed = True
+                later = self._pending.get(table)
+                if later is not None:
+                    pending.absorb(later)
+                self._pending[table] = pending
 
     def _commit(self, only: str | None, older_than: float | None = None) -> None:
+        """Commit due rows, referenced tables first (episodes before steps), so a reader that
+        sees a step always finds its episode. On a failure the failed table's rows, and
+        those of every table after it, go back to pending, in order; nothing is lost."""
         with self._commit_lock:
             taken = self._take(only, older_than)
-            # episodes before steps: a reader that sees a step can always find its episode
-            for table in sorted(taken, key=lambda t: t != "episodes"):
+            order = [t for t in tables.COMMIT_ORDER if t in taken]
+            for i, table in enumerate(order):
                 pending = taken[table]
                 rows = pa.Table.from_batches(pending.batches, schema=schema.TABLES[table])
                 if table in schema.APPEND_ONLY:
-                    kind = "insert_missing" if self.options.dedupe_steps else "append"
+                    dedupe = self.options.dedupe_steps or pending.failed
+                    kind = "insert_missing" if dedupe else "append"
                 else:
                     kind = "upsert"
-                tables.commit(self.lake, table, rows, kind)
+                try:
+                    tables.commit(self.lake, table, rows, kind)
+                except BaseException as exc:
+                    self._restore({t: taken[t] for t in order[i:]})
+                    self.last_error = exc
+                    raise
                 self.commits += 1
-                pending.segment.discard()
+                for segment in pending.segments:
+                    segment.discard()
+            if taken:
+                self.last_error = None
 
     def _age_loop(self) -> None:
+        """Commit rows that waited `max_age_s`; after a failure, retry with growing waits
+        (a full disk, a lake being repaired) until it works again."""
         interval = min(self.options.max_age_s / 2, 0.5)
-        while not self._stop.wait(interval):
+        wait = interval
+        while not self._stop.wait(wait):
             try:
                 self._commit(only=None, older_than=self.options.max_age_s)
-            except BaseException as exc:  # surfaced on the next append/flush, never swallowed
-                log.exception("background commit failed; rows stay in the spool for replay")
-                self._error = exc
-                return
+                wait = interval
+            except Exception:
+                wait = min(max(wait, interval) * 2, MAX_RETRY_WAIT_S)
+                log.warning("background commit failed; rows stay in the spool, retrying in %.1f s",
+                            wait, exc_info=True)
 
     # -- lifecycle ---------------------------------------------------------------------
     def close(self) -> None:
+        """Commit what is left and let go of the spool; if the lake does not take the last
+        rows, they stay in the spool for the next writer (or `elake recover`) to replay."""
         if self._closed:
             return
         self._stop.set()
@@ -166,7 +309,8 @@ class LakeWriter:
         finally:
             self._closed = True
             for pending in self._take(None).values():
-                pending.segment.close()  # uncommitted: left for replay
+                for segment in pending.segments:
+                    segment.close()  # uncommitted: left for replay
             self._spool.close()
 
     def __enter__(self) -> LakeWriter:
