@@ -5,9 +5,24 @@ names `image`; then the view carries the bytes (Lance reads the blobs only for t
 columns DuckDB asks for, thanks to projection and filter pushdown).
 
 The sandbox is for SQL from people and pages we do not trust (the web app's console, the
-API's `where` filters). It allows one SELECT (or WITH ... SELECT / EXPLAIN) statement, runs it
-on a connection with external access disabled and the configuration locked, caps the rows
-returned and interrupts the query at a time limit. Each refusal says what was refused.
+API's `where` filters). Each refusal says what was refused. Two independent layers keep a
+query from changing anything:
+
+1. The statement check allows one SELECT (or WITH ... SELECT, FROM ..., DESCRIBE/SUMMARIZE
+   of a query) and EXPLAIN / EXPLAIN ANALYZE of such a SELECT only: EXPLAIN ANALYZE executes
+   what it explains, so `EXPLAIN ANALYZE CREATE MACRO upper(a) AS 'x'` would otherwise
+   redefine `upper` for every later query. Names that reveal the server's configuration
+   (`current_setting`, `duckdb_settings()`, `pg_settings`, secrets, extensions, logs,
+   database paths, ...) are refused too: `INTROSPECTION`.
+2. Each query runs on its own cursor, inside a READ ONLY transaction that is rolled back
+   afterwards, on a database whose external access is disabled and whose configuration is
+   locked. So even a statement the check missed cannot create, change or keep anything
+   (catalog entries, tables held in memory, settings, attached files): nothing a query does
+   outlives it. The cost is about 0.25 ms per query (a BEGIN and a ROLLBACK on the cursor);
+   a fresh database per query would cost about 15 ms.
+
+Results stop at a row cap and, where asked, a byte cap (the Arrow size of what is kept),
+and the query is interrupted at a time limit.
 """
 
 from __future__ import annotations
@@ -26,7 +41,28 @@ from episodelake.lake.errors import SqlRefused
 DEFAULT_MAX_ROWS = 10_000
 DEFAULT_TIMEOUT_S = 10.0
 
-_ALLOWED = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
+#: Functions and views that reveal the server's configuration, environment or state (paths,
+#: secrets, extensions, logs, memory, other connections) or change logging. Matched against
+#: every identifier of a query, quoted or not, whatever schema qualifies it.
+INTROSPECTION = frozenset({
+    "current_setting", "duckdb_settings", "pg_settings", "duckdb_profiling_settings",
+    "duckdb_secrets", "which_secret", "duckdb_secret_types", "duckdb_secret_type_parameters",
+    "duckdb_extensions", "duckdb_extension_repositories", "duckdb_grammar_extensions",
+    "duckdb_databases", "pragma_database_list", "pragma_database_size", "pg_database",
+    "duckdb_approx_database_count", "pragma_user_agent", "pragma_platform", "pragma_version",
+    "pragma_metadata_info", "pragma_storage_info", "pragma_show", "duckdb_memory",
+    "duckdb_temporary_files", "duckdb_external_file_cache", "duckdb_external_resources",
+    "duckdb_external_resource_types", "duckdb_eviction_queues", "duckdb_connection_count",
+    "duckdb_live_query_metrics", "duckdb_prepared_statements", "pg_prepared_statements",
+    "duckdb_variables", "getvariable", "getenv", "duckdb_logs", "duckdb_logs_parsed",
+    "duckdb_log_contexts", "parse_duckdb_log_message", "write_log", "enable_logging",
+    "disable_logging", "truncate_duckdb_logs", "pg_tablespace", "database_list", "database_size",
+    "show_databases", "metadata_info", "storage_info", "platform", "user_agent",
+    "extension_versions", "duckdb_available_metrics", "enable_profiling", "disable_profiling",
+    "enable_profile", "disable_profile", "add_grammar_extension", "remove_grammar_extension",
+    "create_external_resource", "register_external_resource", "register_external_resource_type",
+    "deregister_external_resource", "destroy_external_resource", "copy_database", "import_database",
+})
 _REFUSED_WORDS = {
     "attach": "ATTACH is not allowed: the sandbox reads only this lake's tables",
     "copy": "COPY is not allowed: the sandbox cannot write or read files",
@@ -67,6 +103,21 @@ class _ImageBytes(lance.LanceDataset):
         return base
 
 
+def _identifiers(query: str) -> list[str]:
+    """Every identifier in `query`, unquoted and lower-cased (DuckDB's own tokenizer)."""
+    tokens = duckdb.tokenize(query)
+    out = []
+    for i, (start, kind) in enumerate(tokens):
+        if kind != duckdb.token_type.identifier:
+            continue
+        end = tokens[i + 1][0] if i + 1 < len(tokens) else len(query)
+        text = query[start:end].strip()
+        if text.startswith('"'):
+            text = text[1:text.rfind('"')].replace('""', '"') if text.count('"') > 1 else text[1:]
+        out.append(text.lower())
+    return out
+
+
 def _tables_named(datasets: Mapping[str, lance.LanceDataset], query: str) -> list[str]:
     return [t for t in datasets if re.search(rf"\b{t}\b", query, re.IGNORECASE)]
 
@@ -101,8 +152,10 @@ class SqlEngine:
     def __init__(self, threads: int = 2):
         self._trusted = duckdb.connect(config={"threads": threads})
         self._sandbox = duckdb.connect(config={"threads": threads})
-        self._sandbox.execute("SET enable_external_access = false")
-        self._sandbox.execute("SET lock_configuration = true")
+        for setting in ("autoinstall_known_extensions = false", "autoload_known_extensions = false",
+                        "allow_persistent_secrets = false", "allow_community_extensions = false",
+                        "enable_external_access = false", "lock_configuration = true"):
+            self._sandbox.execute(f"SET {setting}")
 
     def run(self, datasets: Mapping[str, lance.LanceDataset], query: str,
             params: list | dict | None = None) -> pa.Table:
@@ -115,9 +168,11 @@ class SqlEngine:
             con.close()
 
     def run_sandboxed(self, datasets: Mapping[str, lance.LanceDataset], query: str, *,
-                      max_rows: int = DEFAULT_MAX_ROWS,
+                      max_rows: int = DEFAULT_MAX_ROWS, max_bytes: int | None = None,
                       timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[pa.Table, bool]:
-        """Untrusted SQL. Returns (rows, truncated): at most `max_rows` rows."""
+        """Untrusted SQL. Returns (rows, truncated): at most `max_rows` rows and, when
+        `max_bytes` is given, at most that many bytes of Arrow data (a row that would pass
+        the cap is left out, so a result may be empty and truncated)."""
         check_statement(query)
         con = self._sandbox.cursor()
         timed_out = threading.Event()
@@ -130,40 +185,128 @@ class SqlEngine:
         limit = f"query stopped at the time limit of {timeout_s:g} s"
         try:
             register_views(con, datasets, query)
+            con.execute("BEGIN TRANSACTION READ ONLY")
             timer.start()
             try:
                 reader = con.sql(query).to_arrow_reader(batch_size=min(max_rows + 1, 8192))
-                batches, count = [], 0
-                for batch in reader:
-                    batches.append(batch)
-                    count += batch.num_rows
-                    if count > max_rows:
-                        break
+                batches, truncated = _take(reader, max_rows, max_bytes)
+                reader.close()
             except duckdb.InterruptException:
                 raise SqlRefused(limit) from None
             except duckdb.PermissionException as exc:
                 raise SqlRefused(f"the sandbox cannot read or write files or other databases ({exc})") from None
+            except duckdb.TransactionException as exc:
+                raise SqlRefused(f"the sandbox is read-only ({exc})") from None
             except duckdb.Error as exc:
                 raise SqlRefused(limit if timed_out.is_set() else f"query failed: {exc}") from None
             if timed_out.is_set():
                 raise SqlRefused(limit)
-            table = pa.Table.from_batches(batches, schema=reader.schema)
-            return table.slice(0, max_rows), table.num_rows > max_rows
+            return pa.Table.from_batches(batches, schema=reader.schema), truncated
         finally:
             timer.cancel()
+            try:
+                con.execute("ROLLBACK")
+            except duckdb.Error:
+                pass  # no transaction open (it failed to start): nothing to undo
             con.close()
+
+
+def _take(reader: pa.RecordBatchReader, max_rows: int, max_bytes: int | None) -> tuple[list, bool]:
+    """Batches from `reader` up to the caps, and whether a cap cut the result."""
+    batches: list[pa.RecordBatch] = []
+    rows = size = 0
+    for batch in reader:
+        keep = min(batch.num_rows, max_rows - rows)
+        if max_bytes is not None:
+            keep = _rows_within(batch, keep, max_bytes - size)
+        if keep:
+            part = batch.slice(0, keep)
+            batches.append(part)
+            rows += keep
+            size += part.nbytes
+        if keep < batch.num_rows:
+            return batches, True
+    return batches, False
+
+
+def _rows_within(batch: pa.RecordBatch, rows: int, budget: int) -> int:
+    """The most leading rows of `batch` (at most `rows`) whose Arrow data fits in `budget`."""
+    if rows == 0 or batch.slice(0, rows).nbytes <= budget:
+        return rows
+    low, high = 0, rows  # fits(low), not fits(high)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if batch.slice(0, mid).nbytes <= budget else (low, mid)
+    return low
 
 
 def check_statement(query: str) -> None:
     """Refuse anything but one read-only query, naming what was refused."""
+    stmt = _one_statement(query)
+    if stmt.type == duckdb.StatementType.EXPLAIN:
+        _check_explained(query)
+    elif stmt.type != duckdb.StatementType.SELECT:
+        raise SqlRefused(_refusal(query, stmt.type))
+    try:
+        names = set(_identifiers(query))
+    except duckdb.Error as exc:
+        raise SqlRefused(f"SQL does not parse: {exc}") from None
+    revealing = sorted(names & INTROSPECTION)
+    if revealing:
+        raise SqlRefused(f"{', '.join(revealing)} is not allowed: the sandbox does not show the "
+                         "server's configuration or state; query the lake's tables")
+
+
+def _one_statement(query: str):
     try:
         statements = duckdb.extract_statements(query)
     except duckdb.Error as exc:
         raise SqlRefused(f"SQL does not parse: {exc}") from None
     if len(statements) != 1:
         raise SqlRefused(f"send exactly one statement (got {len(statements)})")
-    stmt = statements[0]
-    if stmt.type not in _ALLOWED:
-        word = query.strip().split(None, 1)[0].lower() if query.strip() else ""
-        reason = _REFUSED_WORDS.get(word, f"{stmt.type.name} statements are not allowed: the sandbox runs SELECT only")
-        raise SqlRefused(reason)
+    return statements[0]
+
+
+def _refusal(query: str, kind: duckdb.StatementType) -> str:
+    tokens = [t for t in duckdb.tokenize(query) if t[1] != duckdb.token_type.comment]
+    word = query[tokens[0][0]:].split(None, 1)[0].lower() if tokens else ""
+    return _REFUSED_WORDS.get(word, f"{kind.name} statements are not allowed: the sandbox runs SELECT only")
+
+
+def _check_explained(query: str) -> None:
+    """EXPLAIN [ANALYZE] is allowed of a SELECT only (EXPLAIN ANALYZE runs its statement).
+
+    The explained statement is what follows EXPLAIN, ANALYZE and an option list `( ... )`.
+    A parenthesis after EXPLAIN may also open a subquery, so both readings are checked and
+    every one that parses must be a SELECT; if none parses, the query is refused.
+    """
+    tokens = [t for t in duckdb.tokenize(query) if t[1] != duckdb.token_type.comment]
+    words = [query[start:].split(None, 1)[0].lower() for start, _ in tokens]
+    i = 1  # tokens[0] is EXPLAIN
+    if i < len(tokens) and words[i].startswith(("analyze", "analyse")):
+        i += 1
+    starts = [tokens[i][0]] if i < len(tokens) else []
+    if i < len(tokens) and query[tokens[i][0]] == "(":
+        depth, j = 0, i
+        for j in range(i, len(tokens)):
+            char = query[tokens[j][0]]
+            depth += char == "("
+            depth -= char == ")"
+            if depth == 0:
+                break
+        if j + 1 < len(tokens):
+            starts.append(tokens[j + 1][0])
+    readings = []
+    for start in starts:
+        try:
+            statements = duckdb.extract_statements(query[start:])
+        except duckdb.Error:
+            continue
+        if len(statements) == 1:
+            readings.append(statements[0].type)
+    if not readings:
+        raise SqlRefused("EXPLAIN is allowed of one SELECT only")
+    for kind in readings:
+        if kind != duckdb.StatementType.SELECT:
+            raise SqlRefused(f"EXPLAIN of {kind.name} is not allowed: EXPLAIN ANALYZE runs the statement "
+                             "it explains, and the sandbox runs SELECT only")
