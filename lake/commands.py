@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import sys
 from datetime import timedelta
@@ -105,7 +107,7 @@ def cmd_sql(args) -> None:
             raise InvalidInput("--format parquet needs --out FILE")
         pq.write_table(result, args.out)
         return
-    out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
+    out = open(args.out, "w", encoding="utf-8", newline="") if args.out else sys.stdout
     try:
         if args.format == "table":
             print_table(result, args.max_rows if not args.out else result.num_rows, out)
@@ -113,15 +115,24 @@ def cmd_sql(args) -> None:
             binary_free = result.select([c for c in result.column_names
                                          if not pa.types.is_binary(result.schema.field(c).type)
                                          and not pa.types.is_large_binary(result.schema.field(c).type)])
-            sink = pa.BufferOutputStream()
-            pacsv.write_csv(binary_free, sink, pacsv.WriteOptions(quoting_style="needed", quoting_header="none"))
-            out.write(sink.getvalue().to_pybytes().decode())
+            write_csv(binary_free, out)
         else:
             for row in result.to_pylist():
                 out.write(json.dumps(row, default=_json_default, ensure_ascii=False) + "\n")
     finally:
         if args.out:
             out.close()
+
+
+def write_csv(table: pa.Table, out) -> None:
+    """RFC 4180 CSV: a header cell is quoted only when it needs it (a column named
+    `round(avg(x), 2)` or `a"b`), so plain names stay plain; Arrow writes the rows."""
+    header = io.StringIO()
+    csv.writer(header, lineterminator="\n").writerow(table.column_names)
+    out.write(header.getvalue())
+    sink = pa.BufferOutputStream()
+    pacsv.write_csv(table, sink, pacsv.WriteOptions(include_header=False, quoting_style="needed"))
+    out.write(sink.getvalue().to_pybytes().decode())
 
 
 def _json_default(value):
