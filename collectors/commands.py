@@ -2,18 +2,46 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from pathlib import Path
 
+from episodelake.lake.errors import InvalidInput
 from episodelake.lake.lake import Lake
+
+GROUP_HELP = (
+    "how episodes get their GiGPO/GRPO group id, which ClawGUI folders do not store: "
+    "'task-window' (default) groups the episodes of one task created within --window-min minutes "
+    "of each other (one training batch); 'task' makes one group per task; 'none' sets no group id "
+    "(the trainer then leaves the episodes out). A meta_data.group_id in the folder (written by "
+    "`elake export clawgui`) is kept, except with 'none'."
+)
+
+
+def _group_options(parser) -> None:
+    from episodelake.collectors.clawgui import DEFAULT_GROUP_WINDOW_MIN, GROUP_BY
+
+    parser.add_argument("--group-by", choices=GROUP_BY, default="task-window", help=GROUP_HELP)
+    parser.add_argument("--window-min", type=float, default=DEFAULT_GROUP_WINDOW_MIN, metavar="M",
+                        help=f"largest gap in minutes between two episodes of one batch "
+                        f"(default {DEFAULT_GROUP_WINDOW_MIN:g})")
+
+
+def _window(args) -> float:
+    if not (math.isfinite(args.window_min) and args.window_min > 0):
+        raise InvalidInput(f"--window-min: must be a positive number of minutes, not {args.window_min:g}")
+    return args.window_min
 
 
 def register(commands) -> None:
     p = commands.group("import").add_parser(
         "clawgui", help="import ClawGUI-RL episode folders (idempotent)",
         description="Import <DIR>/<task>/<episode_id>/episode.json folders. Running it again "
-        "adds only what is new; steps whose screenshot is missing are kept and flagged.")
+        "adds only what is new. An episode with a bad field is skipped with the reason and the "
+        "import goes on; a step whose screenshot is missing, damaged or outside DIR (absolute "
+        "paths, '..', symlinks) is kept without it and flagged. Nothing outside DIR is read.")
     p.add_argument("dir", type=Path, help="the folder the reference saved episodes to")
+    _group_options(p)
     p.set_defaults(func=cmd_import)
 
     p = commands.group("export").add_parser(
@@ -29,13 +57,14 @@ def register(commands) -> None:
     p.add_argument("dir", type=Path)
     p.add_argument("--interval", type=float, default=2.0, help="seconds between polls (default 2)")
     p.add_argument("--once", action="store_true", help="ingest what is there now and stop")
+    _group_options(p)
     p.set_defaults(func=cmd_watch)
 
 
 def cmd_import(args) -> int:
     from episodelake.collectors.clawgui import import_clawgui
 
-    report = import_clawgui(Lake(args.lake), args.dir)
+    report = import_clawgui(Lake(args.lake), args.dir, group_by=args.group_by, window_min=_window(args))
     print(report.summary())
     return 0
 
@@ -53,7 +82,8 @@ def cmd_watch(args) -> None:
     stop = threading.Event()
     print(f"watching {args.dir} (Ctrl-C to stop)")
     try:
-        report = watch_clawgui(Lake(args.lake), args.dir, interval_s=args.interval, once=args.once, stop=stop)
+        report = watch_clawgui(Lake(args.lake), args.dir, interval_s=args.interval, once=args.once, stop=stop,
+                               group_by=args.group_by, window_min=_window(args))
     except KeyboardInterrupt:
         stop.set()
         print("stopped")
