@@ -17,6 +17,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from episodelake.api import errors
 from episodelake.api.jobs import Jobs
+from episodelake.api.maintenance import AutoCompactor
 from episodelake.api.routes import ROUTERS, web
 from episodelake.api.security import BodyLimit, TokenGuard
 from episodelake.api.settings import Settings
@@ -33,7 +34,9 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         app.state.lake = lake if lake is not None else Lake(settings.lake, create=False)
+        compactor = AutoCompactor(app.state.lake).start()  # curation stays fast: see api/maintenance.py
         yield
+        await asyncio.to_thread(compactor.stop)
         await asyncio.to_thread(app.state.jobs.stop, JOB_STOP_WAIT_S)
 
     app = FastAPI(

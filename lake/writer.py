@@ -291,10 +291,11 @@ class LakeWriter:
             try:
                 self._commit(only=None, older_than=self.options.max_age_s)
                 wait = interval
-            except Exception:
+            except Exception as exc:
+                first = wait == interval  # the whole traceback once per run of failures
                 wait = min(max(wait, interval) * 2, MAX_RETRY_WAIT_S)
-                log.warning("background commit failed; rows stay in the spool, retrying in %.1f s",
-                            wait, exc_info=True)
+                log.warning("background commit failed; rows stay in the spool, retrying in %.1f s: %s",
+                            wait, exc, exc_info=first)
 
     # -- lifecycle ---------------------------------------------------------------------
     def close(self) -> None:
