@@ -167,9 +167,9 @@ def cmd_recover(args) -> None:
     lake = Lake(args.lake, create=False)
     report = lake.recover()
     print(f"replayed {report['rows_replayed']} row(s) from crashed writers' spools")
-    if report["torn_tails"]:
+    if report.get("torn_tails"):
         print(f"dropped the torn last write of {report['torn_tails']} segment(s) (never acknowledged)")
-    for line in report["damaged"]:
+    for line in report.get("damaged", ()):
         print(line)
     for table, problem in report["problems"].items():
         print(f"table {table}: {problem}")

@@ -281,8 +281,12 @@ class Lake:
             except (OSError, LakeError) as exc:
                 problems[t] = str(exc)
         self.invalidate()
-        return {"rows_replayed": replay.rows, "torn_tails": replay.torn_tails, "damaged": replay.damaged,
-                "problems": problems}
+        report = {"rows_replayed": replay.rows, "problems": problems}
+        if replay.torn_tails:  # segments whose last write never returned (never acknowledged)
+            report["torn_tails"] = replay.torn_tails
+        if replay.damaged:  # segments with unreadable bytes mid-file, each line naming the kept copy
+            report["damaged"] = replay.damaged
+        return report
 
     def info(self) -> dict:
         out = {}

@@ -67,7 +67,7 @@ def test_torn_tail_is_dropped_quietly_and_the_rest_replayed(lake):
     folder = _dead_writer_folder(lake, "4242-headonly")
     (folder / "steps-00000001.arrows").write_bytes(head[:10])
     report = lake.recover()
-    assert report["problems"] == {}
+    assert report["problems"] == {} and report["torn_tails"] == 5 and "damaged" not in report
     assert report["rows_replayed"] == 16  # the same 4 rows from each of 4 segments, deduplicated
     assert lake.sql("select count(*) from steps").column(0)[0].as_py() == 4
     assert not (spool_root(lake.path) / ".damaged").exists()
