@@ -8,7 +8,8 @@ tree without the status bar (:func:`ui_tree_hash`) is an exact alternative.
 
 Keys are only meaningful inside one group: group steps by (group_id, anchor_key). The
 recorder keys steps as they are written, clustering per process; a group recorded by one
-process (as the rollout runner does) is keyed consistently.
+process (as the rollout runner does) is keyed consistently. The ClawGUI importer and drop-in
+functions key steps the same way, within the group ids they derive for ClawGUI episodes.
 """
 
 from __future__ import annotations

@@ -189,6 +189,10 @@ class ImportReport:
         return "\n".join(lines)
 
 
+class _FileMissing(InvalidInput):
+    """The file is not there (as opposed to refused)."""
+
+
 class ImportRoot:
     """The folder being imported, and the only place an import reads files from.
 
@@ -220,16 +224,17 @@ class ImportRoot:
             # O_NONBLOCK: a FIFO planted in the folder does not hang the import.
             fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         except FileNotFoundError:
-            raise InvalidInput(f"{path} not found") from None
+            raise _FileMissing(f"{path} not found") from None
         except OSError as exc:
             raise InvalidInput(f"{path} cannot be read ({exc.strerror})") from None
         with os.fdopen(fd, "rb") as handle:
             info = os.fstat(handle.fileno())
             if not stat.S_ISREG(info.st_mode):
                 raise InvalidInput(f"{path} is not a regular file")
-            if info.st_size > limit:
-                raise InvalidInput(f"{path} is {info.st_size:,} bytes, over the {limit:,}-byte limit")
-            return handle.read(limit + 1)[:limit]
+            data = handle.read(limit + 1)
+            if max(info.st_size, len(data)) > limit:
+                raise InvalidInput(f"{path} is over the {limit:,}-byte limit")
+            return data
 
 
 def episode_files(root: Path | str) -> list[Path]:
@@ -402,18 +407,16 @@ def _image(root: ImportRoot, folder: Path, value: object) -> tuple[bytes | None,
     given = Path(value)
     if given.suffix.lower() not in IMAGE_SUFFIXES:
         return None, f"image_path is not an image file: {value}"
-    beside = folder / IMAGE_DIR / given.name
-    refused = None
-    for candidate in dict.fromkeys([folder / given, beside]):
+    refused = []
+    for candidate in dict.fromkeys([folder / given, folder / IMAGE_DIR / given.name]):
         try:
             return root.read(candidate, MAX_IMAGE_FILE_BYTES), None
-        except InvalidInput as exc:
-            if candidate != beside and "outside the import root" in str(exc):
-                refused = f"image_path {value} resolves outside the import root"
-            elif candidate == beside and refused is None and "not found" not in str(exc):
-                refused = f"images/{given.name}: {str(exc).removeprefix(str(candidate) + ' ')}"
+        except _FileMissing:
+            continue
+        except InvalidInput as exc:  # outside the root, not a regular file, too large
+            refused.append(str(exc))
     if refused:
-        return None, refused
+        return None, f"image_path {value}: {refused[0]}"
     return None, f"image file not found: {value} (nor images/{given.name} beside episode.json)"
 
 
@@ -553,18 +556,18 @@ def import_clawgui(lake: Lake, root: Path | str, *, group_by: str = "task-window
     deriver = GroupDeriver(group_by, window_min)
     import_root = ImportRoot(root)
     report = ImportReport()
-    placed = []
+    headers = []
     for path in import_root.episode_files():
         try:
             parsed = parse_episode(import_root, path)
         except InvalidInput as exc:
             report.skipped.append((str(path), str(exc)))
             continue
-        placed.append((parsed.started is None, parsed.started or datetime.min, str(path), path))
+        parsed.records = []  # the first pass keeps only what places the episode in a group
+        headers.append(parsed)
     groups = {}
-    for *_, path in sorted(placed):
-        parsed = parse_episode(import_root, path)
-        groups[path] = _group(deriver, parsed, report)
+    for parsed in sorted(headers, key=lambda p: (p.started is None, p.started or datetime.min, str(p.path))):
+        groups[parsed.path] = _group(deriver, parsed, report)
     anchor = DefaultKeyer()
     with LakeWriter(lake.path, WriterOptions(dedupe_steps=True, batch_rows=256)) as writer:
         for path in tqdm(sorted(groups), desc="import clawgui", unit="episode", disable=not progress):

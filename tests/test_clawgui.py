@@ -137,6 +137,11 @@ def test_watch_ingests_a_growing_folder(tmp_path):
         t.join()
     assert lake.dataset("steps").count_rows() == 3
     assert lake.episode("ep-live")["eval_reason"] == "timeout"
+    imported = Lake(tmp_path / "imported")
+    clawgui.import_clawgui(imported, root, progress=False)
+    assert lake.episode("ep-live")["group_id"] == imported.episode("ep-live")["group_id"]
+    assert lake.episode("ep-live")["group_id"].startswith("live@20261130T")
+    assert lake.sql("select count(*) n from steps where anchor_key is null").to_pylist() == [{"n": 0}]
 
 
 def test_import_of_a_missing_folder_is_a_clear_error(tmp_path):

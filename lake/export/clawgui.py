@@ -3,8 +3,13 @@
 ``OUT/train/<task>/<episode_id>/episode.json`` + ``images/step_NNNN.png`` (and ``OUT/val/...``),
 written by `episodelake.collectors.clawgui.export_clawgui`, exactly as the reference's own
 tools read them: whole episodes with every step, image paths absolute as the reference
-writes them (so the folder is meant to be read where it was written). An episode is
-exported when at least one of its samples was kept; history options do not apply.
+writes them (so the folder is meant to be read where it was written; `elake import clawgui`
+also finds the images of a moved folder beside each episode.json). A step whose screenshot
+is lost keeps the path its PNG would have, with no file there (the reference viewer shows
+the step without an image; a null path would fail the whole episode); `step_reward` and
+`step_reward_reason` are left out when empty, as the reference does; `meta_data.group_id`
+carries the episode group back into a re-import. An episode is exported when at least one
+of its samples was kept; history options do not apply.
 """
 
 from __future__ import annotations
