@@ -125,6 +125,17 @@ def test_episode_granularity_is_one_conversation_with_every_screenshot(built, tm
         ExportSpec(format="swift", out=tmp_path / "x", granularity="episode", style="gui-owl")
 
 
+def test_max_images_splits_an_episode_into_consecutive_conversations(built, tmp_path):
+    export(built, tmp_path / "out", "swift", granularity="episode", where="episode_id = 'ep-003'",
+           val_fraction=0, max_images=2)
+    first, second = jsonl(tmp_path / "out" / "train.jsonl")
+    rows = built.steps("ep-003").to_pylist()
+    assert [Path(p).stem for p in first["images"] + second["images"]] == [r["image_sha256"] for r in rows]
+    assert [m["content"] for m in first["messages"] + second["messages"] if m["role"] == "assistant"] == \
+        [r["model_response"] for r in rows]
+    assert "Actions taken before the screenshots below:\n1. click" in second["messages"][1]["content"]
+
+
 # -- selection ---------------------------------------------------------------------------------
 def test_default_selection_is_successful_episodes_only(built, tmp_path):
     default = export(built, tmp_path / "a", val_fraction=0)
@@ -203,13 +214,19 @@ def test_identical_samples_are_written_once(tmp_path):
 def test_two_exports_from_one_tag_are_byte_identical(fmt, tmp_path):
     lake = build_lake(tmp_path / "lake", episodes_per_task=1, steps=3)
     lake.create_tag("v1")
-    first = export(lake, tmp_path / "a", fmt, tag="v1", val_fraction=0.3)
+    # relative paths: the two folders' files compare equal (absolute ones name their folder)
+    first = export(lake, tmp_path / "a", fmt, tag="v1", val_fraction=0.3, relative_paths=True)
+    absolute = export(lake, tmp_path / "abs", fmt, tag="v1", val_fraction=0.3)
     with Recorder(lake, anchor=None) as rec:  # the lake moves on; the tag does not
         record(rec, "task-3", 3, seed=77)
     lake.invalidate()
-    second = export(lake, tmp_path / "b", fmt, tag="v1", val_fraction=0.3)
+    second = export(lake, tmp_path / "b", fmt, tag="v1", val_fraction=0.3, relative_paths=True)
     assert tree(tmp_path / "a") == tree(tmp_path / "b")
     assert first.export_id != second.export_id
+    before = tree(tmp_path / "abs")
+    export(lake, tmp_path / "abs", fmt, tag="v1", val_fraction=0.3)  # the same folder again
+    assert tree(tmp_path / "abs") == before
+    assert absolute.manifest["counts"] == first.manifest["counts"]
     later = export(lake, tmp_path / "c", fmt, val_fraction=0.3)
     assert later.manifest["counts"]["episodes"] == first.manifest["counts"]["episodes"] + 1
 

@@ -11,7 +11,9 @@ Each iteration samples --tasks training tasks, runs --group-size rollouts of eac
 simulated phone (recorded into the lake), computes GiGPO or GRPO advantages with SQL over
 the recorded steps, updates the policy with PPO-clip, evaluates it on held-out tasks, writes
 the iteration's metrics to the `runs` table and saves a checkpoint. Continue a run with
---resume --run-id ID. Example:
+--resume --run-id ID. The advantages use this trainer's tuned defaults (see
+trainer/README.md); --reference-defaults computes them exactly as the reference trainer does.
+Training starts by printing which set is in use. Example:
   elake train --env sim --algo gigpo --policy tiny --group-size 8 --tasks 8 --iterations 20
 """
 
@@ -30,6 +32,8 @@ def cmd_train(args) -> int:
     from episodelake.trainer.loop import train
 
     config = from_arguments(args)  # a ConfigError is a LakeError: one line, no traceback
+    # Which advantage equations a run used decides what its curves mean: say it up front.
+    print(config.advantage_summary(), flush=True)
     result = train(config, Lake(args.lake), progress=not args.no_progress)
     last = result.metrics[-1] if result.metrics else None
     print(f"run {result.run_id}: {len(result.metrics)} iteration(s) this session; "

@@ -9,13 +9,14 @@ cannot work and says which flag to change.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from episodelake.lake.errors import InvalidInput
-from episodelake.trainer.advantages import ALGOS, MODES
+from episodelake.trainer.advantages import ALGOS, MODES, compute_advantages
 
 POLICIES = ("tiny", "vlm")
 ENVS = ("sim",)
@@ -36,6 +37,16 @@ DEFAULT_CLIP_HIGH = {"tiny": 1.0, "vlm": 0.28}
 #: Entropy bonus when --entropy-coef is not given: the tiny policy needs enough of it to
 #: keep trying other rows while one is being rewarded.
 DEFAULT_ENTROPY = {"tiny": 0.01, "vlm": 0.001}
+
+
+#: The settings of the advantage equations (each a `compute_advantages` argument).
+ADVANTAGE_SETTINGS = ("mode", "gamma", "step_advantage_w", "invalid_penalty",
+                      "normalize_step_rewards", "revisit_rewards", "dynamic_sampling")
+#: The reference trainer's values: `compute_advantages`' own defaults, which follow it.
+REFERENCE_ADVANTAGES = {name: inspect.signature(compute_advantages).parameters[name].default
+                        for name in ADVANTAGE_SETTINGS}
+#: Where this trainer's defaults differ from the reference's (why: trainer/README.md).
+TUNED_ADVANTAGES = {"normalize_step_rewards": False, "revisit_rewards": False}
 
 
 def _field(default: Any, help: str, choices: tuple[str, ...] | None = None) -> Any:
@@ -83,16 +94,24 @@ class TrainConfig:
     invalid_penalty: float = _field(0.1, "subtracted from steps whose action was invalid")
     step_rewards: bool = _field(True, "score every step with the sim's rule-based judge "
                                 "(progress toward the goal: 1, else 0)")
-    normalize_step_rewards: bool = _field(False, "divide intermediate step rewards by the "
-                                          "episode's steps minus one, as the reference does; "
-                                          "off by default: it pays one good step and an "
-                                          "immediate stop as much as a whole task's progress, "
-                                          "and policies learn to stop early")
-    revisit_rewards: bool = _field(False, "pay a step's judge reward also when it leads back "
-                                   "to a state the episode was already in (anchor_key), as the "
-                                   "reference does; off by default: a loop such as open "
-                                   "Settings, back, open Settings is paid once, so a policy "
-                                   "cannot farm the judge instead of doing the task")
+    normalize_step_rewards: bool | None = _field(None, "divide intermediate step rewards by "
+                                                 "the episode's steps minus one, as the "
+                                                 "reference does; off by default (on with "
+                                                 "--reference-defaults): it pays one good "
+                                                 "step and an immediate stop as much as a "
+                                                 "whole task's progress, and policies learn "
+                                                 "to stop early")
+    revisit_rewards: bool | None = _field(None, "pay a step's judge reward also when it leads "
+                                          "back to a state the episode was already in "
+                                          "(anchor_key), as the reference does; off by default "
+                                          "(on with --reference-defaults): a loop such as open "
+                                          "Settings, back, open Settings is paid once, so a "
+                                          "policy cannot farm the judge instead of doing the "
+                                          "task")
+    reference_defaults: bool = _field(False, "compute advantages exactly as the reference "
+                                      "trainer: --normalize-step-rewards and --revisit-rewards "
+                                      "on, and every other advantage setting at the "
+                                      "reference's value (giving one that differs is refused)")
     dynamic_sampling: bool = _field(False, "drop groups whose episodes all got the same reward")
     # --- the update --------------------------------------------------------------------------
     lr: float | None = _field(None, "learning rate; default 3e-3 for tiny, 1e-6 for vlm")
@@ -136,6 +155,7 @@ class TrainConfig:
                      "minibatch_size", "micro_batch_size", "max_new_tokens", "max_pixels"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
+        self._resolve_advantage_defaults()
         if self.entropy_coef is None:
             self.entropy_coef = DEFAULT_ENTROPY[self.policy]
         for name in ("eval_repeats", "history_length", "kl_coef", "entropy_coef", "clip_eps",
@@ -186,6 +206,42 @@ class TrainConfig:
             if self.generation == "vllm":
                 raise ConfigError("generation: vllm generates for --policy vlm only")
 
+    def _resolve_advantage_defaults(self) -> None:
+        """Fill the unset advantage settings from the tuned or the reference set, and refuse a
+        setting that would make `--reference-defaults` compute something else."""
+        defaults = REFERENCE_ADVANTAGES if self.reference_defaults else \
+            {**REFERENCE_ADVANTAGES, **TUNED_ADVANTAGES}
+        for name in TUNED_ADVANTAGES:
+            if getattr(self, name) is None:
+                setattr(self, name, defaults[name])
+        if not self.reference_defaults:
+            return
+        for name, value in REFERENCE_ADVANTAGES.items():
+            given = getattr(self, name)
+            if given != value:
+                flag = "--" + name.replace("_", "-")
+                if isinstance(value, bool):
+                    wanted, given_flag = (flag, "--no-" + flag[2:]) if value else ("--no-" + flag[2:], flag)
+                else:
+                    wanted, given_flag = f"{flag} {value}", flag
+                raise ConfigError(f"{name}: --reference-defaults computes advantages as the "
+                                  f"reference does ({wanted}), not with {given!r}; drop "
+                                  f"{given_flag} or --reference-defaults")
+
+    def advantage_summary(self) -> str:
+        """One line naming the set of advantage settings in use (printed when training starts)."""
+        values = {name: getattr(self, name) for name in ADVANTAGE_SETTINGS}
+        if self.reference_defaults:
+            kind = "reference defaults"
+        elif values == {**REFERENCE_ADVANTAGES, **TUNED_ADVANTAGES}:
+            kind = "tuned defaults"
+        elif values == REFERENCE_ADVANTAGES:
+            kind = "the reference's settings"
+        else:
+            kind = "custom settings"
+        shown = ", ".join(f"{name}={value}" for name, value in values.items())
+        return f"advantages: {kind} ({shown})"
+
     def advantage_options(self) -> dict[str, Any]:
         """Keyword arguments of `compute_advantages` taken from this config."""
         return {
@@ -213,7 +269,8 @@ class TrainConfig:
 
 
 #: Settings whose default depends on others (None until `__post_init__`), and their type.
-RESOLVED = {"lr": float, "threads": int, "clip_eps_high": float, "entropy_coef": float}
+RESOLVED = {"lr": float, "threads": int, "clip_eps_high": float, "entropy_coef": float,
+            "normalize_step_rewards": bool, "revisit_rewards": bool}
 
 #: Settings a resumed run may change; every other one must match the stored config.
 RESUMABLE = frozenset({"run_id", "iterations", "resume", "workers", "checkpoint_dir", "threads",
@@ -229,7 +286,7 @@ def add_arguments(parser) -> None:
         flag = "--" + f.name.replace("_", "-")
         default = None if f.name in RESOLVED else getattr(defaults, f.name)
         help_text = f.metadata["help"]
-        if isinstance(default, bool):
+        if isinstance(default, bool) or RESOLVED.get(f.name) is bool:
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default,
                                 help=help_text)
             continue

@@ -29,6 +29,13 @@ class WriteContext:
     images: ImageStore
     source: Lake
 
+    def image_path(self, sha: str) -> str:
+        """The path a sample names for an image, writing its file the first time: absolute by
+        default, because ms-swift and `datasets` open a relative path against the working
+        directory, not the dataset's folder; relative to the folder with `relative_paths`."""
+        rel = self.images.file(sha)
+        return rel if self.spec.relative_paths else str(self.out.absolute() / rel)
+
 
 class FormatWriter(Protocol):
     def write(self, split: str, sample: Sample) -> None:
@@ -47,6 +54,11 @@ class ExportFormat:
     summary: str
     doc: str
     open: Callable[[WriteContext], FormatWriter]
+    #: Most images the target tool accepts in one sample (None: no limit); longer episode
+    #: samples are split to fit (see `ExportSpec.max_images`).
+    max_images: int | None = None
+    #: Whether samples name image files (then `relative_paths` decides how) or embed them.
+    image_paths: bool = False
 
 
 def dumps(record: object) -> str:

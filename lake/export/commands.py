@@ -43,13 +43,34 @@ def register(commands) -> None:
     smp.add_argument("--history-images", type=int, default=3, metavar="N",
                      help="how many of them show their screenshot (default 3)")
     smp.add_argument("--max-pixels", type=int, help="downscale larger images (re-encodes them)")
+    smp.add_argument("--max-images", type=int, metavar="N",
+                     help="most images in one sample: longer episodes become consecutive "
+                     "conversations, earlier steps as text (default: the format's limit, "
+                     "openai 10; else none)")
     out = p.add_argument_group("output")
     out.add_argument("--val-fraction", type=float, default=0.1, help="share of tasks held out (default 0.1)")
     out.add_argument("--seed", type=int, default=0, help="seed of the task split (default 0)")
     out.add_argument("--no-dedup", action="store_true", help="keep identical samples")
     out.add_argument("--name", default="episodelake", help="dataset name in dataset_info.json")
+    out.add_argument("--relative-paths", action="store_true",
+                     help="image paths relative to the export folder (movable; the training tool "
+                     "must resolve them against it) instead of absolute (work from any directory)")
     out.add_argument("--json", action="store_true", help="print the manifest as JSON")
     p.set_defaults(func=cmd_export_sft)
+
+
+def image_paths_note(spec: ExportSpec, out: Path) -> str | None:
+    """How the samples name their images, and what the training tool then needs; None for
+    formats that embed the images."""
+    if not FORMATS[spec.format].image_paths:
+        return None
+    if not spec.relative_paths:
+        return (f"image paths: absolute (under {out}/images): training can start from any "
+                "directory; keep the folder where it is, or export again with --relative-paths")
+    hint = {"swift": f"set ROOT_IMAGE_DIR={out} or start training from that folder",
+            "llamafactory": f"use --dataset_dir {out} (its media_dir defaults to it) or --media_dir {out}"}
+    return (f"image paths: relative to {out}: "
+            + hint.get(spec.format, "resolve them against that folder"))
 
 
 def cmd_export_sft(args) -> int:
@@ -72,7 +93,8 @@ def cmd_export_sft(args) -> int:
         include_invalid=args.include_invalid, granularity=args.granularity, style=args.style,
         history_length=args.history_length, history_images=args.history_images,
         max_pixels=args.max_pixels, val_fraction=args.val_fraction, seed=args.seed,
-        dedup=not args.no_dedup, name=args.name)
+        dedup=not args.no_dedup, name=args.name, max_images=args.max_images,
+        relative_paths=args.relative_paths)
     lake = Lake(args.lake, create=False)
     with tqdm(desc=f"export {spec.format}", unit="episode", disable=args.json or None) as bar:
         def progress(done: int, total: int) -> None:
@@ -86,6 +108,9 @@ def cmd_export_sft(args) -> int:
     counts = result.manifest["counts"]
     print(f"{result.export_id}: {counts['samples']['train']} train + {counts['samples']['val']} val sample(s) "
           f"from {counts['episodes']} episode(s), {counts['images']} image(s) -> {result.out}")
+    paths = image_paths_note(spec, result.out)
+    if paths:
+        print(paths)
     if counts["skipped"]:
         print("skipped: " + ", ".join(f"{n} {why.replace('_', ' ')}" for why, n in counts["skipped"].items()),
               file=sys.stderr)

@@ -1,9 +1,22 @@
 """LLaMA-Factory: sharegpt-style `messages` + `images`, and the dataset_info.json it needs.
 
 Each line: ``{"messages": [{"role": "system"|"user"|"assistant", "content": "...<image>..."}],
-"images": ["images/ab/ab....png", ...]}``; one `<image>` token per image, in order. Paths are
-relative to the export folder, which is both LLaMA-Factory's `dataset_dir` and (by default)
-its `media_dir`: ``llamafactory-cli train ... --dataset_dir OUT --dataset NAME_train``.
+"images": ["/abs/OUT/images/ab/ab....png", ...]}``; one `<image>` token per image, in order.
+Train with ``llamafactory-cli train ... --dataset_dir OUT --dataset NAME_train``.
+
+Image paths are absolute, so they open whatever LLaMA-Factory's `media_dir` is (it joins a
+path to `media_dir`, and joining an absolute path gives the path itself). With
+``--relative-paths`` they are relative to the export folder: LLaMA-Factory finds them when
+`media_dir` is OUT, which it is by default when `dataset_dir` is OUT (its default
+`media_dir` is `dataset_dir`); if you copy the entries of dataset_info.json into another
+dataset_dir, also pass ``--media_dir OUT``.
+
+LLaMA-Factory's default ``mask_history: false`` trains every assistant turn of a
+multi-turn sample, not only the last. A step sample's earlier turns are the responses of
+earlier steps, which are samples of their own, so with the default each is trained once
+as the target and again in up to ``--history-images`` later samples: set
+``mask_history: true`` for step samples. Keep the default for ``--granularity episode``,
+whose turns are the episode's steps, each trained once.
 """
 
 from __future__ import annotations
@@ -31,7 +44,7 @@ def dataset_info(name: str, files: list[str]) -> dict:
 class LlamaFactoryWriter(JsonlWriter):
     def record(self, sample: Sample) -> dict:
         return {"messages": with_image_tokens(sample.messages),
-                "images": [self.ctx.images.file(sha) for sha in sample.images]}
+                "images": [self.ctx.image_path(sha) for sha in sample.images]}
 
     def close(self) -> list[str]:
         files = super().close()
@@ -45,4 +58,5 @@ FORMAT = ExportFormat(
     summary="LLaMA-Factory sharegpt JSONL (messages + images, <image> tokens) with dataset_info.json",
     doc=__doc__,
     open=LlamaFactoryWriter,
+    image_paths=True,
 )

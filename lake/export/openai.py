@@ -5,6 +5,22 @@ Each line: ``{"messages": [{"role": ..., "content": [parts]}]}`` where a part is
 "data:image/png;base64,..."}}``. Every message's content is a list of parts (system and
 assistant too, which chat APIs and OpenAI-compatible fine-tuning services accept), so each
 field has one type and the file also loads with `datasets`' JSON builder.
+
+OpenAI's fine-tuning accepts at most 10 images per example, so no sample here has more. An
+episode sample (``--granularity episode``) longer than 10 steps is split into consecutive
+conversations of at most 10 steps, as even as possible (15 steps: 7 + 8): each one opens
+with the task and the earlier steps as text ("actions taken before the screenshots
+below"), then its own steps with their screenshots. This trains better than the
+alternatives: every step is an assistant turn of exactly one example, so each is trained
+once (a sliding window would train early steps up to 10 times, and dropping the oldest
+screenshots would train steps whose screenshots the example no longer shows), and each
+step sees the context an agent's prompt gives at run time: the history as text, the recent
+screenshots. A step sample always fits (``--history-images`` 9 or less, else the export
+is refused). ``--max-images`` sets a lower limit.
+
+OpenAI trains every assistant message of an example. In a step sample the earlier
+assistant turns are the responses of earlier steps, samples of their own; an episode
+sample's turns are its steps, each trained once.
 """
 
 from __future__ import annotations
@@ -48,4 +64,5 @@ FORMAT = ExportFormat(
     summary="OpenAI-style chat JSONL, images as base64 data URLs in image_url parts",
     doc=__doc__,
     open=OpenAIWriter,
+    max_images=10,
 )

@@ -92,7 +92,24 @@ def step_samples(ep: EpisodeSteps, spec: ExportSpec, skipped: Counter) -> Iterat
             yield sample
 
 
+def episode_chunks(length: int, max_images: int | None) -> list[tuple[int, int]]:
+    """[start, end) step ranges that split an episode of `length` steps into the fewest
+    conversations of at most `max_images` steps, as even as possible (15 steps at 10: 7 + 8,
+    not 10 + 5, so no part is left with a short context)."""
+    if max_images is None or length <= max_images:
+        return [(0, length)]
+    parts = -(-length // max_images)
+    bounds = [length * k // parts for k in range(parts + 1)]
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
 def episode_sample(ep: EpisodeSteps, spec: ExportSpec, skipped: Counter) -> Iterator[Sample]:
+    """The episode as one conversation, or, when it has more steps than `spec.max_images`,
+    as consecutive conversations: each one's first user turn lists the steps before it as
+    text (the prompt builder's "actions taken before the screenshots below"), and its turns
+    are its own steps with their screenshots. Every step is an assistant turn in exactly one
+    of them, so training on all assistant turns trains each step once, with the context a
+    collector's prompt gives (text history, recent screenshots)."""
     rows = ep.steps
     if any(not r["model_response"] for r in rows):
         skipped["empty_response"] += 1
@@ -100,12 +117,15 @@ def episode_sample(ep: EpisodeSteps, spec: ExportSpec, skipped: Counter) -> Iter
     if not spec.include_invalid and not all(r["action_valid"] for r in rows):
         skipped["invalid_action"] += 1
         return
-    messages = build_messages(ep.task_goal, _history(rows[:-1]), screenshot=rows[-1]["image_sha256"],
-                              style=spec.style, history_length=len(rows), image_part=image_placeholder)
-    messages.append({"role": "assistant", "content": rows[-1]["model_response"]})
-    sample = _checked(ep, None, messages, skipped)
-    if sample is not None:
-        yield sample
+    history = _history(rows)
+    for start, end in episode_chunks(len(rows), spec.max_images):
+        messages = build_messages(ep.task_goal, history[:end - 1], screenshot=rows[end - 1]["image_sha256"],
+                                  style=spec.style, history_length=end - 1 - start,
+                                  image_part=image_placeholder)
+        messages.append({"role": "assistant", "content": rows[end - 1]["model_response"]})
+        sample = _checked(ep, None, messages, skipped)
+        if sample is not None:
+            yield sample
 
 
 def samples(ep: EpisodeSteps, spec: ExportSpec, skipped: Counter) -> Iterator[Sample]:

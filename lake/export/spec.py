@@ -53,6 +53,17 @@ class ExportSpec:
     tag: str | None = None
     #: Dataset name used where a format names its dataset (LLaMA-Factory's dataset_info).
     name: str = "episodelake"
+    #: Most images in one sample. An episode sample with more steps is split into
+    #: consecutive conversations of at most this many steps, each showing the episode's
+    #: earlier steps as text (as the collectors' prompts do), so every step is still trained
+    #: once; a step sample must fit (its history screenshots plus its own). None: the
+    #: format's own limit (openai: 10), else no limit.
+    max_images: int | None = None
+    #: Write image paths relative to the export folder (portable: move or copy the folder,
+    #: then point the training tool at it) instead of absolute (readable from any working
+    #: directory, as long as the folder stays where it was exported). Formats that embed
+    #: their images (trl, openai) are not affected.
+    relative_paths: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "out", Path(self.out))
@@ -64,12 +75,13 @@ class ExportSpec:
             raise InvalidInput(f"style {self.style!r} is single-turn; granularity 'episode' needs style 'mai-ui'")
         if self.granularity == "episode" and self.good_steps_only:
             raise InvalidInput("good_steps_only picks target steps; use it with granularity 'step'")
-        for field in ("history_length", "history_images", "max_pixels", "seed"):
+        for field in ("history_length", "history_images", "max_pixels", "seed", "max_images"):
             value = getattr(self, field)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
                 raise InvalidInput(f"{field} must be a non-negative integer, not {value!r}")
         if self.max_pixels is not None and self.max_pixels < 64 * 64:
             raise InvalidInput(f"max_pixels must be at least {64 * 64}, not {self.max_pixels}")
+        self._resolve_max_images()
         if not isinstance(self.val_fraction, (int, float)) or not 0 <= self.val_fraction < 1:
             raise InvalidInput(f"val_fraction must be in [0, 1), not {self.val_fraction!r}")
         if self.set is not None and (not isinstance(self.set, str) or not self.set.strip()):
@@ -79,6 +91,30 @@ class ExportSpec:
         check_id(self.name, "name")
         if self.where is not None and not self.where.strip():
             object.__setattr__(self, "where", None)
+
+    def _resolve_max_images(self) -> None:
+        """Take the format's image limit when none is given; refuse what breaks either limit."""
+        from episodelake.lake.export.formats import FORMATS  # the formats import this module
+
+        fmt = FORMATS.get(self.format)
+        limit = fmt.max_images if fmt is not None else None
+        if self.max_images is None:
+            object.__setattr__(self, "max_images", limit)
+        elif self.max_images < 1:
+            raise InvalidInput(f"max_images must be at least 1, not {self.max_images}")
+        elif limit is not None and self.max_images > limit:
+            raise InvalidInput(f"max_images: {self.format} accepts at most {limit} images per "
+                               f"sample, not {self.max_images}; use {limit} or less")
+        if self.max_images is None or self.granularity != "step":
+            return
+        shown = self.history_images if self.history_length is None else \
+            min(self.history_images, self.history_length)
+        if shown + 1 > self.max_images:
+            where = f"{self.format} accepts" if self.max_images == limit else "max_images allows"
+            raise InvalidInput(
+                f"history_images: {shown} history screenshots plus the step's own make "
+                f"{shown + 1} images per sample, and {where} at most {self.max_images}; "
+                f"use --history-images {self.max_images - 1} or less")
 
     def recorded(self) -> dict:
         """The spec as the manifest records it (no output path: two folders compare equal)."""

@@ -1,8 +1,17 @@
 """ms-swift: its standard `messages` + `images` JSONL.
 
 Each line: ``{"messages": [{"role": ..., "content": "...<image>..."}], "images": [path, ...]}``
-with one `<image>` token per image. Image paths are relative to the export folder: start
-training from it (``cd OUT && swift sft --dataset train.jsonl --val_dataset val.jsonl ...``).
+with one `<image>` token per image. Image paths are absolute, because ms-swift (like
+`datasets`) opens a relative path against the working directory, so training starts from
+anywhere: ``swift sft --dataset OUT/train.jsonl --val_dataset OUT/val.jsonl ...``. With
+``--relative-paths`` they are relative to the export folder (a folder you can move or copy):
+then set ``ROOT_IMAGE_DIR=OUT`` (ms-swift joins it to paths that do not exist as given) or
+start training from OUT.
+
+ms-swift trains every assistant turn by default. A step sample's earlier turns are the
+responses of earlier steps, which are samples of their own: ``--loss_scale last_round``
+trains each step once. Keep the default for ``--granularity episode``, whose turns are the
+episode's steps.
 """
 
 from __future__ import annotations
@@ -14,7 +23,7 @@ from episodelake.lake.export.samples import Sample, with_image_tokens
 class SwiftWriter(JsonlWriter):
     def record(self, sample: Sample) -> dict:
         return {"messages": with_image_tokens(sample.messages),
-                "images": [self.ctx.images.file(sha) for sha in sample.images]}
+                "images": [self.ctx.image_path(sha) for sha in sample.images]}
 
 
 FORMAT = ExportFormat(
@@ -22,4 +31,5 @@ FORMAT = ExportFormat(
     summary="ms-swift JSONL (messages with <image> tokens + image paths)",
     doc=__doc__,
     open=SwiftWriter,
+    image_paths=True,
 )

@@ -6,7 +6,8 @@ image parts, stored as `datasets` Image values: {bytes, path}). The Parquet sche
 the `datasets` feature metadata, so ``load_dataset("parquet", data_files=...)`` yields PIL
 images and `SFTTrainer` reads it directly. Every content is a list of parts: with plain
 string content TRL would put all images before the first user turn, which is wrong for a
-screenshot history.
+screenshot history. The images' bytes are in the file (their `path` is only a name, never
+opened), so the dataset loads and trains from any working directory and any machine.
 """
 
 from __future__ import annotations

@@ -8,7 +8,13 @@ import dataclasses
 import pytest
 
 from episodelake.lake.errors import LakeError
-from episodelake.trainer.config import ConfigError, TrainConfig, add_arguments, from_arguments
+from episodelake.trainer.config import (
+    REFERENCE_ADVANTAGES,
+    ConfigError,
+    TrainConfig,
+    add_arguments,
+    from_arguments,
+)
 
 
 def test_defaults_depend_on_the_policy(tmp_path):
@@ -62,3 +68,43 @@ def test_json_round_trip():
     assert TrainConfig.from_json(config.to_json()) == config
     with pytest.raises(ConfigError, match="unknown setting"):
         TrainConfig.from_json('{"taks": 3}')
+
+
+# -- the advantage settings: tuned defaults or the reference's -------------------------------------
+def test_tuned_advantage_defaults_and_the_reference_set():
+    tuned = TrainConfig()
+    assert (tuned.normalize_step_rewards, tuned.revisit_rewards) == (False, False)
+    assert tuned.advantage_summary().startswith("advantages: tuned defaults (")
+    assert "normalize_step_rewards=False" in tuned.advantage_summary()
+    reference = TrainConfig(reference_defaults=True)
+    options = reference.advantage_options()
+    # exactly compute_advantages' own defaults, which are the reference trainer's
+    assert {k: options[k] for k in REFERENCE_ADVANTAGES} == REFERENCE_ADVANTAGES
+    assert (reference.normalize_step_rewards, reference.revisit_rewards) == (True, True)
+    assert reference.advantage_summary().startswith("advantages: reference defaults (")
+    assert "revisit_rewards=True" in reference.advantage_summary()
+    assert TrainConfig(gamma=0.9).advantage_summary().startswith("advantages: custom settings")
+    assert TrainConfig(normalize_step_rewards=True).normalize_step_rewards is True  # explicit wins
+    assert TrainConfig.from_json(reference.to_json()) == reference
+
+
+@pytest.mark.parametrize(("settings", "names"), [
+    ({"revisit_rewards": False}, "drop --no-revisit-rewards or --reference-defaults"),
+    ({"normalize_step_rewards": False}, "--normalize-step-rewards"),
+    ({"gamma": 0.9}, "(--gamma 0.95), not with 0.9"),
+    ({"mode": "mean_std_norm"}, "--mode"),
+    ({"dynamic_sampling": True}, "--no-dynamic-sampling"),
+])
+def test_reference_defaults_refuse_a_setting_that_changes_the_equations(settings, names):
+    with pytest.raises(ConfigError) as caught:
+        TrainConfig(reference_defaults=True, **settings)
+    assert names in str(caught.value)
+
+
+def test_reference_defaults_flag():
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert from_arguments(parser.parse_args(["--reference-defaults"])) == TrainConfig(reference_defaults=True)
+    config = from_arguments(parser.parse_args(["--normalize-step-rewards"]))
+    assert (config.normalize_step_rewards, config.revisit_rewards) == (True, False)
+    assert from_arguments(parser.parse_args(["--no-revisit-rewards"])).revisit_rewards is False
