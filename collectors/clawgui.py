@@ -228,10 +228,13 @@ class ImportRoot:
         except OSError as exc:
             raise InvalidInput(f"{path} cannot be read ({exc.strerror})") from None
         with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise InvalidInput(f"{path} is not a regular file")
-            data = handle.read(limit + 1)
+            try:
+                info = os.fstat(handle.fileno())
+                if not stat.S_ISREG(info.st_mode):
+                    raise InvalidInput(f"{path} is not a regular file")
+                data = handle.read(limit + 1)
+            except OSError as exc:
+                raise InvalidInput(f"{path} cannot be read ({exc.strerror})") from None
             if max(info.st_size, len(data)) > limit:
                 raise InvalidInput(f"{path} is over the {limit:,}-byte limit")
             return data
@@ -501,7 +504,7 @@ class GroupDeriver:
             return carried, None
         slug = _group_slug(task_name)
         if self.group_by == "task":
-            return slug, None
+            return check_id(slug, "group_id"), None
         if started is None:
             return None, "no created_at and no step timestamp to place it in a batch"
         with self._lock:
@@ -514,7 +517,7 @@ class GroupDeriver:
             else:
                 stamp = started.astimezone(UTC).strftime("%Y%m%dT%H%M%S")
                 gid = f"{slug}@{stamp}{f'.{started.microsecond:06d}' if started.microsecond else ''}Z"
-            seen.insert(at, (started, gid))
+            seen.insert(at, (started, check_id(gid, "group_id")))
             return gid, None
 
 

@@ -498,3 +498,17 @@ def test_export_of_a_lost_screenshot_writes_a_path_that_does_not_exist(tmp_path)
     report = clawgui.import_clawgui(again, out, progress=False)
     assert report.episodes == 1 and len(report.missing_images) == 1
     assert [s for s, _ in again.images("ep-gap")] == [0, 2]
+
+
+def test_derived_group_ids_are_valid_ids_and_never_shared_by_two_tasks():
+    from datetime import UTC, datetime
+
+    from episodelake.lake.layout import check_id
+
+    names = ["a b/c", "a_b_c", "..", "", None, "日本語", "設定", "x" * 500, "-lead", "wifi_on"]
+    at = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+    for group_by in ("task-window", "task"):
+        deriver = clawgui.GroupDeriver(group_by)
+        ids = [deriver.assign(name, at)[0] for name in names]
+        assert all(check_id(i, "group_id") for i in ids)
+        assert len(set(ids)) == len(names) - 1  # "" and None both mean the reference's unknown_task
