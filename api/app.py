@@ -1,9 +1,14 @@
 """The FastAPI app: routers under /api, the web app at /, guards around everything.
 
-Middleware, outermost first: CORS (only when origins are configured: closed by default),
-trusted Host names for loopback binds (a page on another site cannot reach the server
-through DNS rebinding), the token guard (for any configured token), the body size limit (ours, not FastAPI's
-`max_body_size`, which answers an oversized Content-Length in plain text, not our error shape).
+Middleware, outermost first: security headers on every response (a Content-Security-Policy
+that allows this origin only, and no framing), CORS (only when origins are configured:
+closed by default), trusted Host names for loopback binds (a page on another site cannot
+reach the server through DNS rebinding), the token guard (for any configured token), the
+body size limit (ours, not FastAPI's `max_body_size`, which answers an oversized
+Content-Length in plain text, not our error shape).
+
+At start-up the server makes sure every table exists (a lake made before a table was added
+gains it) and marks the jobs left running by a server that died as interrupted.
 """
 
 from __future__ import annotations
@@ -13,14 +18,14 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from episodelake.api import errors
 from episodelake.api.jobs import Jobs
 from episodelake.api.maintenance import AutoCompactor
-from episodelake.api.routes import ROUTERS, web
-from episodelake.api.security import BodyLimit, TokenGuard
+from episodelake.api.routes import ROUTERS, docs, exports, web
+from episodelake.api.security import AllowedHosts, BodyLimit, SecurityHeaders, TokenGuard
 from episodelake.api.settings import Settings
+from episodelake.lake import tables
 from episodelake.lake.lake import Lake
 
 LOOPBACK_NAMES = ["127.0.0.1", "localhost", "::1"]
@@ -34,6 +39,9 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         app.state.lake = lake if lake is not None else Lake(settings.lake, create=False)
+        tables.ensure_tables(app.state.lake.path)
+        app.state.jobs = Jobs(app.state.lake, progress_interval_s=settings.job_progress_interval_s)
+        await asyncio.to_thread(app.state.jobs.open, {exports.KIND: exports.interrupted})
         compactor = AutoCompactor(app.state.lake).start()  # curation stays fast: see api/maintenance.py
         yield
         await asyncio.to_thread(compactor.stop)
@@ -44,15 +52,15 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
         summary="Replay, query and curate GUI-agent episodes.",
         version="0.1.0",
         lifespan=lifespan,
-        docs_url="/api/docs",
+        docs_url=None,  # served offline by routes/docs.py
         redoc_url=None,
         openapi_url="/openapi.json",
     )
     app.state.settings = settings
-    app.state.jobs = Jobs()
     errors.install(app)
     for router in ROUTERS:
         app.include_router(router, prefix="/api", responses=errors.ERROR_RESPONSES)
+    docs.mount(app)
     web.mount(app, settings.static_dir)
 
     # add_middleware wraps: the last added runs first
@@ -60,9 +68,10 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     if settings.token:
         app.add_middleware(TokenGuard, token=settings.token)
     if settings.local_only:
-        app.add_middleware(TrustedHostMiddleware, allowed_hosts=[*LOOPBACK_NAMES, settings.host])
+        app.add_middleware(AllowedHosts, names=[*LOOPBACK_NAMES, settings.host])
     if settings.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
                            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
                            allow_headers=["Authorization", "Content-Type"], allow_credentials=True)
+    app.add_middleware(SecurityHeaders)
     return app

@@ -29,9 +29,14 @@ def cmd_serve(args) -> None:
 
     settings = Settings.from_env(args.lake, host=args.host, port=args.port)
     lake = Lake(settings.lake, create=False)
-    print(f"elake serve: lake {lake.path.resolve()} on http://{settings.host}:{settings.port}/", file=sys.stderr)
+    print(f"elake serve: lake {lake.path.resolve()} on {url_of(settings.host, settings.port)}", file=sys.stderr)
     uvicorn.run(create_app(settings, lake), host=settings.host, port=settings.port,
                 log_level="info" if args.verbose else "warning")
+
+
+def url_of(host: str, port: int) -> str:
+    """The server's URL; an IPv6 address goes in brackets (`http://[::1]:8799/`)."""
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
 
 def cmd_openapi(args) -> None:

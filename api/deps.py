@@ -1,5 +1,5 @@
 """Dependency aliases for route functions: the open lake, the settings, the background jobs,
-the episode filter."""
+who asks for a job, the episode filter."""
 
 from __future__ import annotations
 
@@ -26,9 +26,16 @@ def get_jobs(request: Request) -> Jobs:
     return request.app.state.jobs
 
 
+def requester(request: Request) -> str:
+    """Who asked for a job, as far as the server can tell (it has no user accounts): the API
+    and the client's address."""
+    return f"api {request.client.host}" if request.client else "api"
+
+
 LakeDep = Annotated[Lake, Depends(get_lake)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 JobsDep = Annotated[Jobs, Depends(get_jobs)]
+WhoDep = Annotated[str, Depends(requester)]
 
 
 def episode_filter(

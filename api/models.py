@@ -144,7 +144,9 @@ class SqlColumn(BaseModel):
 class SqlResult(BaseModel):
     columns: list[SqlColumn]
     rows: list[list[Any]]
-    truncated: bool
+    truncated: bool = Field(description="a cap cut the result: more rows matched")
+    truncated_by: Literal["rows", "bytes"] | None = Field(
+        None, description="which cap cut it: the row cap or the byte cap (Settings.sql_max_bytes)")
     elapsed_ms: float
 
 
@@ -230,10 +232,27 @@ def _default(spec: type, name: str) -> Any:
 
 
 class JobProgress(BaseModel):
-    """Live progress of a job running in this server: episodes done of total."""
+    """A job's progress: units (episodes, tasks) done of total; live while this server runs
+    it, else as last recorded in the jobs table."""
 
     done: int
     total: int | None = Field(description="null until the job has resolved what it will do")
+
+
+class JobOut(BaseModel):
+    """One long job (export, re-run, import, judging) from the lake's jobs table."""
+
+    job_id: str = Field(description="the export's or re-run's id, for those kinds")
+    kind: str = Field(description="export | rerun | import | judge")
+    status: Literal[schema.JOB_STATUSES] = Field(  # type: ignore[valid-type]
+        description="queued | running | done | failed | interrupted (its server stopped) | cancelled")
+    progress: JobProgress
+    error: ErrorDetail | None = None
+    params: dict[str, Any] | None = Field(None, description="what the job was asked to do")
+    who: str | None = Field(None, description="who asked for it")
+    created_at: datetime
+    updated_at: datetime | None = None
+    finished_at: datetime | None = None
 
 
 class ExportFormatInfo(BaseModel):
@@ -273,13 +292,14 @@ class ExportCreate(BaseModel):
 class ExportSummary(BaseModel):
     export_id: str
     format: str | None
-    status: str | None = Field(description="running | finished | failed")
+    status: str | None = Field(description="running | finished | failed | interrupted (its server "
+                               "stopped) | deleted")
     samples: int | None = Field(None, description="samples written, once finished")
     counts: dict[str, Any] | None = Field(None, description="the manifest's counts, once finished")
     selection: dict[str, Any] | None = Field(None, description="the spec and what it resolved to")
     created_at: datetime | None
     finished_at: datetime | None = None
-    progress: JobProgress | None = Field(None, description="while it runs in this server")
+    progress: JobProgress | None = Field(None, description="of its job, when the server ran it")
     error: ErrorDetail | None = None
     download_url: str | None = Field(None, description="a zip of the folder; null unless finished and "
                                      "written under this server's exports folder")
@@ -332,7 +352,7 @@ class RerunTask(BaseModel):
 class RerunSummary(BaseModel):
     rerun_id: str
     created_at: datetime | None
-    status: str | None = Field(description="running | finished | failed")
+    status: str | None = Field(description="running | finished | failed | interrupted (its server stopped)")
     set: RerunSet | None
     policy: str | None
     env: str | None

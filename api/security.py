@@ -1,8 +1,10 @@
-"""Request guards that must see every request, before routing: body size and the token.
+"""Guards that must see every request and response, before routing: body size, the token,
+the Host name on loopback binds, and the security headers of every response.
 
 They are plain ASGI middleware rather than FastAPI dependencies because a dependency only
 runs for API routes, while the token must also protect the built web app, `/openapi.json`
-and `/docs`, and an oversized body must be refused before anything reads it.
+and `/api/docs`, an oversized body must be refused before anything reads it, and the headers
+must be on every answer, errors and static files included.
 
 The token is accepted as `Authorization: Bearer <token>`, as the `elake_token` cookie, or
 once as `?token=<token>` in a page URL (a browser cannot add headers to `<img>` requests);
@@ -30,6 +32,76 @@ class Unauthorized(LakeError):
 
 class PayloadTooLarge(LakeError):
     status = 413
+
+
+class BadHost(LakeError):
+    status = 400
+
+
+#: Same-origin only: no third-party script, style, image or connection, and no framing.
+#: Styles allow inline attributes: Swagger UI and React's `style` props set them (styles
+#: cannot run script). Screenshots may be data: or blob: URLs.
+CONTENT_SECURITY_POLICY = "; ".join([
+    "default-src 'self'", "script-src 'self'", "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data: blob:", "font-src 'self' data:", "connect-src 'self'",
+    "object-src 'none'", "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
+])
+SECURITY_HEADERS = [
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+]
+
+
+class SecurityHeaders:
+    """Add the CSP, X-Frame-Options and friends to every response (errors and files too)."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        names = {name for name, _ in SECURITY_HEADERS}
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in names]
+                message = {**message, "headers": [*kept, *SECURITY_HEADERS]}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def host_name(header: str) -> str:
+    """The name in a Host header, without its port: `[::1]:8799` -> `::1`, `a:80` -> `a`."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        end = header.find("]")
+        return header[1:end] if end > 0 else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+class AllowedHosts:
+    """Answer 400 unless the Host header names one of `names` (any port).
+
+    On a loopback bind this keeps a page on another site from reaching the server through
+    DNS rebinding: its requests still carry its own name. IPv6 names come bracketed
+    (`[::1]:8799`), which Starlette's TrustedHostMiddleware does not parse."""
+
+    def __init__(self, app: ASGIApp, names: list[str]):
+        self.app = app
+        self.names = {host_name(n) if n.startswith("[") else n.lower() for n in names}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        header = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+        if host_name(header) not in self.names:
+            return await _reply(send, BadHost(f"Host {header!r} is not this server's name: open it as "
+                                              f"http://127.0.0.1 or http://localhost"))
+        await self.app(scope, receive, send)
 
 
 async def _reply(send: Send, error: LakeError, headers: list[tuple[bytes, bytes]] = ()) -> None:

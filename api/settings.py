@@ -39,6 +39,9 @@ class Settings(BaseModel):
     cors_origins: tuple[str, ...] = ()
     max_body_bytes: int = Field(1 << 20, ge=1024, description="larger request bodies get 413")
     sql_max_rows: int = Field(10_000, ge=1)
+    sql_max_bytes: int = Field(8 << 20, ge=1024, description="a SQL result stops before its rows pass "
+                               "this many bytes (as JSON in the response, and as Arrow data in the "
+                               "sandbox), with `truncated` set")
     sql_timeout_s: float = Field(10.0, gt=0)
     page_size: int = Field(50, ge=1)
     max_page_size: int = Field(500, ge=1)
@@ -47,6 +50,8 @@ class Settings(BaseModel):
                                      "written, one folder per export (default: <lake>/_exports)")
     job_start_wait_s: float = Field(10.0, ge=0, description="how long starting a job waits for its "
                                     "checks, so bad input is answered as an error, not a failed job")
+    job_progress_interval_s: float = Field(5.0, gt=0, description="a running job's progress is "
+                                           "written to the lake's jobs table at most this often")
 
     @model_validator(mode="after")
     def _token_for_shared_binds(self) -> Settings:

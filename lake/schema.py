@@ -18,6 +18,7 @@ IMAGE_COLUMNS = {"steps": ("image",)}
 EPISODE_STATUSES = ("running", "finished", "aborted")
 SET_KINDS = ("failure", "regression", "sft", "eval")
 FAILURE_CATEGORIES = ("grounding", "planning", "perception", "environment", "other")
+JOB_STATUSES = ("queued", "running", "done", "failed", "interrupted", "cancelled")
 
 _ts = pa.timestamp("us", tz="UTC")
 
@@ -143,6 +144,25 @@ RUNS = pa.schema(
     ]
 )
 
+#: Long jobs the server runs (exports, re-runs, imports, judging): one row per job, the one
+#: record of every kind's progress and outcome. The kind's result lives in its own table.
+JOBS = pa.schema(
+    [
+        pa.field("job_id", pa.string(), nullable=False),
+        pa.field("kind", pa.string()),  # export | rerun | import | judge
+        pa.field("status", pa.string()),  # JOB_STATUSES
+        pa.field("done", pa.int64()),  # progress: units done of total (episodes, tasks, ...)
+        pa.field("total", pa.int64()),  # null until the job knows
+        pa.field("error", pa.string()),  # JSON text: {"type", "message"}
+        pa.field("params", pa.string()),  # JSON text: what the job was asked to do
+        pa.field("who", pa.string()),  # who asked for it
+        pa.field("owner", pa.string()),  # the server process that runs it (its lock name)
+        pa.field("created_at", _ts),
+        pa.field("updated_at", _ts),
+        pa.field("finished_at", _ts),
+    ]
+)
+
 TABLES: dict[str, pa.Schema] = {
     "episodes": EPISODES,
     "steps": STEPS,
@@ -151,6 +171,7 @@ TABLES: dict[str, pa.Schema] = {
     "annotations": ANNOTATIONS,
     "exports": EXPORTS,
     "runs": RUNS,
+    "jobs": JOBS,
 }
 
 #: The key of each table: rows with the same key are the same row (upserts, replays, dedup).
@@ -162,6 +183,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "annotations": ("annotation_id",),
     "exports": ("export_id",),
     "runs": ("run_id", "iteration"),
+    "jobs": ("job_id",),
 }
 
 #: Tables whose rows are written once and never updated: appends, deduplicated on replay.

@@ -6,6 +6,7 @@ from episodelake.api.routes import (
            exports,
            groups,
            health,
+           jobs,
            reruns,
            runs,
            sets,
@@ -16,4 +17,5 @@ from episodelake.api.routes import (
 )
 
 ROUTERS = [health.router, tasks.router, episodes.router, steps.router, stats.router, sql.router,
-           sets.router, annotations.router, groups.router, exports.router, reruns.router, runs.router]
+           sets.router, annotations.router, groups.router, exports.router, reruns.router, runs.router,
+           jobs.router]

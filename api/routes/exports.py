@@ -1,10 +1,12 @@
-"""Exports: start one (a background job), follow its progress, download the finished folder.
+"""Exports: start one (a background job), follow its progress, download or delete it.
 
-POST /api/exports runs `run_export` in a thread (see `episodelake.api.jobs`) into a folder the
-server chooses, `<exports root>/<export_id>`. GET /api/exports lists the `exports` table
-(exports made with `elake export` too) with live progress for this server's jobs. A download
-zips only the folder named by the export's stored record, and only inside the exports root:
-a folder chosen on the command line is not served, whatever the record says.
+POST /api/exports runs `run_export` as a job (see `episodelake.api.jobs`; the job id is the
+export id) into a folder the server chooses, `<exports root>/<export_id>`. GET /api/exports
+lists the `exports` table (exports made with `elake export` too) with each one's job: its
+progress, and `interrupted` when the server running it died. A download zips only the folder
+named by the export's stored record, and only inside the exports root: a folder chosen on
+the command line is not served, whatever the record says. DELETE removes the folder (inside
+the exports root only) and marks the export deleted; a running export is a 409.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from pathlib import Path
 from fastapi import APIRouter, Response
 from fastapi.responses import StreamingResponse
 
-from episodelake.api.deps import JobsDep, LakeDep, SettingsDep
-from episodelake.api.jobs import Job
+from episodelake.api.deps import JobsDep, LakeDep, SettingsDep, WhoDep
+from episodelake.api.jobs import ACTIVE
 from episodelake.api.models import ExportCreate, ExportDetail, ExportFormatInfo, ExportSummary
 from episodelake.api.settings import Settings
 from episodelake.lake.errors import Conflict, NotFound
@@ -30,8 +32,10 @@ from episodelake.lake.export import (
     new_export_id,
     run_export,
 )
+from episodelake.lake.export.job import delete_export, mark_interrupted
 from episodelake.lake.export.manifest import read_manifest
 from episodelake.lake.lake import Lake
+from episodelake.lake.layout import check_id
 
 router = APIRouter(tags=["exports"])
 
@@ -58,16 +62,20 @@ def stored_error(row: dict) -> dict | None:
     return {"type": kind, "message": message or kind}
 
 
-def export_out(row: dict, job: Job | None, settings: Settings, *, detail: bool = False) -> dict:
-    """The API's view of a recorded export, with live progress where this server runs it."""
+def export_out(row: dict, job: dict | None, settings: Settings, *, detail: bool = False) -> dict:
+    """The API's view of a recorded export, with its job's progress, and the job's outcome
+    where the export's own record could not say it (a server killed mid-export)."""
     manifest = row.get("manifest") or {}
-    finished = row["status"] == "finished"
+    status = row["status"]
+    if status == "running" and job is not None and job["status"] in ("interrupted", "cancelled"):
+        status = job["status"]
+    finished = status == "finished"
     out = {
-        "export_id": row["export_id"], "format": row["format"], "status": row["status"],
+        "export_id": row["export_id"], "format": row["format"], "status": status,
         "samples": row["samples"], "counts": manifest.get("counts") if finished else None,
         "selection": row["selection"], "created_at": row["created_at"], "finished_at": row["finished_at"],
-        "progress": job.progress if job is not None else None,
-        "error": (job.error if job is not None else None) or stored_error(row),
+        "progress": job["progress"] if job is not None else None,
+        "error": (job["error"] if job is not None else None) or stored_error(row),
         "download_url": f"/api/exports/{row['export_id']}/download"
         if finished and served_folder(row, settings) is not None else None,
     }
@@ -76,13 +84,14 @@ def export_out(row: dict, job: Job | None, settings: Settings, *, detail: bool =
     return out
 
 
-def pending_out(job: Job) -> dict:
+def pending_out(job: dict) -> dict:
     """An export job not recorded yet: still checking its input, or failed before writing."""
-    return {"export_id": job.job_id, "format": None, "status": job.status, "created_at": job.started_at,
-            "finished_at": job.finished_at, "progress": job.progress, "error": job.error}
+    return {"export_id": job["job_id"], "format": (job["params"] or {}).get("format"), "status": job["status"],
+            "created_at": job["created_at"], "finished_at": job["finished_at"], "progress": job["progress"],
+            "error": job["error"]}
 
 
-def export_of(lake: Lake, settings: Settings, job: Job | None, export_id: str) -> dict:
+def export_of(lake: Lake, settings: Settings, job: dict | None, export_id: str) -> dict:
     """The export's record with its job, or the job alone while it is not recorded yet."""
     try:
         row = get_export(lake, export_id)
@@ -93,6 +102,14 @@ def export_of(lake: Lake, settings: Settings, job: Job | None, export_id: str) -
     return export_out(row, job, settings, detail=True)
 
 
+def interrupted(lake: Lake, job: dict) -> None:
+    """At start-up, for an export job whose server died: its record stops saying running."""
+    try:
+        mark_interrupted(lake, job["job_id"], job["error"]["message"])
+    except NotFound:
+        pass  # it died before recording the export
+
+
 @router.get("/export-formats", response_model=list[ExportFormatInfo])
 def export_formats() -> list[dict]:
     """The registered export formats (`elake export sft --list-formats` has their full docs)."""
@@ -101,15 +118,19 @@ def export_formats() -> list[dict]:
 
 @router.get("/exports", response_model=list[ExportSummary])
 def exports(lake: LakeDep, settings: SettingsDep, jobs: JobsDep) -> list[dict]:
-    """Every recorded export, newest first, after this server's jobs not recorded yet."""
-    rows = list_exports(lake)
-    recorded = {r["export_id"] for r in rows}
-    pending = [pending_out(j) for j in jobs.of_kind(KIND) if j.job_id not in recorded]
-    return pending + [export_out(r, jobs.get(r["export_id"]), settings) for r in rows]
+    """Every recorded export (deleted ones left out), newest first, after this server's jobs
+    not recorded yet."""
+    every = list_exports(lake, include_deleted=True)
+    rows = [r for r in every if r["status"] != "deleted"]
+    of_kind = jobs.of_kind(KIND)
+    recorded = {r["export_id"] for r in every}
+    pending = [pending_out(j) for j in of_kind.values() if j["job_id"] not in recorded and j["status"] in ACTIVE]
+    return pending + [export_out(r, of_kind.get(r["export_id"]), settings) for r in rows]
 
 
 @router.post("/exports", response_model=ExportDetail, status_code=202)
-def start_export(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, body: ExportCreate) -> dict:
+def start_export(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, body: ExportCreate,
+                 who: WhoDep) -> dict:
     """Start an export; follow it at GET /api/exports/{export_id}.
 
     Bad input (an unknown format, set or tag, a refused `where`, an empty selection) is this
@@ -117,14 +138,33 @@ def start_export(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, body: Expo
     export_id = new_export_id()
     spec = ExportSpec(out=settings.exports_root / export_id, **body.model_dump())
     job = jobs.start(KIND, export_id, lambda progress: run_export(lake, spec, progress, export_id=export_id),
-                     settings.job_start_wait_s)
+                     wait_s=settings.job_start_wait_s, params=body.model_dump(mode="json"),
+                     who=who)
     return export_of(lake, settings, job, export_id)
 
 
 @router.get("/exports/{export_id}", response_model=ExportDetail)
 def export(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, export_id: str) -> dict:
     """One export: status, progress while it runs, its spec and manifest once finished."""
+    check_id(export_id, "export_id")
     return export_of(lake, settings, jobs.get(export_id), export_id)
+
+
+@router.delete("/exports/{export_id}", response_model=ExportDetail)
+def delete(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, export_id: str) -> dict:
+    """Delete an export: its folder under the exports folder goes, its record says `deleted`.
+
+    A running export is a 409; one whose server died (`interrupted`) can be deleted. An
+    export written elsewhere with `elake export --out DIR` is refused (409): its folder is
+    not the server's to remove."""
+    check_id(export_id, "export_id")
+    job = jobs.get(export_id)
+    if job is not None and job["status"] in ACTIVE:
+        raise Conflict(f"export {export_id} is running: wait for it to finish (or fail) before deleting it")
+    if job is not None and job["status"] in ("interrupted", "cancelled"):
+        mark_interrupted(lake, export_id, job["error"]["message"] if job["error"] else job["status"])
+    row = delete_export(lake, export_id, settings.exports_root)
+    return export_out(row, job, settings, detail=True)
 
 
 @router.get(

@@ -1,7 +1,8 @@
 """Regression re-runs: list them, read one's report, start one on the simulated phone.
 
-POST /api/reruns runs `run_rerun` in a thread (see `episodelake.api.jobs`) with one of the
-simulated phone's own policies. Re-runs that drive a model endpoint or a real device take
+POST /api/reruns runs `run_rerun` as a job (see `episodelake.api.jobs`; the job id is the
+re-run id) with one of the simulated phone's own policies. A re-run whose server died shows
+`interrupted`, from its job, though its own record still says running. Re-runs that drive a model endpoint or a real device take
 URLs and device names, which a request should not choose for the server: those start from
 the command line (`elake rerun`) and show up here like any other.
 """
@@ -10,8 +11,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from episodelake.api.deps import JobsDep, LakeDep, SettingsDep
-from episodelake.api.jobs import Job
+from episodelake.api.deps import JobsDep, LakeDep, SettingsDep, WhoDep
+from episodelake.api.jobs import ACTIVE
 from episodelake.api.models import RerunCreate, RerunDetail, RerunSummary
 from episodelake.collectors.rerun import RerunSpec, get_rerun, list_reruns, new_rerun_id, run_rerun
 from episodelake.lake.errors import InvalidInput, NotFound
@@ -24,24 +25,29 @@ KIND = "rerun"
 SIM_POLICIES = ("oracle", "noisy", "random")
 
 
-def with_job(out: dict, job: Job | None) -> dict:
-    """A stored re-run with this server's live progress and error, where it runs it."""
+def with_job(out: dict, job: dict | None) -> dict:
+    """A stored re-run with its job's progress and error, and the job's outcome where the
+    re-run's own record could not say it (a server killed mid-run)."""
     if isinstance(out.get("error"), str):  # recorded by run_rerun as "Type: message"
         kind, _, message = out["error"].partition(": ")
         out["error"] = {"type": kind, "message": message or kind}
     if job is not None:
-        out["progress"] = job.progress
-        out["error"] = job.error or out.get("error")
+        out["progress"] = job["progress"]
+        out["error"] = job["error"] or out.get("error")
+        if out.get("status") == "running" and job["status"] in ("interrupted", "cancelled"):
+            out["status"] = job["status"]
     return out
 
 
-def pending_out(job: Job) -> dict:
+def pending_out(job: dict) -> dict:
     """A re-run job not recorded yet: still checking its set, or failed before starting."""
-    return {"rerun_id": job.job_id, "created_at": job.started_at, "status": job.status, "set": None,
-            "policy": None, "env": "sim", "n": None, "progress": job.progress, "error": job.error}
+    params = job["params"] or {}
+    return {"rerun_id": job["job_id"], "created_at": job["created_at"], "status": job["status"], "set": None,
+            "policy": params.get("policy"), "env": "sim", "n": params.get("n"), "progress": job["progress"],
+            "error": job["error"]}
 
 
-def rerun_of(lake: Lake, job: Job | None, rerun_id: str) -> dict:
+def rerun_of(lake: Lake, job: dict | None, rerun_id: str) -> dict:
     try:
         report = get_rerun(lake, rerun_id)
     except NotFound:
@@ -57,12 +63,14 @@ def reruns(lake: LakeDep, jobs: JobsDep) -> list[dict]:
     before and after success rates, the delta and its interval, and fixed/broke counts."""
     rows = list_reruns(lake)
     recorded = {r["rerun_id"] for r in rows}
-    pending = [pending_out(j) for j in jobs.of_kind(KIND) if j.job_id not in recorded]
-    return pending + [with_job(r, jobs.get(r["rerun_id"])) for r in rows]
+    of_kind = jobs.of_kind(KIND)
+    pending = [pending_out(j) for j in of_kind.values() if j["job_id"] not in recorded and j["status"] in ACTIVE]
+    return pending + [with_job(r, of_kind.get(r["rerun_id"])) for r in rows]
 
 
 @router.post("/reruns", response_model=RerunDetail, status_code=202)
-def start_rerun(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, body: RerunCreate) -> dict:
+def start_rerun(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, body: RerunCreate,
+                who: WhoDep) -> dict:
     """Re-run every task of a set `n` times on the simulated phone; follow it at
     GET /api/reruns/{rerun_id}. An unknown set, an empty one or tasks that are not the
     simulated phone's are this request's error; one re-run runs at a time (409)."""
@@ -73,7 +81,8 @@ def start_rerun(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, body: Rerun
     spec = RerunSpec(env="sim", **body.model_dump())
     rerun_id = new_rerun_id()
     job = jobs.start(KIND, rerun_id, lambda progress: run_rerun(lake, spec, progress, rerun_id=rerun_id),
-                     settings.job_start_wait_s)
+                     wait_s=settings.job_start_wait_s, params=body.model_dump(mode="json"),
+                     who=who)
     return rerun_of(lake, job, rerun_id)
 
 

@@ -1,7 +1,14 @@
-"""POST /api/sql: read-only SQL through the lake's sandbox (one SELECT, row cap, time limit)."""
+"""POST /api/sql: read-only SQL through the lake's sandbox (one SELECT, time limit), cut at a
+row cap and a byte cap.
+
+The byte cap holds twice: the sandbox stops reading once the Arrow data passes it (so a huge
+result never sits in memory), and rows are added to the response only while their JSON
+stays under it (cells are encoded differently from Arrow: numbers grow, escapes grow).
+"""
 
 from __future__ import annotations
 
+import json
 from datetime import date, datetime, time
 from decimal import Decimal
 from time import perf_counter
@@ -13,6 +20,8 @@ from episodelake.api.models import SqlRequest, SqlResult
 
 router = APIRouter(tags=["sql"])
 MAX_CELL_CHARS = 4000
+#: The response's fixed part (keys, column list, numbers) is small; this bounds it.
+ENVELOPE_BYTES = 1024
 
 
 def cell(value: object) -> object:
@@ -38,13 +47,24 @@ def cell(value: object) -> object:
 
 @router.post("/sql", response_model=SqlResult)
 def sql(lake: LakeDep, settings: SettingsDep, body: SqlRequest) -> dict:
-    """Run one read-only query; `truncated` says the row cap cut the result."""
+    """Run one read-only query; `truncated` says a cap cut the result, `truncated_by` which."""
     started = perf_counter()
     max_rows = min(body.max_rows or settings.sql_max_rows, settings.sql_max_rows)
-    table, truncated = lake.sql_sandboxed(body.query, max_rows=max_rows, timeout_s=settings.sql_timeout_s)
+    table, truncated = lake.sql_engine.run_sandboxed(
+        lake.datasets(), body.query, max_rows=max_rows, max_bytes=settings.sql_max_bytes,
+        timeout_s=settings.sql_timeout_s)
     columns = [{"name": f.name, "type": str(f.type)} for f in table.schema]
+    by = ("rows" if table.num_rows >= max_rows else "bytes") if truncated else None
+    budget = settings.sql_max_bytes - ENVELOPE_BYTES - len(json.dumps(columns))
+    rows = []
     # column by column: `select 1, 1` has two columns of the same name
     values = [table.column(i).to_pylist() for i in range(table.num_columns)]
-    rows = [[cell(v) for v in row] for row in zip(*values, strict=True)]
-    return {"columns": columns, "rows": rows, "truncated": truncated,
+    for row in zip(*values, strict=True):
+        out = [cell(v) for v in row]
+        budget -= len(json.dumps(out, ensure_ascii=False, default=str).encode()) + 1
+        if budget < 0:
+            truncated, by = True, "bytes"
+            break
+        rows.append(out)
+    return {"columns": columns, "rows": rows, "truncated": truncated, "truncated_by": by,
             "elapsed_ms": (perf_counter() - started) * 1000}

@@ -6,12 +6,18 @@ to its task's split, hand it to the format's writer (which pulls images as it ne
 Callers that show progress (the CLI's bar, the API's job status) pass `progress(done,
 total)`, called once with done = 0 when the selection is resolved and the folder claimed,
 then after each episode.
+
+An export's record moves running -> finished | failed; a server that dies mid-export leaves
+it running until the next server marks it `interrupted` (`mark_interrupted`); `delete_export`
+removes a finished, failed or interrupted export's folder and marks it `deleted` (the row
+stays, so the lake still says what was exported and when).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import shutil
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -19,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from episodelake.lake.errors import NotFound
+from episodelake.lake.errors import Conflict, NotFound
 from episodelake.lake.export import manifest as manifest_mod
 from episodelake.lake.export.base import SPLITS, WriteContext
 from episodelake.lake.export.errors import EmptySelection
@@ -141,10 +147,12 @@ def _parsed(row: dict) -> dict:
     return row
 
 
-def list_exports(lake: Lake) -> list[dict]:
-    """Every recorded export, newest first, with its selection and manifest parsed."""
+def list_exports(lake: Lake, *, include_deleted: bool = False) -> list[dict]:
+    """Every recorded export, newest first, with its selection and manifest parsed; deleted
+    ones only when asked."""
+    where = "" if include_deleted else "WHERE status IS DISTINCT FROM 'deleted' "
     return [_parsed(row) for row in
-            lake.sql("SELECT * FROM exports ORDER BY created_at DESC, export_id").to_pylist()]
+            lake.sql(f"SELECT * FROM exports {where}ORDER BY created_at DESC, export_id").to_pylist()]
 
 
 def get_export(lake: Lake, export_id: str) -> dict:
@@ -154,3 +162,42 @@ def get_export(lake: Lake, export_id: str) -> dict:
     if not rows:
         raise NotFound(f"no export {export_id!r}; `elake sql \"select export_id, status from exports\"` lists them")
     return _parsed(rows[0])
+
+
+def _stored(row: dict) -> dict:
+    """A parsed row back in the table's shape."""
+    return {**row, **{k: json.dumps(row[k], sort_keys=True) if row[k] is not None else None
+                      for k in ("selection", "lake_versions", "manifest")}}
+
+
+def mark_interrupted(lake: Lake, export_id: str, reason: str) -> dict:
+    """Record that a running export will never finish (its process died); returns the row."""
+    row = get_export(lake, export_id)
+    if row["status"] != "running":
+        return row
+    row = {**row, "status": "interrupted", "finished_at": datetime.now(UTC),
+           "manifest": {"error": f"Interrupted: {reason}"}}
+    _record(lake, _stored(row))
+    return row
+
+
+def delete_export(lake: Lake, export_id: str, root: Path) -> dict:
+    """Remove the export's folder (only inside `root`, the exports folder) and mark its
+    record `deleted`; returns the updated record. A running export is a `Conflict`; one
+    written elsewhere (`elake export --out DIR`) is refused, its folder is not ours to delete."""
+    row = get_export(lake, export_id)
+    if row["status"] == "running":
+        raise Conflict(f"export {export_id} is running: wait for it to finish (or fail) before deleting it")
+    if row["status"] == "deleted":
+        return row
+    root = root.resolve()
+    folder = Path(row["out_dir"]).resolve() if row.get("out_dir") else None
+    if folder is not None and not folder.is_relative_to(root):
+        raise Conflict(f"export {export_id} was written to {folder}, outside the exports folder {root}: "
+                       "it is not deleted from here; remove that folder yourself")
+    if folder is not None and folder != root and folder.exists():
+        shutil.rmtree(folder)
+    row = {**row, "status": "deleted"}
+    _record(lake, _stored(row))
+    log.info("export %s deleted (%s)", export_id, folder)
+    return row

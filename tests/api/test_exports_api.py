@@ -139,36 +139,37 @@ def test_an_export_written_elsewhere_is_listed_but_not_served(client, lake, tmp_
     assert r.status_code == 404 and "elake export --out" in error_of(r)["message"]
 
 
-def test_one_job_of_a_kind_at_a_time():
-    jobs, release = Jobs(), threading.Event()
+def test_one_job_of_a_kind_at_a_time(lake):
+    jobs, release = Jobs(lake), threading.Event()
+    jobs.open()
 
     def work(progress):
         progress(0, 1)
         release.wait(10)
 
     first = jobs.start("export", "exp-a", work, wait_s=5)
-    assert first.status == "running" and first.progress == {"done": 0, "total": 1}
+    assert first["status"] == "running" and first["progress"] == {"done": 0, "total": 1}
     with pytest.raises(Conflict, match="exp-a is running"):
         jobs.start("export", "exp-b", work, wait_s=5)
-    assert jobs.start("rerun", "rerun-a", lambda progress: None, wait_s=5).status == "finished"
+    assert jobs.start("rerun", "rerun-a", lambda progress: None, wait_s=5)["status"] == "done"
     release.set()
     jobs.stop(timeout_s=5)
-    assert first.status == "finished" and jobs.start("export", "exp-c", lambda progress: None, wait_s=5)
+    assert jobs.get("exp-a")["status"] == "done"
+    assert jobs.start("export", "exp-c", lambda progress: None, wait_s=5)
 
 
-def test_stopping_fails_a_running_job_at_its_next_report():
-    jobs, go_on = Jobs(), threading.Event()
+def test_stopping_interrupts_a_running_job_at_its_next_report(lake):
+    jobs = Jobs(lake)
+    jobs.open()
 
     def work(progress):
         progress(0, 2)
-        go_on.wait(10)
-        progress(1, 2)
+        for _ in range(1000):
+            time.sleep(0.01)
+            progress(1, 2)
 
-    job = jobs.start("export", "exp-s", work, wait_s=5)
-    stopper = threading.Thread(target=jobs.stop, args=(10,))
-    stopper.start()
-    while not job.stop.is_set():
-        time.sleep(0.01)
-    go_on.set()
-    stopper.join()
-    assert job.status == "failed" and job.error["type"] == "JobStopped"
+    assert jobs.start("export", "exp-s", work, wait_s=5)["status"] == "running"
+    jobs.stop(10)
+    job = jobs.get("exp-s")
+    assert job["status"] == "interrupted" and job["error"]["type"] == "Interrupted"
+    assert "server stopped" in job["error"]["message"] and job["finished_at"] is not None

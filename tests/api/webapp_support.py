@@ -80,7 +80,8 @@ class ServerThread:
     """A real uvicorn server for `settings`, on a free port of `settings.host`, in a thread."""
 
     def __init__(self, settings: Settings, lake: Lake | None = None):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
         self.sock.bind((settings.host, 0))
         self.port = self.sock.getsockname()[1]
         self.host = settings.host
@@ -90,7 +91,8 @@ class ServerThread:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
 
     def __enter__(self) -> ServerThread:
         self.thread.start()
