@@ -196,7 +196,9 @@ class LakeWriter:
             pending.segments[-1].append(batch)
             pending.add(batch)
             due = pending.rows >= self.options.batch_rows or pending.bytes >= self.options.batch_bytes
-        if due:
+        # after a failure, retries are the background thread's (with growing waits) and the
+        # backlog check's, not every append's
+        if due and self.last_error is None:
             try:
                 self._commit(only=table)
             except Exception as exc:  # the rows are acknowledged: they wait for the next try
