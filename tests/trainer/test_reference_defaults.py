@@ -9,7 +9,7 @@ import math
 import pytest
 
 from episodelake.api.cli import main
-from episodelake.collectors.rollout import RolloutSpec, demo_policy_factory, run_rollouts, task_ids
+from episodelake.collectors.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 from episodelake.trainer import loop
 from episodelake.trainer.config import TrainConfig
 from episodelake.trainer.reference_advantages import reference_advantages
@@ -25,7 +25,7 @@ def rollouts(tmp_path_factory):
     lake = Lake(tmp_path_factory.mktemp("reference") / "lake")
     spec = RolloutSpec(task_ids=task_ids(4, seed=3), group_size=4, max_steps=8, run_id="ref",
                        image_checks="structure")
-    report = run_rollouts(lake, spec, demo_policy_factory("demo"), progress=False)
+    report = run_rollouts(lake, spec, demo_agent("demo"), progress=False)
     return lake, report
 
 
