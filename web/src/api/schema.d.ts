@@ -145,7 +145,8 @@ export interface paths {
         };
         /**
          * Exports
-         * @description Every recorded export, newest first, after this server's jobs not recorded yet.
+         * @description Every recorded export (deleted ones left out), newest first, after this server's jobs
+         *     not recorded yet.
          */
         get: operations["exports_api_exports_get"];
         put?: never;
@@ -177,7 +178,15 @@ export interface paths {
         get: operations["export_api_exports__export_id__get"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete
+         * @description Delete an export: its folder under the exports folder goes, its record says `deleted`.
+         *
+         *     A running export is a 409; one whose server died (`interrupted`) can be deleted. An
+         *     export written elsewhere with `elake export --out DIR` is refused (409): its folder is
+         *     not the server's to remove.
+         */
+        delete: operations["delete_api_exports__export_id__delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -249,6 +258,46 @@ export interface paths {
         };
         /** Health */
         get: operations["health_api_health_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Jobs List
+         * @description Jobs, newest first.
+         */
+        get: operations["jobs_list_api_jobs_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Job
+         * @description One job: status, progress, error, what it was asked to do.
+         */
+        get: operations["job_api_jobs__job_id__get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -433,7 +482,7 @@ export interface paths {
         put?: never;
         /**
          * Sql
-         * @description Run one read-only query; `truncated` says the row cap cut the result.
+         * @description Run one read-only query; `truncated` says a cap cut the result, `truncated_by` which.
          */
         post: operations["sql_api_sql_post"];
         delete?: never;
@@ -749,7 +798,7 @@ export interface components {
             manifest?: {
                 [key: string]: unknown;
             } | null;
-            /** @description while it runs in this server */
+            /** @description of its job, when the server ran it */
             progress?: components["schemas"]["JobProgress"] | null;
             /**
              * Samples
@@ -765,7 +814,7 @@ export interface components {
             } | null;
             /**
              * Status
-             * @description running | finished | failed
+             * @description running | finished | failed | interrupted (its server stopped) | deleted
              */
             status: string | null;
         };
@@ -799,7 +848,7 @@ export interface components {
             finished_at?: string | null;
             /** Format */
             format: string | null;
-            /** @description while it runs in this server */
+            /** @description of its job, when the server ran it */
             progress?: components["schemas"]["JobProgress"] | null;
             /**
              * Samples
@@ -815,7 +864,7 @@ export interface components {
             } | null;
             /**
              * Status
-             * @description running | finished | failed
+             * @description running | finished | failed | interrupted (its server stopped) | deleted
              */
             status: string | null;
         };
@@ -888,8 +937,54 @@ export interface components {
             tags: string[];
         };
         /**
+         * JobOut
+         * @description One long job (export, re-run, import, judging) from the lake's jobs table.
+         */
+        JobOut: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            error?: components["schemas"]["ErrorDetail"] | null;
+            /** Finished At */
+            finished_at?: string | null;
+            /**
+             * Job Id
+             * @description the export's or re-run's id, for those kinds
+             */
+            job_id: string;
+            /**
+             * Kind
+             * @description export | rerun | import | judge
+             */
+            kind: string;
+            /**
+             * Params
+             * @description what the job was asked to do
+             */
+            params?: {
+                [key: string]: unknown;
+            } | null;
+            progress: components["schemas"]["JobProgress"];
+            /**
+             * Status
+             * @description queued | running | done | failed | interrupted (its server stopped) | cancelled
+             * @enum {string}
+             */
+            status: "queued" | "running" | "done" | "failed" | "interrupted" | "cancelled";
+            /** Updated At */
+            updated_at?: string | null;
+            /**
+             * Who
+             * @description who asked for it
+             */
+            who?: string | null;
+        };
+        /**
          * JobProgress
-         * @description Live progress of a job running in this server: episodes done of total.
+         * @description A job's progress: units (episodes, tasks) done of total; live while this server runs
+         *     it, else as last recorded in the jobs table.
          */
         JobProgress: {
             /** Done */
@@ -1119,7 +1214,7 @@ export interface components {
             set: components["schemas"]["RerunSet"] | null;
             /**
              * Status
-             * @description running | finished | failed
+             * @description running | finished | failed | interrupted (its server stopped)
              */
             status: string | null;
         };
@@ -1286,8 +1381,16 @@ export interface components {
             elapsed_ms: number;
             /** Rows */
             rows: unknown[][];
-            /** Truncated */
+            /**
+             * Truncated
+             * @description a cap cut the result: more rows matched
+             */
             truncated: boolean;
+            /**
+             * Truncated By
+             * @description which cap cut it: the row cap or the byte cap (Settings.sql_max_bytes)
+             */
+            truncated_by?: ("rows" | "bytes") | null;
         };
         /** Stats */
         Stats: {
@@ -2332,6 +2435,82 @@ export interface operations {
             };
         };
     };
+    delete_api_exports__export_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                export_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportDetail"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     download_api_exports__export_id__download_get: {
         parameters: {
             query?: never;
@@ -2599,6 +2778,161 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    jobs_list_api_jobs_get: {
+        parameters: {
+            query?: {
+                /** @description export | rerun | import | judge */
+                kind?: string | null;
+                status?: ("queued" | "running" | "done" | "failed" | "interrupted" | "cancelled") | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobOut"][];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    job_api_jobs__job_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobOut"];
                 };
             };
             /** @description Bad Request */

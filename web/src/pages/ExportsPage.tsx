@@ -1,5 +1,6 @@
 // /exports: start an export with the main options of the export spec, and follow every
-// export: progress while it runs, a download link once finished. The server picks the folder.
+// export: progress while it runs, a download link once finished, a delete button (after a
+// confirmation) once it no longer runs. The server picks the folder.
 import type { FormEvent } from "react";
 import { api, call, type ExportCreate, type ExportSummary } from "../api/client";
 import { JobState } from "../components/JobState";
@@ -50,6 +51,13 @@ export function ExportsPage() {
   const health = useApi(() => call(api.GET("/api/health")), []);
   useRefreshWhile(exports.data?.some((e) => e.status === "running") ?? false, exports.reload);
   const action = useAction();
+  const remove = (e: ExportSummary) => {
+    if (!window.confirm(`Delete export ${e.export_id} and its files? This cannot be undone.`)) return;
+    void action.run(async () => {
+      await call(api.DELETE("/api/exports/{export_id}", { params: { path: { export_id: e.export_id } } }));
+      exports.reload();
+    });
+  };
   const start = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const spec = specFromForm(new FormData(e.currentTarget));
@@ -158,6 +166,11 @@ export function ExportsPage() {
                     <a href={e.download_url} download data-testid="download">
                       download zip
                     </a>
+                  )}{" "}
+                  {e.status !== "running" && e.status !== "queued" && (
+                    <button type="button" onClick={() => remove(e)} disabled={action.busy} data-testid="delete-export">
+                      delete
+                    </button>
                   )}
                 </td>
               </tr>

@@ -56,7 +56,7 @@ export function SqlPage() {
       {result && (
         <>
           <p className="muted">
-            {result.rows.length} rows{result.truncated ? " (cut at the row cap)" : ""} · {result.elapsed_ms.toFixed(0)} ms
+            {result.rows.length} rows{result.truncated ? ` (cut at the ${result.truncated_by === "bytes" ? "size" : "row"} cap)` : ""} · {result.elapsed_ms.toFixed(0)} ms
           </p>
           <div className="grid-wrap">
             <table className="grid" data-testid="sql-results">
