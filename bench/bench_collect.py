@@ -32,7 +32,7 @@ from episodelake.collectors.parallel import (
     RemoteSpec,
     RunSettings,
     SimSpec,
-    collect_parallel,
+    run_batch,
 )
 from episodelake.lake import Lake
 
@@ -82,8 +82,8 @@ def tasks(n: int) -> list[Task]:
 def run(lake_dir, workers, n_episodes: int, max_steps: int, backend: str) -> dict:
     lake = Lake(lake_dir)
     t = time.perf_counter()
-    report = collect_parallel(lake_dir, workers, tasks(n_episodes),
-                              RunSettings("bench", max_steps=max_steps), backend=backend)
+    report = run_batch(lake_dir, workers, tasks(n_episodes),
+                       RunSettings("bench", max_steps=max_steps), backend=backend)
     elapsed = time.perf_counter() - t
     lake.invalidate()
     steps = lake.dataset("steps").count_rows()
@@ -105,11 +105,11 @@ def main() -> None:
     ap.add_argument("--max-steps", type=int, default=10)
     ap.add_argument("--ray", action="store_true", help="collectors as Ray actors")
     args = ap.parse_args()
-    backend = "ray" if args.ray else "threads"
+    backend = "ray" if args.ray else "thread"
 
     with workdir("collect") as d:
         base = run(d / "base", [(SimSpec(0), RandomSpec(1, 0.1))], args.episodes_per_worker * 2,
-                   args.max_steps, "threads")
+                   args.max_steps, "thread")
         line("collect in-process (baseline)", workers=1, steps=base["steps"],
              steps_s=base["steps_s"], steady_steps_s=base["steady_steps_s"])
         for n in args.workers:

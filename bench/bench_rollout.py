@@ -12,7 +12,7 @@ import os
 
 from common import line, workdir
 
-from episodelake.collectors.rollout import RolloutSpec, demo_policy_factory, run_rollouts, task_ids
+from episodelake.collectors.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 from episodelake.lake import Lake
 
 
@@ -27,7 +27,7 @@ def main() -> None:
     with workdir("rollout") as d:
         for w in [1, *args.workers]:
             spec = RolloutSpec(ids, group_size=args.group_size, run_id=f"bench-w{w}", seed=5)
-            report = run_rollouts(Lake(d / f"lake-w{w}"), spec, demo_policy_factory("demo"),
+            report = run_rollouts(Lake(d / f"lake-w{w}"), spec, demo_agent("demo"),
                                   workers=w, progress=False)
             rates[w] = report.steps / report.seconds
             line(f"rollout sim workers={w}", episodes=len(report.episodes), steps=report.steps,

@@ -1,9 +1,16 @@
-"""The collection loop: a device, a policy and a Recorder, one episode at a time.
+"""The episode loop: every episode in the product, on any device, with any agent, runs here.
 
-Per step: screenshot (and UI tree) -> the policy's response -> the parsed action is carried
-out -> the step is logged with what the device did. An episode ends on ``terminate`` or
-``answer``, at ``max_steps``, or when the device is lost; then the device's evaluator (if it
-has one) scores it. What each stop means for the stored episode:
+Per step: screenshot (and UI tree) -> the agent's reply (`act(Observation) -> Reply`) -> the
+response is parsed -> the action is carried out on the device -> an optional step judge
+scores the step from state the agent never sees -> the step is logged. Rollouts on the
+simulated phone (`elake demo`, `elake rollout`, the trainer), collection from devices
+(`elake collect`) and re-runs all call :func:`run_episode`, mostly through
+:func:`~episodelake.collectors.parallel.run_batch`; one loop means one meaning for every
+stored column, whichever job wrote it.
+
+An episode ends on ``terminate`` or ``answer``, at ``max_steps``, or when the device is
+lost; then the device's evaluator (if it has one) scores it. What each stop means for the
+stored episode:
 
 - finished: ended by the agent or at max_steps; ``success`` from the evaluator, null without
   one (the agent's own claim is kept in ``extra.agent_status``);
@@ -13,6 +20,11 @@ has one) scores it. What each stop means for the stored episode:
 An invalid response is logged as an invalid step and nothing is sent to the device (the
 reference turns it into a ``wait``); an action the device rejects is logged with the
 rejection in ``info.error`` and the episode goes on.
+
+Agents see only what a deployed agent would (goal, screenshots, their own earlier
+responses). An agent that needs privileged state (the simulated phone's oracle) takes it
+from the device it was opened on; a judge that needs it reads it through the device too
+(:class:`StepJudge`). Neither needs a loop of its own.
 """
 
 from __future__ import annotations
@@ -48,24 +60,34 @@ log = logging.getLogger(__name__)
 FINAL_ACTIONS = ("terminate", "answer")
 
 
-# --- policies ---------------------------------------------------------------------------------
+# --- agents ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Observation:
-    """What a policy sees before step `step`: the goal, the screen, and the steps so far
+    """What an agent sees before step `step`: the goal, the screen, and the steps so far
     (`history`, oldest first, whose ``image`` is the step number of its screenshot in
-    `images`; only the most recent screenshots are kept)."""
+    `images`; only the agent's last `history_length` screenshots are kept).
+
+    `seed` is the episode's seed when the task has one: an agent that samples starts the
+    episode's random stream from it, so the same task and seed replay the same episode
+    whichever worker runs it."""
 
     goal: str
     step: int
     screenshot: bytes
     history: Sequence[HistoryStep]
     images: Mapping[int, bytes]
+    seed: int | None = None
+
+    @property
+    def responses(self) -> list[str]:
+        """The earlier responses as text, oldest first (what text-history agents read)."""
+        return [h.response or "" for h in self.history]
 
 
 @dataclass(frozen=True)
 class Reply:
-    """The policy's raw response, the messages behind it (stored as ``steps.prompt``, with
+    """The agent's raw response, the messages behind it (stored as ``steps.prompt``, with
     every image as ``{"type": "image", "image": {"step": N}}`` instead of its bytes), and
     anything else it wants kept in ``steps.info``."""
 
@@ -74,13 +96,42 @@ class Reply:
     info: dict[str, Any] | None = None
 
 
-class Policy(Protocol):
-    #: The episodes ``model_name`` of what this policy runs.
+class Agent(Protocol):
+    """Whatever chooses the actions: a model behind a server, a trained policy, the sim's
+    demo policy. One interface, so every job can run every agent."""
+
+    #: The episodes ``model_name`` of what this agent runs.
     name: str
-    #: How many past screenshots the policy looks at (the loop keeps that many).
+    #: How many past screenshots the agent looks at (the loop keeps that many).
     history_length: int
 
     def act(self, observation: Observation) -> Reply: ...
+
+
+# --- step judges -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StepScore:
+    """A judge's verdict on one step: the step reward and why, and the environment reward
+    (the task's own outcome, usually given on the final step only)."""
+
+    step_reward: float | None = None
+    reason: str | None = None
+    reward: float | None = None
+
+
+class StepJudge(Protocol):
+    """Scores each step as it is recorded, from state the agent never sees (the simulated
+    phone's rule judge). It reads that state through the device, so the loop stays one."""
+
+    def before(self, device: Device) -> Any:
+        """What the judge needs of the state before the action (called after the agent
+        replied, just before the action is carried out)."""
+        ...
+
+    def score(self, device: Device, before: Any, action: ParsedAction, final: bool) -> StepScore:
+        """The step's verdict, the action carried out; `final` when the episode ends here."""
+        ...
 
 
 class ModelPolicy:
@@ -122,6 +173,8 @@ class RandomPolicy:
         self.terminate_p = terminate_p
 
     def act(self, observation: Observation) -> Reply:
+        if observation.step == 0 and observation.seed is not None:
+            self._rng = random.Random(observation.seed)  # the episode replays from its seed
         rng = self._rng
         if rng.random() < self.terminate_p:
             action: dict[str, Any] = {"action": "terminate", "status": "fail"}
@@ -192,12 +245,16 @@ class EpisodeSummary:
     success: bool | None = None
     eval_score: float | None = None
     reason: str = ""
+    group_id: str | None = None
 
 
 @dataclass
 class _Run:
     """The state of one episode's loop."""
 
+    max_steps: int
+    seed: int | None = None
+    judge: StepJudge | None = None
     history: list[HistoryStep] = field(default_factory=list)
     images: dict[int, bytes] = field(default_factory=dict)
     stop_reason: str = "max_steps"
@@ -208,8 +265,8 @@ class StopRequested(Exception):
     """A stop was asked for from outside (a parallel worker being shut down)."""
 
 
-def run_episode(device: Device, policy: Policy, recorder: Recorder, task: Task, *,
-                max_steps: int = 20, tags: Sequence[str] = (),
+def run_episode(device: Device, agent: Agent, recorder: Recorder, task: Task, *,
+                max_steps: int = 20, tags: Sequence[str] = (), judge: StepJudge | None = None,
                 stop: threading.Event | None = None) -> EpisodeSummary:
     """Run and record one episode. Raises DeviceError when the task cannot start, and
     KeyboardInterrupt after recording the episode as aborted. A set `stop` aborts the
@@ -219,13 +276,14 @@ def run_episode(device: Device, policy: Policy, recorder: Recorder, task: Task, 
     goal = device.start_task(task)
     try:
         ep = recorder.start_episode(task.name, goal, group_id=task.group_id, tags=tags,
-                                    env=device.env, device=device.name, model_name=policy.name)
-        run = _Run()
+                                    extra=device.episode_extra(task) or None,
+                                    env=device.env, device=device.name, model_name=agent.name)
+        run = _Run(max_steps, task.seed, judge)
         try:
             for step in range(max_steps):
                 if stop is not None and stop.is_set():
                     raise StopRequested("stopped: the collection was asked to stop")
-                if _step(device, policy, ep, goal, step, run):
+                if _step(device, agent, ep, goal, step, run):
                     break
             evaluation, eval_problem = _evaluate(device, task)
         except (DeviceError, StopRequested) as exc:
@@ -255,27 +313,33 @@ def _evaluate(device: Device, task: Task) -> tuple[Evaluation | None, str | None
         return None, str(exc)
 
 
-def _step(device: Device, policy: Policy, ep: EpisodeHandle, goal: str, step: int,
+def _step(device: Device, agent: Agent, ep: EpisodeHandle, goal: str, step: int,
           run: _Run) -> bool:
     """One step; True when the agent is done."""
     shot = device.screenshot()
     tree = device.ui_tree()
-    reply = policy.act(Observation(goal, step, shot, list(run.history), dict(run.images)))
+    reply = agent.act(Observation(goal, step, shot, list(run.history), dict(run.images),
+                                  run.seed))
     parsed = parse_response(reply.response)
+    done = parsed.valid and parsed.action_type in FINAL_ACTIONS
+    before = run.judge.before(device) if run.judge is not None else None
     info, lost = _carry_out(device, parsed)
-    ep.log_step(shot, reply.response, prompt=reply.prompt, info={**(reply.info or {}), **info},
-                ui_tree=tree)
+    score = StepScore()
+    if run.judge is not None and lost is None:
+        score = run.judge.score(device, before, parsed, done or step == run.max_steps - 1)
+    ep.log_step(shot, reply.response, reward=score.reward, step_reward=score.step_reward,
+                step_reward_reason=score.reason, prompt=reply.prompt,
+                info={**(reply.info or {}), **info}, ui_tree=tree)
     if lost is not None:
         raise lost
     run.history.append(HistoryStep(response=reply.response, image=step))
     run.images[step] = shot
-    for old in [s for s in run.images if s <= step - policy.history_length]:
+    for old in [s for s in run.images if s <= step - agent.history_length]:
         del run.images[old]
-    if parsed.valid and parsed.action_type in FINAL_ACTIONS:
+    if done:
         run.stop_reason = parsed.action_type
         run.agent_status = parsed.action.get("status")
-        return True
-    return False
+    return done
 
 
 def _carry_out(device: Device, parsed: ParsedAction) -> tuple[dict[str, Any], EnvironmentLost | None]:
@@ -292,36 +356,39 @@ def _carry_out(device: Device, parsed: ParsedAction) -> tuple[dict[str, Any], En
 
 def _summary(row: dict[str, Any], task: Task) -> EpisodeSummary:
     return EpisodeSummary(row["episode_id"], task.name, row["status"], row["episode_length"] or 0,
-                          row["success"], row["eval_score"], row["eval_reason"] or "")
+                          row["success"], row["eval_score"], row["eval_reason"] or "",
+                          task.group_id)
 
 
-def collect_one(device: Device, policy: Policy, recorder: Recorder, task: Task, *,
-                max_steps: int = 20, tags: Sequence[str] = (),
+def collect_one(device: Device, agent: Agent, recorder: Recorder, task: Task, *,
+                max_steps: int = 20, tags: Sequence[str] = (), judge: StepJudge | None = None,
                 stop: threading.Event | None = None) -> EpisodeSummary:
     """`run_episode`, except that a task which cannot start is skipped (and logged) instead
-    of raised; DeviceUnavailable (nothing left to drive) and Ctrl-C still propagate."""
+    of raised: one bad task name must not end a batch. DeviceUnavailable (nothing left to
+    drive) and Ctrl-C still propagate."""
     try:
-        summary = run_episode(device, policy, recorder, task, max_steps=max_steps, tags=tags,
-                              stop=stop)
+        summary = run_episode(device, agent, recorder, task, max_steps=max_steps, tags=tags,
+                              judge=judge, stop=stop)
     except DeviceUnavailable:
         raise
     except DeviceError as exc:  # only start_task raises these: mid-episode ones abort it
         log.error("task %s skipped: %s", task.name, exc)
-        return EpisodeSummary(None, task.name, "skipped", reason=str(exc))
+        return EpisodeSummary(None, task.name, "skipped", reason=str(exc), group_id=task.group_id)
     log.info("episode %s (%s): %s after %d step(s)%s", summary.episode_id, task.name,
              summary.status, summary.steps,
              f", score {summary.eval_score}" if summary.eval_score is not None else "")
     return summary
 
 
-def collect(device: Device, policy: Policy, recorder: Recorder, tasks: Iterable[Task], *,
-            max_steps: int = 20, tags: Sequence[str] = (),
+def collect(device: Device, agent: Agent, recorder: Recorder, tasks: Iterable[Task], *,
+            max_steps: int = 20, tags: Sequence[str] = (), judge: StepJudge | None = None,
             stop: threading.Event | None = None) -> list[EpisodeSummary]:
-    """Run every task in turn on one device (see `collect_one`); a set `stop` ends the batch."""
+    """Every task in turn on a device already in hand (see `collect_one`); a set `stop` ends
+    the batch. Jobs that open their own devices, or want several, use `run_batch`."""
     out: list[EpisodeSummary] = []
     for task in tasks:
         if stop is not None and stop.is_set():
             break
-        out.append(collect_one(device, policy, recorder, task, max_steps=max_steps, tags=tags,
-                               stop=stop))
+        out.append(collect_one(device, agent, recorder, task, max_steps=max_steps, tags=tags,
+                               judge=judge, stop=stop))
     return out

@@ -1,8 +1,9 @@
 """`elake collect adb|remote|sim`, `elake serve-env --sim`, `elake judge`: episodes from devices.
 
 Every `collect` kind builds worker specs (device + policy) and runs them through
-:func:`~episodelake.collectors.parallel.collect_parallel`: one worker by default, `--workers N`
-threads, or Ray actors with `--ray`.
+:func:`~episodelake.collectors.parallel.run_batch`, the batch runner every episode job shares:
+one worker by default, `--workers N` threads (collection waits on devices, not CPUs), or Ray
+actors with `--ray`.
 """
 
 from __future__ import annotations
@@ -154,13 +155,12 @@ def _policy(args):
 
 
 def _run(args, workers, tasks, settings) -> int:
-    from episodelake.collectors.parallel import collect_parallel
+    from episodelake.collectors.parallel import run_batch
 
     print(f"collecting {len(tasks)} episode(s) with {len(workers)} worker(s) into {args.lake} "
           f"(run {settings.run_id}; Ctrl-C aborts running episodes, keeping their steps)")
-    report = collect_parallel(args.lake, workers, tasks, settings,
-                              backend="ray" if args.ray else "threads",
-                              ray_address=args.ray_address)
+    report = run_batch(args.lake, workers, tasks, settings,
+                       backend="ray" if args.ray else "thread", ray_address=args.ray_address)
     counts = Counter(e.status for e in report.episodes)
     won = sum(1 for e in report.episodes if e.success)
     print(", ".join(f"{n} {status}" for status, n in sorted(counts.items()))

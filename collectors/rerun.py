@@ -21,7 +21,6 @@ the old policy on fresh tasks.
 from __future__ import annotations
 
 import json
-import logging
 import math
 import uuid
 from collections.abc import Callable
@@ -29,15 +28,24 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from statistics import NormalDist
 
-from episodelake.collectors.collect import Policy, RandomPolicy, run_episode
-from episodelake.collectors.devices.base import Device, DeviceError, DeviceUnavailable, Task
-from episodelake.collectors.recorder import Recorder
+from episodelake.collectors.collect import EpisodeSummary
+from episodelake.collectors.devices.base import Task
+from episodelake.collectors.parallel import (
+    AdbSpec,
+    AgentSpec,
+    DeviceSpec,
+    ModelSpec,
+    OracleSpec,
+    RandomSpec,
+    RemoteSpec,
+    RunSettings,
+    SimSpec,
+    run_batch,
+)
 from episodelake.lake.errors import InvalidInput, NotFound
 from episodelake.lake.export.selection import check_members_present, resolve_set, set_episode_ids
 from episodelake.lake.lake import Lake
 from episodelake.lake.layout import check_id
-
-log = logging.getLogger(__name__)
 
 ENVS = ("sim", "mobileworld", "adb")
 #: Policies by name; `noisy:P` is the sim's demo policy making a mistake (wrong tap, wrong
@@ -248,38 +256,28 @@ def render(report: dict) -> str:
     return "\n".join(lines)
 
 
-# -- devices and policies ------------------------------------------------------------------------
-def open_device(spec: RerunSpec) -> Device:
+# -- devices and agents --------------------------------------------------------------------------
+def device_spec(spec: RerunSpec) -> DeviceSpec:
+    """The device the spec names, as the batch runner opens it."""
     if spec.env == "sim":
-        from episodelake.collectors.devices.sim import SimDevice
-
-        return SimDevice(spec.seed, name=f"sim-{spec.seed}")
+        return SimSpec(spec.seed, name=f"sim-{spec.seed}")
     if spec.env == "mobileworld":
-        from episodelake.collectors.devices.remote import RemoteDevice
-
-        return RemoteDevice(list(spec.servers))
-    from episodelake.collectors.devices.adb import connect
-
-    return connect(spec.serial)
+        return RemoteSpec(tuple(spec.servers))
+    return AdbSpec(spec.serial)
 
 
-def make_policy(spec: RerunSpec, device: Device) -> Policy:
+def agent_spec(spec: RerunSpec) -> AgentSpec:
+    """The agent the spec's `policy` names, as the batch runner opens it."""
     kind = spec.policy.split(":", 1)[0]
     if kind == "oracle":
-        from episodelake.collectors.devices.sim import OraclePolicy
-
-        return OraclePolicy(device)
+        return OracleSpec(seed=spec.seed)
     if kind == "noisy":
-        from episodelake.collectors.devices.sim import OraclePolicy
         from episodelake.collectors.sim.policy import NoiseConfig
 
-        return OraclePolicy(device, NoiseConfig.demo().scaled(spec.noise), spec.seed)
+        return OracleSpec(NoiseConfig.demo().scaled(spec.noise), spec.seed)
     if kind == "random":
-        return RandomPolicy(spec.seed)
-    from episodelake.collectors.collect import ModelPolicy
-    from episodelake.collectors.model_client import ModelClient
-
-    return ModelPolicy(ModelClient(spec.model_url, spec.model))
+        return RandomSpec(spec.seed)
+    return ModelSpec(spec.model_url or "", spec.model or "")
 
 
 # -- the job -------------------------------------------------------------------------------------
@@ -315,11 +313,9 @@ def new_rerun_id() -> str:
 
 
 def run_rerun(lake: Lake, spec: RerunSpec, progress: Progress | None = None, *,
-              device: Device | None = None, policy: Policy | None = None,
               rerun_id: str | None = None) -> dict:
     """Re-run the set's tasks and return the report (also stored in ``runs``).
 
-    `device` and `policy` default to what the spec names; pass them to drive something else.
     `progress(done, total)` is called once with done = 0 when the set's tasks are resolved
     and the re-run is recorded as running, then after each episode. `rerun_id` lets a
     caller that tracks the re-run (the API) choose the id first; by default a new one is made.
@@ -328,52 +324,39 @@ def run_rerun(lake: Lake, spec: RerunSpec, progress: Progress | None = None, *,
     if spec.env == "sim":
         _check_sim_tasks(set_info, tasks)
     rerun_id = check_id(rerun_id, "rerun_id") if rerun_id else new_rerun_id()
-    owned = device is None
-    device = device or open_device(spec)
-    policy = policy or make_policy(spec, device)
     started = datetime.now(UTC)
     recorded = {**asdict(spec), "servers": list(spec.servers), "set_id": set_info["set_id"]}
     _record_run(lake, rerun_id, started, recorded, {"status": "running", "set": set_info})
-    total, done = len(tasks) * spec.n, 0
+    by_task = {result.task: result for result in tasks}
+    episodes = [Task(result.task, result.goal or None, f"{rerun_id}.g{index}" if spec.n > 1 else None)
+                for index, result in enumerate(tasks) for _ in range(spec.n)]
+    total, done = len(episodes), 0
     if progress is not None:
         progress(0, total)
+
+    def finished(summary: EpisodeSummary) -> None:
+        nonlocal done
+        result = by_task[summary.task_name]
+        # a task that could not start (skipped) or an aborted episode counts as unjudged
+        result.after.add(summary.success if summary.status == "finished" else None)
+        if summary.episode_id:
+            result.episode_ids.append(summary.episode_id)
+        done += 1
+        if progress is not None:
+            progress(done, total)
+
+    settings = RunSettings(rerun_id, max_steps=spec.max_steps, tags=(RERUN_TAG,),
+                           policy_version=spec.policy)
     try:
-        with Recorder(lake, run_id=rerun_id, policy_version=spec.policy) as recorder:
-            for index, result in enumerate(tasks):
-                group = f"{rerun_id}.g{index}" if spec.n > 1 else None
-                for _ in range(spec.n):
-                    episode_id, success = _one(device, policy, recorder,
-                                               Task(result.task, result.goal or None, group), spec)
-                    result.after.add(success)
-                    if episode_id:
-                        result.episode_ids.append(episode_id)
-                    done += 1
-                    if progress is not None:
-                        progress(done, total)
+        run_batch(lake, [(device_spec(spec), agent_spec(spec))], episodes, settings,
+                  backend="thread", on_episode=finished)
     except BaseException as exc:
         _record_run(lake, rerun_id, started, recorded, {"status": "failed", "set": set_info,
                                                         "error": f"{type(exc).__name__}: {exc}"})
         raise
-    finally:
-        if owned:
-            device.close()
-    lake.invalidate()
     report = RerunReport(rerun_id, set_info, recorded, tasks).to_json()
     _record_run(lake, rerun_id, started, recorded, {"status": "finished", **report})
     return report
-
-
-def _one(device: Device, policy: Policy, recorder: Recorder, task: Task, spec: RerunSpec
-         ) -> tuple[str | None, bool | None]:
-    """(episode id, success) of one episode; a task that could not start counts as unjudged."""
-    try:
-        summary = run_episode(device, policy, recorder, task, max_steps=spec.max_steps, tags=[RERUN_TAG])
-    except DeviceUnavailable:
-        raise
-    except DeviceError as exc:
-        log.error("re-run of task %s could not start: %s", task.name, exc)
-        return None, None
-    return summary.episode_id, summary.success if summary.status == "finished" else None
 
 
 def _check_sim_tasks(set_info: dict, tasks: list[TaskResult]) -> None:

@@ -23,7 +23,6 @@ def register(commands) -> None:
                    help="a task id instead of sampling, e.g. 'wifi_on' (repeatable)")
     p.add_argument("--group-size", type=int, default=8, help="rollouts per task, one group (default 8)")
     p.add_argument("--max-steps", type=int, default=15)
-    p.add_argument("--history-length", type=int, default=3)
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--noise", choices=("none", "light", "demo"), default="demo",
                    help="demo policy mistakes: none (the oracle), light, demo (default)")
@@ -41,18 +40,13 @@ def register(commands) -> None:
 
 
 def cmd_rollout(args) -> None:
-    from episodelake.collectors.rollout import (
-        RolloutSpec,
-        demo_policy_factory,
-        run_rollouts,
-        task_ids,
-    )
+    from episodelake.collectors.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 
     ids = task_ids(args.task or args.tasks, seed=args.seed)
     spec = RolloutSpec(ids, group_size=args.group_size, max_steps=args.max_steps,
-                       history_length=args.history_length, run_id=args.run_id or new_run_id("rollout"),
+                       run_id=args.run_id or new_run_id("rollout"),
                        policy_version=args.policy_version, seed=args.seed)
-    report = run_rollouts(Lake(args.lake), spec, demo_policy_factory(args.noise), workers=args.workers)
+    report = run_rollouts(Lake(args.lake), spec, demo_agent(args.noise), workers=args.workers)
     print(report.summary())
 
 
@@ -61,12 +55,7 @@ def new_run_id(kind: str) -> str:
 
 
 def cmd_demo(args) -> None:
-    from episodelake.collectors.rollout import (
-        RolloutSpec,
-        demo_policy_factory,
-        run_rollouts,
-        task_ids,
-    )
+    from episodelake.collectors.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 
     lake = Lake(args.lake)
     if lake.dataset("episodes").count_rows():
@@ -77,7 +66,7 @@ def cmd_demo(args) -> None:
     for i, (version, noise) in enumerate(DEMO_POLICIES):
         spec = RolloutSpec(ids, group_size=args.group_size, run_id=f"demo-{version}", policy_version=version,
                            seed=args.seed + i, batch=f"b{i}")
-        report = run_rollouts(lake, spec, demo_policy_factory(noise), workers=args.workers)
+        report = run_rollouts(lake, spec, demo_agent(noise), workers=args.workers)
         print(report.summary())
         total += len(report.episodes)
         lake.create_tag(f"demo-{version}")

@@ -1,4 +1,5 @@
-"""Rollouts on the simulated phone, recorded for real; the demo lake matches what ran."""
+"""Rollouts on the simulated phone, recorded for real; every backend of the batch runner plays
+the same episodes; the demo lake matches what ran."""
 
 from __future__ import annotations
 
@@ -6,13 +7,22 @@ import re
 
 from test_cli import elake
 
-from episodelake.collectors.rollout import RolloutSpec, demo_policy_factory, run_rollouts, task_ids
+from episodelake.collectors.devices.sim import SimJudge
+from episodelake.collectors.parallel import RunSettings, SimSpec, run_batch
+from episodelake.collectors.rollout import (
+    RolloutSpec,
+    demo_agent,
+    rollout_tasks,
+    run_rollouts,
+    task_ids,
+)
+from episodelake.lake import Lake
 
 
 def test_rollouts_record_groups_rewards_and_anchor_keys(lake):
     spec = RolloutSpec(task_ids(["wifi_on", "bluetooth_off"]), group_size=3, max_steps=12,
                        run_id="r1", policy_version="p7", seed=3)
-    report = run_rollouts(lake, spec, demo_policy_factory("none"), workers=2, progress=False)
+    report = run_rollouts(lake, spec, demo_agent("none"), workers=2, progress=False)
     assert len(report.episodes) == 6 and report.success_rate == 1.0  # the oracle
     rows = lake.sql("""
         select e.group_id, count(distinct e.episode_id) episodes, count(*) steps,
@@ -32,13 +42,32 @@ def test_rollouts_record_groups_rewards_and_anchor_keys(lake):
 
 def test_noisy_rollouts_fail_sometimes_and_say_why(lake):
     spec = RolloutSpec(task_ids(6, seed=1), group_size=4, max_steps=10, run_id="r2", seed=1)
-    report = run_rollouts(lake, spec, demo_policy_factory("demo"), progress=False)
+    report = run_rollouts(lake, spec, demo_agent("demo"), progress=False)
     assert 0 < report.success_rate < 1
     noise = lake.sql("select distinct json_extract_string(info, '$.noise') n from steps "
                      "where json_extract_string(info, '$.noise') is not null").column(0).to_pylist()
     assert noise, "noisy steps record the mistake behind them"
     zero = lake.sql("select count(*) from steps where step_reward = 0 and step_reward_reason is not null")
     assert zero.column(0)[0].as_py() > 0
+
+
+def test_every_backend_plays_the_same_episodes_byte_for_byte(tmp_path):
+    # one loop, seeds carried by the tasks: which worker, process or thread ran an episode
+    # changes nothing that is stored about it
+    spec = RolloutSpec(task_ids(4, seed=2), group_size=2, max_steps=6, run_id="b", seed=2)
+    settings = RunSettings("b", max_steps=6, judge=SimJudge)
+    stored = []
+    for backend, workers in (("process", 2), ("thread", 2), ("process", 1)):
+        lake = Lake(tmp_path / f"{backend}-{workers}")
+        run_batch(lake, [(SimSpec(), demo_agent("demo"))] * workers, rollout_tasks(spec), settings,
+                  backend=backend)
+        stored.append(lake.sql("""
+            select e.group_id, e.extra, e.success, e.episode_reward, s.step, s.image_sha256,
+                   s.model_response, s.reward, s.step_reward, s.step_reward_reason, s.anchor_key
+            from episodes e join steps s using (episode_id) order by e.extra, s.step
+        """).to_pylist())
+    assert len(stored[0]) > 16 and stored[0] == stored[1] == stored[2]
+    assert {r["step_reward"] for r in stored[0]} == {0.0, 1.0}
 
 
 def test_demo_lake_counts_match_the_runner(tmp_path):

@@ -37,7 +37,7 @@ import duckdb
 import torch
 from tqdm import tqdm
 
-from episodelake.collectors.rollout import Observation, RolloutReport, RolloutSpec, run_rollouts
+from episodelake.collectors.rollout import RolloutReport, RolloutSpec, run_rollouts
 from episodelake.collectors.sim import tasks as sim_tasks
 from episodelake.lake import Lake
 from episodelake.lake.layout import check_id
@@ -45,7 +45,7 @@ from episodelake.trainer import checkpoint
 from episodelake.trainer.advantages import AdvantageResult, compute_advantages
 from episodelake.trainer.config import RESUMABLE, ConfigError, TrainConfig
 from episodelake.trainer.engine import Engine, build_engine, deepspeed_usable
-from episodelake.trainer.policies.base import RolloutPolicy, Sample, TrainablePolicy
+from episodelake.trainer.policies.base import Sample, TrainablePolicy
 from episodelake.trainer.ppo import ppo_loss
 
 log = logging.getLogger(__name__)
@@ -211,38 +211,17 @@ def sample_tasks(train_ids: list[str], config: TrainConfig, iteration: int) -> l
 
 # --- 2. rollout ------------------------------------------------------------------------------
 
-class _Agent:
-    """The rollout runner's policy interface over the trainer's `act(goal, png, history)`."""
-
-    def __init__(self, policy: RolloutPolicy):
-        self.policy = policy
-
-    def act(self, obs: Observation) -> str:
-        return self.policy.act(obs.goal, obs.screenshot, list(obs.history))
-
-
-class _AgentFactory:
-    """`(task, seed) -> agent`, picklable when the policy's own factory is."""
-
-    def __init__(self, make):
-        self.make = make
-
-    def __call__(self, task: sim_tasks.Task, seed: int) -> _Agent:
-        return _Agent(self.make(seed))
-
-
 def rollout(lake: Lake, policy: TrainablePolicy, task_ids: list[str], config: TrainConfig, *,
             run_id: str, version: str, batch: str, seed: int, progress: bool,
             group_size: int | None = None) -> RolloutReport:
-    """`group_size` episodes of every task with the policy's current weights, recorded."""
+    """`group_size` episodes of every task with the policy's current weights, recorded
+    (through the same episode loop and batch runner as every other rollout)."""
     spec = RolloutSpec(
         task_ids=tuple(task_ids), group_size=group_size or config.group_size,
-        max_steps=config.max_steps, history_length=config.max_steps, run_id=run_id,
-        policy_version=version, model_name=policy.name, seed=seed, batch=batch,
-        image_checks="structure")  # the sim rendered them; no need to decode them again
+        max_steps=config.max_steps, run_id=run_id, policy_version=version, seed=seed,
+        batch=batch, image_checks="structure")  # the sim rendered them; no need to decode them
     policy.module.eval()
-    return run_rollouts(lake, spec, _AgentFactory(policy.rollout_factory()),
-                        workers=config.workers, progress=progress)
+    return run_rollouts(lake, spec, policy.agent(), workers=config.workers, progress=progress)
 
 
 # --- 3. advantages ---------------------------------------------------------------------------

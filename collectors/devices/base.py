@@ -71,11 +71,16 @@ class Screen:
 class Task:
     """One episode to run: a task name (a registry key where the device has a registry) and
     the goal text (fetched from the registry when None). Episodes sharing `group_id` form one
-    GRPO/GiGPO group."""
+    GRPO/GiGPO group.
+
+    `seed` pins the episode's randomness where the device and agent have any (the simulated
+    phone's start state, a sampling agent's stream): the same task and seed give the same
+    episode whichever worker runs it. None leaves both to their own seeds."""
 
     name: str
     goal: str | None = None
     group_id: str | None = None
+    seed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,11 @@ class Device(ABC):
         if not goal.strip():
             raise DeviceUnavailable("a task needs a goal: pass --task \"what the agent should do\"")
         return goal
+
+    def episode_extra(self, task: Task) -> dict[str, Any]:
+        """What the device knows about the episode it just set up that a reader may want
+        (stored in ``episodes.extra``; the simulated phone's seed and task difficulty)."""
+        return {}
 
     def evaluate(self, task: Task) -> Evaluation | None:
         """Score the finished task, or None where no evaluator exists (success stays unknown)."""

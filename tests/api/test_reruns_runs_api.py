@@ -17,7 +17,7 @@ from webapp_support import ServerThread, screen
 from episodelake.api.settings import Settings
 from episodelake.collectors.actions import format_tool_call
 from episodelake.collectors.recorder import Recorder
-from episodelake.collectors.rollout import RolloutSpec, demo_policy_factory, run_rollouts, task_ids
+from episodelake.collectors.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 from episodelake.lake.lake import Lake
 
 TRAIN_RUN = "train-api-1"
@@ -42,7 +42,7 @@ def train_rows() -> list[dict]:
 def sim_lake(tmp_path_factory) -> Lake:
     lake = Lake(tmp_path_factory.mktemp("sim") / "lake")
     run_rollouts(lake, RolloutSpec(task_ids(3, seed=1), group_size=2, max_steps=8, run_id="seed-run"),
-                 demo_policy_factory("demo"), progress=False)
+                 demo_agent("demo"), progress=False)
     with Recorder(lake, run_id="elsewhere", env="adb") as rec:  # a task the sim phone does not have
         ep = rec.start_episode("open_the_bank_app", "Open the bank app", episode_id="bank-0")
         ep.log_step(screen(0, 0), format_tool_call({"action": "terminate", "status": "fail"}), reward=0.0)

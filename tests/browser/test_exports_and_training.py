@@ -14,7 +14,7 @@ import httpx
 import pytest
 from conftest import shot
 
-from episodelake.collectors.rollout import RolloutSpec, demo_policy_factory, run_rollouts, task_ids
+from episodelake.collectors.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -45,7 +45,7 @@ def test_start_an_export_and_download_it(page):
 
 def test_rerun_a_set_and_read_the_report(page, web_lake):
     run_rollouts(web_lake, RolloutSpec(task_ids(3, seed=1), group_size=2, max_steps=8, run_id="sim-run"),
-                 demo_policy_factory("demo"), progress=False)
+                 demo_agent("demo"), progress=False)
     episodes = web_lake.sql("SELECT episode_id FROM episodes WHERE run_id = 'sim-run'").to_pylist()
     sid = httpx.post(page.base + "/api/sets", json={"name": "sim-benchmark", "kind": "regression"}).json()["set_id"]
     for e in episodes:

@@ -1,5 +1,6 @@
-"""The collection loop on the in-process simulated phone: endings, Ctrl-C, invalid responses,
-the model policy's requests and stored prompts, task files, and `elake collect sim`."""
+"""The episode loop on the in-process simulated phone: endings, Ctrl-C, invalid responses,
+the step-judge hook, seeded episodes, the model policy's requests and stored prompts, task
+files, and `elake collect sim`."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from episodelake.collectors.collect import (
     run_episode,
 )
 from episodelake.collectors.devices.base import Task
-from episodelake.collectors.devices.sim import OraclePolicy, SimDevice
+from episodelake.collectors.devices.sim import OraclePolicy, SimDevice, SimJudge
 from episodelake.collectors.model_client import ModelClient, ModelOptions
 from episodelake.collectors.recorder import Recorder
 from episodelake.lake.errors import InvalidInput
@@ -39,7 +40,8 @@ def test_the_oracle_solves_a_task_and_the_episode_says_how_it_ended(recorder, la
     episode = lake.episode(summary.episode_id)
     assert (episode["env"], episode["device"], episode["model_name"]) == ("sim", "sim-0", "oracle")
     assert episode["group_id"] == "g1"
-    assert json.loads(episode["extra"]) == {"stop": "terminate", "agent_status": "success"}
+    assert json.loads(episode["extra"]) == {"stop": "terminate", "agent_status": "success",
+                                            "seed": 0, "difficulty": "easy"}
     steps = lake.steps(summary.episode_id).to_pylist()
     assert steps[-1]["action_type"] == "terminate" and all(s["ui_tree_hash"] for s in steps)
 
@@ -50,6 +52,36 @@ def test_max_steps_ends_the_episode_and_it_is_still_evaluated(recorder, lake):
     recorder.flush()
     assert (summary.status, summary.steps, summary.success) == ("finished", 3, False)
     assert json.loads(lake.episode(summary.episode_id)["extra"])["stop"] == "max_steps"
+
+
+def test_the_sim_judge_hook_scores_every_step_and_rewards_the_final_one(recorder, lake):
+    device = SimDevice(0)
+    summary = run_episode(device, OraclePolicy(device), recorder, Task("wifi_on"),
+                          judge=SimJudge())
+    recorder.flush()
+    steps = lake.steps(summary.episode_id).to_pylist()
+    assert [s["step_reward"] for s in steps] == [1.0] * len(steps)
+    assert steps[-1]["step_reward_reason"] == "terminated with the goal reached"
+    assert [s["reward"] for s in steps] == [0.0] * (len(steps) - 1) + [1.0]
+    assert lake.episode(summary.episode_id)["episode_reward"] == 1.0
+    with pytest.raises(InvalidInput, match="only the simulated phone"):
+        SimJudge().before(object())
+
+
+def test_a_seeded_task_replays_byte_for_byte_on_any_device(recorder, lake):
+    def play(device_seed: int, task_seed: int | None) -> tuple[list, dict]:
+        device = SimDevice(device_seed)
+        summary = run_episode(device, RandomPolicy(device_seed, terminate_p=0), recorder,
+                              Task("wifi_on", seed=task_seed), max_steps=4)
+        recorder.flush()
+        rows = lake.steps(summary.episode_id, ["image_sha256", "model_response"]).to_pylist()
+        return rows, json.loads(lake.episode(summary.episode_id)["extra"])
+
+    first, extra = play(0, 7)
+    assert extra["seed"] == 7
+    assert play(3, 7)[0] == first  # the task's seed, not the device's or the agent's own
+    assert play(3, 8)[0] != first
+    assert play(3, None)[1]["seed"] == 3
 
 
 class Interrupting:

@@ -1,5 +1,6 @@
 """Parallel collectors into one lake: every step of every episode arrives exactly once, with
-threads and with Ray actors; a worker whose device is gone hands its task to the others."""
+threads and with Ray actors; a worker whose device is gone hands its task to the others;
+groups are split into units the way anchor keys need."""
 
 from __future__ import annotations
 
@@ -12,14 +13,15 @@ from episodelake.collectors.collect import EpisodeSummary
 from episodelake.collectors.devices.base import DeviceUnavailable, Task
 from episodelake.collectors.devices.remote import RemoteOptions
 from episodelake.collectors.parallel import (
+    BatchReport,
     OracleSpec,
-    ParallelReport,
     RandomSpec,
     RemoteSpec,
     RunSettings,
     SimSpec,
-    collect_parallel,
+    run_batch,
     split_servers,
+    work_units,
 )
 from episodelake.lake.errors import InvalidInput
 
@@ -46,7 +48,7 @@ def assert_exactly_once(lake, report, n_episodes: int) -> None:
 
 def test_threads(lake):
     workers = [(SimSpec(0, f"sim-{i}"), OracleSpec()) for i in range(3)]
-    report = collect_parallel(lake.path, workers, TASKS, RunSettings("par", max_steps=12))
+    report = run_batch(lake.path, workers, TASKS, RunSettings("par", max_steps=12))
     assert_exactly_once(lake, report, len(TASKS))
     assert all(e.success for e in report.episodes)
     devices = lake.sql("SELECT DISTINCT device FROM episodes")["device"].to_pylist()
@@ -56,11 +58,17 @@ def test_threads(lake):
 def test_a_worker_without_a_device_hands_its_tasks_over(lake):
     dead = RemoteSpec(("http://127.0.0.1:9",), RemoteOptions(retry_wait_s=0.01))
     workers = [(dead, RandomSpec()), (SimSpec(0), OracleSpec())]
-    report = collect_parallel(lake.path, workers, TASKS[:3], RunSettings("par", max_steps=12))
+    report = run_batch(lake.path, workers, TASKS[:3], RunSettings("par", max_steps=12))
     assert len(report.episodes) == 3 and len(report.stopped_workers) == 1
     assert "no environment server could start" in report.stopped_workers[0]
     with pytest.raises(DeviceUnavailable, match="every worker stopped with 2 task"):
-        collect_parallel(lake.path, [(dead, RandomSpec())], TASKS[:2], RunSettings("x"))
+        run_batch(lake.path, [(dead, RandomSpec())], TASKS[:2], RunSettings("x"))
+
+
+def test_process_and_ray_workers_take_whole_groups_threads_take_tasks():
+    tasks = [Task("a", group_id="g1"), Task("b"), Task("c", group_id="g2"), Task("d", group_id="g1")]
+    assert work_units(tasks, by_group=True) == [[tasks[0], tasks[3]], [tasks[1]], [tasks[2]]]
+    assert work_units(tasks, by_group=False) == [[t] for t in tasks]
 
 
 def test_server_split_and_bad_backends():
@@ -69,7 +77,7 @@ def test_server_split_and_bad_backends():
     with pytest.raises(InvalidInput, match="3 workers need at least 3 server entries"):
         split_servers(["http://a", "http://b"], 3)
     with pytest.raises(InvalidInput, match="backend"):
-        collect_parallel("x", [(SimSpec(), OracleSpec())], [], RunSettings("x"), backend="mpi")
+        run_batch("x", [(SimSpec(), OracleSpec())], [], RunSettings("x"), backend="mpi")
 
 
 @pytest.mark.slow
@@ -88,7 +96,7 @@ def test_ray_actors_through_the_command_line(lake, capsys):
     assert "4 finished; 4 successful" in capsys.readouterr().out
     lake.invalidate()
     summaries = lake.sql("SELECT episode_id, episode_length AS steps FROM episodes").to_pylist()
-    report = ParallelReport([EpisodeSummary(r["episode_id"], "", "finished", r["steps"])
+    report = BatchReport([EpisodeSummary(r["episode_id"], "", "finished", r["steps"])
                              for r in summaries])
     assert_exactly_once(lake, report, 4)
     assert len(lake.sql("SELECT DISTINCT device FROM episodes")) == 2

@@ -9,6 +9,9 @@ import pytest
 import torch
 
 from episodelake.collectors.actions import parse_response
+from episodelake.collectors.collect import Observation
+from episodelake.collectors.devices.sim import SimDevice
+from episodelake.collectors.prompts import HistoryStep
 from episodelake.collectors.sim.phone import Phone
 from episodelake.collectors.sim.tasks import get_task
 from episodelake.trainer.policies.base import Sample
@@ -34,13 +37,15 @@ def screen() -> bytes:
     return phone.screenshot()
 
 
-def _samples(policy: TinyPolicy, screen: bytes, goal: str, n: int) -> list[Sample]:
-    history: list[str] = []
+def _samples(policy: TinyPolicy, screen: bytes, goal: str, n: int,
+             seed: int | None = None) -> list[Sample]:
+    history: list[HistoryStep] = []
     samples = []
     for step in range(n):
-        response = policy.act(goal, screen, history)
-        samples.append(Sample("e0", step, goal, screen, tuple(history), (), response, 1.0))
-        history.append(response)
+        response = policy.act(Observation(goal, step, screen, list(history), {}, seed)).response
+        samples.append(Sample("e0", step, goal, screen, tuple(h.response for h in history), (),
+                              response, 1.0))
+        history.append(HistoryStep(response=response, image=step))
     return samples
 
 
@@ -117,17 +122,21 @@ def test_the_advantage_sign_moves_the_action_probability(screen, sign):
     assert change * sign > 0
 
 
-def test_same_seed_same_actions_and_factories_survive_pickling(screen, tmp_path):
+def test_same_seed_same_actions_and_agent_specs_survive_pickling(screen, tmp_path):
     first = _samples(TinyPolicy(TinyConfig(seed=5)), screen, GOAL, 5)
     again = _samples(TinyPolicy(TinyConfig(seed=5)), screen, GOAL, 5)
     assert [s.response for s in first] == [s.response for s in again]
     trained = TinyPolicy(TinyConfig(seed=5))
-    factory = pickle.loads(pickle.dumps(trained.rollout_factory()))
-    copy = factory(7)
+    spec = pickle.loads(pickle.dumps(trained.agent()))
+    copy = spec.open(SimDevice(0))
     assert all(torch.equal(a, b) for a, b in zip(copy.module.state_dict().values(),
                                                  trained.module.state_dict().values(),
                                                  strict=True))
-    assert factory(8).module is copy.module  # one network per process, one stream per seed
+    assert spec.open(SimDevice(0)).module is copy.module  # one network per process
+    # an episode's seed fixes its samples, whatever the copy sampled before
+    _samples(copy, screen, GOAL, 3)
+    seeded = [s.response for s in _samples(copy, screen, GOAL, 4, seed=11)]
+    assert [s.response for s in _samples(spec.open(SimDevice(0)), screen, GOAL, 4, seed=11)] == seeded
     trained.save(tmp_path / "policy")
     loaded = TinyPolicy.load(tmp_path / "policy")
     assert loaded.config == trained.config

@@ -6,6 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from episodelake.collectors.collect import Observation
+from episodelake.collectors.devices.sim import SimDevice
+from episodelake.collectors.prompts import HistoryStep
 from episodelake.collectors.sim.phone import Phone
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.policies.vlm import IMAGE_TOKEN, VLMPolicy
@@ -43,14 +46,15 @@ def test_prompt_shows_goal_history_and_the_right_number_of_image_tokens(policy, 
     assert len(inputs.image_grid_thw) == 2 and inputs.prompt_length == len(ids)
 
 
-def test_act_generates_text_and_remembers_the_episode_screens(policy, screens):
-    agent = policy.rollout_factory()(11)
-    first = agent.act(GOAL, screens[0], [])
-    second = agent.act(GOAL, screens[1], [first])
+def test_act_generates_text_from_the_screens_the_loop_kept(policy, screens):
+    agent = policy.agent().open(SimDevice(0))
+    assert agent is policy  # the model stays in this process
+    first = agent.act(Observation(GOAL, 0, screens[0], [], {}, 11)).response
+    second = agent.act(Observation(GOAL, 1, screens[1], [HistoryStep(first, image=0)],
+                                   {0: screens[0]}, 11)).response
     assert isinstance(first, str) and isinstance(second, str)
-    assert agent.screens == screens
-    again = policy.rollout_factory()(11).act(GOAL, screens[0], [])
-    assert again == first  # the seed fixes the sample
+    again = policy.act(Observation(GOAL, 0, screens[0], [], {}, 11)).response
+    assert again == first  # the episode's seed fixes the sample
 
 
 def test_score_and_ppo_loss_backward(policy, screens):

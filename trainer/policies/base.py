@@ -1,20 +1,23 @@
 """What the trainer asks of a policy, and the recorded step it learns from.
 
-A policy acts like any agent (``act(goal, screenshot_png, history) -> response text``, the
-rollout runner's interface) and additionally scores recorded responses: ``prepare`` turns
-steps read back from the lake into model inputs once per iteration, ``score`` gives the
-per-token log-probabilities of the recorded responses under the current weights.
+A policy acts like any agent of the episode loop (``act(Observation) -> Reply``, see
+:mod:`episodelake.collectors.collect`), so its rollouts are recorded exactly as any other
+agent's, and additionally scores recorded responses: ``prepare`` turns steps read back from
+the lake into model inputs once per iteration, ``score`` gives the per-token
+log-probabilities of the recorded responses under the current weights.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import torch
 
+from episodelake.collectors.collect import Agent
+from episodelake.collectors.parallel import AgentSpec
 from episodelake.trainer.ppo import TokenLogProbs
 
 
@@ -37,13 +40,7 @@ class Sample:
     advantage: float
 
 
-class RolloutPolicy(Protocol):
-    """The rollout runner's view of a policy."""
-
-    def act(self, goal: str, screenshot_png: bytes, history: list[str]) -> str: ...
-
-
-class TrainablePolicy(RolloutPolicy, Protocol):
+class TrainablePolicy(Agent, Protocol):
     #: Recorded as ``episodes.model_name``.
     name: str
     #: Earlier screenshots the policy looks at (``Sample.history_images``).
@@ -66,9 +63,10 @@ class TrainablePolicy(RolloutPolicy, Protocol):
         reset on read; reported with the iteration's metrics."""
         ...
 
-    def rollout_factory(self) -> Callable[[int], RolloutPolicy]:
-        """A picklable callable `seed -> policy` that builds an acting copy of the current
-        weights, sampling with its own random stream (in a rollout worker, or here)."""
+    def agent(self) -> AgentSpec:
+        """How a rollout worker gets an acting copy of the current weights: a spec opened
+        where the worker runs (picklable where the policy may act in other processes).
+        Acting copies sample from the episode's seed (``Observation.seed``)."""
         ...
 
     def save(self, folder: Path) -> None:

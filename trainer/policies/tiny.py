@@ -28,7 +28,7 @@ import io
 import json
 import re
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -40,8 +40,10 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from episodelake.collectors.actions import GRID, ParsedAction, format_tool_call, parse_response
+from episodelake.collectors.collect import Observation, Reply
+from episodelake.collectors.devices.base import Device
 from episodelake.collectors.sim.state import APPS
-from episodelake.trainer.policies.base import RolloutPolicy, Sample
+from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.ppo import TokenLogProbs
 
 IMAGE_W, IMAGE_H = 36, 120
@@ -270,8 +272,12 @@ class TinyPolicy:
 
     # --- acting ------------------------------------------------------------------------------
 
-    def act(self, goal: str, screenshot_png: bytes, history: list[str]) -> str:
-        encoded = self.encode(goal, screenshot_png, history)
+    def act(self, observation: Observation) -> Reply:
+        """Sample an action for the screen; an episode with a seed samples from it, so the
+        same task and seed give the same episode in any worker."""
+        if observation.step == 0 and observation.seed is not None:
+            self.generator.manual_seed(observation.seed)
+        encoded = self.encode(observation.goal, observation.screenshot, observation.responses)
         with torch.no_grad():
             out = self.module(collate([encoded]))
         verb_p = F.softmax(out["verb"][0], dim=0)
@@ -285,7 +291,7 @@ class TinyPolicy:
             argument = int(torch.multinomial(arg_p, 1, generator=self.generator))
             prob *= float(arg_p[argument])
         action = self._action(name, argument, encoded.spans)
-        return format_tool_call(action, f"tiny policy: {VERBS[verb]} (p={prob:.3f})")
+        return Reply(format_tool_call(action, f"tiny policy: {VERBS[verb]} (p={prob:.3f})"))
 
     def _argument_logits(self, out: dict[str, torch.Tensor], verb: str) -> torch.Tensor | None:
         if verb in POINT_VERBS:
@@ -412,9 +418,9 @@ class TinyPolicy:
 
     # --- copies and files --------------------------------------------------------------------
 
-    def rollout_factory(self) -> Callable[[int], RolloutPolicy]:
+    def agent(self) -> _TinyAgent:
         state = {name: value.detach().clone() for name, value in self.module.state_dict().items()}
-        return _TinyFactory(self.config, state)
+        return _TinyAgent(self.config, state)
 
     def reference(self) -> TinyPolicy:
         """The initial weights (the config's seed), frozen: the KL reference."""
@@ -440,21 +446,22 @@ class TinyPolicy:
         return policy
 
 
-class _TinyFactory:
-    """Acting copies of a snapshot of the weights, one sampling stream per seed. Picklable:
-    a rollout worker process builds the network once and shares it among its copies."""
+class _TinyAgent:
+    """A snapshot of the weights that opens as an acting copy in a rollout worker (an
+    agent spec). Picklable: a worker process builds the network once and shares it among
+    the copies it opens, each sampling from its episodes' seeds."""
 
     def __init__(self, config: TinyConfig, state: dict[str, torch.Tensor]):
         self.config = config
         self.state = state
         self._module: TinyNet | None = None
 
-    def __call__(self, seed: int) -> TinyPolicy:
+    def open(self, device: Device) -> TinyPolicy:
         if self._module is None:
             self._module = TinyNet(self.config)
             self._module.load_state_dict(self.state)
             self._module.requires_grad_(False)
-        return TinyPolicy(self.config, seed=seed, module=self._module)
+        return TinyPolicy(self.config, module=self._module)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"config": self.config, "state": self.state, "_module": None}

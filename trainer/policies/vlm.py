@@ -3,8 +3,8 @@ phone agent.
 
 Prompts come from :func:`episodelake.collectors.prompts.build_messages` (MAI-UI style): the
 goal, the earlier actions as text, the last `history_length` screenshots, the current one.
-Acting and learning build the same prompt: acting keeps the screenshots of the episode it is
-playing, learning reads them back from the lake.
+Acting and learning build the same prompt: acting gets the episode's earlier screenshots from
+the episode loop's observation, learning reads them back from the lake.
 
 Inputs are built from the tokenizer's chat template and the image processor directly (each
 ``<|image_pad|>`` expanded to the image's patch count), not through the model's combined
@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import gc
 import io
-import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,11 +33,11 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
+from episodelake.collectors.collect import Observation, Reply
+from episodelake.collectors.parallel import InProcessAgent
 from episodelake.collectors.prompts import HistoryStep, build_messages
-from episodelake.trainer.policies.base import RolloutPolicy, Sample
+from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.ppo import TokenLogProbs
-
-log = logging.getLogger(__name__)
 
 IMAGE_TOKEN = "<|image_pad|>"
 _DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
@@ -122,7 +121,6 @@ class VLMPolicy:
         self.vllm_gpu_memory = vllm_gpu_memory
         self._vllm = None
         self._vllm_weights = weights or self.model_path
-        self._agent = _VLMAgent(self, 0)
         self._generated_tokens = 0
         self._generation_seconds = 0.0
 
@@ -163,8 +161,15 @@ class VLMPolicy:
 
     # --- acting ------------------------------------------------------------------------------
 
-    def act(self, goal: str, screenshot_png: bytes, history: list[str]) -> str:
-        return self._agent.act(goal, screenshot_png, history)
+    def act(self, observation: Observation) -> Reply:
+        """Generate the response for the screen, with the earlier screenshots the loop kept
+        (`history_length` of them); the sample is fixed by the episode's seed and step."""
+        history = observation.responses
+        earlier = [observation.images[step] for step in sorted(observation.images)]
+        prepared = self.encode(observation.goal, history,
+                               self.shown(observation.screenshot, earlier))
+        seed = (observation.seed or 0) * 1009 + observation.step
+        return Reply(self.generate(prepared, observation.goal, history, seed))
 
     def generate(self, prepared: Inputs, goal: str, history: Sequence[str], seed: int) -> str:
         started = time.perf_counter()
@@ -225,9 +230,9 @@ class VLMPolicy:
         completion = outputs[0].outputs[0]
         return completion.text, len(completion.token_ids)
 
-    def rollout_factory(self) -> Callable[[int], RolloutPolicy]:
-        """Acting views of this policy (same process: the model stays where it is)."""
-        return lambda seed: _VLMAgent(self, seed)
+    def agent(self) -> InProcessAgent:
+        """This policy itself: the model stays where it is (one worker, in this process)."""
+        return InProcessAgent(self)
 
     # --- learning ----------------------------------------------------------------------------
 
@@ -303,22 +308,3 @@ class VLMPolicy:
             gc.collect()
             torch.cuda.empty_cache()
 
-
-class _VLMAgent:
-    """Plays one episode at a time: remembers the episode's screenshots for the prompt."""
-
-    def __init__(self, policy: VLMPolicy, seed: int):
-        self.policy = policy
-        self.seed = seed
-        self.screens: list[bytes] = []
-
-    def act(self, goal: str, screenshot_png: bytes, history: list[str]) -> str:
-        if not history:
-            self.screens = []
-        earlier = self.screens if len(self.screens) == len(history) else []
-        if len(self.screens) != len(history):
-            log.debug("history of %d steps but %d screenshots seen: no earlier screenshots "
-                      "in this prompt", len(history), len(self.screens))
-        prepared = self.policy.encode(goal, history, self.policy.shown(screenshot_png, earlier))
-        self.screens.append(screenshot_png)
-        return self.policy.generate(prepared, goal, history, self.seed * 1009 + len(history))
