@@ -16,5 +16,5 @@ for root in ROOTS:
 setup(
     packages=packages,
     package_dir={f"episodelake.{root}": root for root in ROOTS},
-    package_data={"episodelake.api": ["static/**/*"], "episodelake.trainer": ["configs/*.json"]},
+    package_data={"episodelake.api": ["static/**/*", "docs/*"], "episodelake.trainer": ["configs/*.json"]},
 )

@@ -136,7 +136,9 @@ def start_export(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, body: Expo
     Bad input (an unknown format, set or tag, a refused `where`, an empty selection) is this
     request's error; one export runs at a time (409 while another runs)."""
     export_id = new_export_id()
-    spec = ExportSpec(out=settings.exports_root / export_id, **body.model_dump())
+    # Server exports are downloaded as a zip and unpacked elsewhere: image paths must be
+    # relative to the export folder, never paths on the server.
+    spec = ExportSpec(out=settings.exports_root / export_id, relative_paths=True, **body.model_dump())
     job = jobs.start(KIND, export_id, lambda progress: run_export(lake, spec, progress, export_id=export_id),
                      wait_s=settings.job_start_wait_s, params=body.model_dump(mode="json"),
                      who=who)

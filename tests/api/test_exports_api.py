@@ -73,6 +73,11 @@ def test_the_download_is_a_zip_of_the_folder(client, finished_export, lake):
     assert images and len(images) == manifest["counts"]["images"]
     assert all(archive.read(n)[:8] == b"\x89PNG\r\n\x1a\n" for n in images)
     assert archive.getinfo(images[0]).compress_type == zipfile.ZIP_STORED  # PNGs are not recompressed
+    # the dataset names its images relative to the folder, so the unpacked zip trains anywhere
+    data_files = [n for n in names if n.endswith(".jsonl")]
+    referenced = {path for n in data_files for line in archive.read(n).decode().splitlines()
+                  for path in json.loads(line)["images"]}
+    assert referenced and all(not path.startswith("/") and f"{eid}/{path}" in names for path in referenced)
     folder = lake.path / "_exports" / eid
     for name in names:
         assert archive.read(name) == (folder / name.split("/", 1)[1]).read_bytes()
