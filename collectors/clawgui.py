@@ -34,9 +34,9 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from episodelake.collectors.anchor import AnchorKeyer as DefaultKeyer
-from episodelake.collectors.recorder import Recorder, build_step_row, now
+from episodelake.collectors.recorder import Recorder, build_step_row, field_value, now
 from episodelake.lake import Lake, WriterOptions, schema
-from episodelake.lake.errors import InvalidInput, LakeError, NotFound
+from episodelake.lake.errors import Conflict, InvalidInput, LakeError, NotFound
 from episodelake.lake.layout import LAKE_ENV, check_id
 from episodelake.lake.writer import LakeWriter
 
@@ -114,37 +114,45 @@ def save_episode_to_json(obs_images, text_actions, task_name, task_goal, episode
         )
     rec = _recorder(save_dir)
     handle = rec.episode(episode_id)
-    if handle is None:
+    if handle is None:  # the first call, or the first after a restart: continue what is stored
         started = now()
         handle = rec.start_episode(task_name or "", task_goal or "No goal specified", episode_id=episode_id,
-                                   group_id=_drop_in_group(task_name, started), created_at=started)
-    handle.log_step(images[0], actions[0], step=int(step_number), step_reward=step_reward,
+                                   group_id=_drop_in_group(task_name, started), created_at=started,
+                                   resume=True)
+    handle.log_step(images[0], actions[0], step=step_number, step_reward=step_reward,
                     step_reward_reason=step_reward_reason)
     return str(rec.lake.path)
 
 
 def update_episode_result(task_name, episode_id, eval_score, eval_reason, episode_reward,
                           episode_length, save_dir: str = REFERENCE_SAVE_DIR) -> bool:
-    """Fill an episode's final result. Returns False (with a warning) for an unknown episode."""
+    """Fill an episode's final result. Returns False (with a warning) for an unknown episode.
+
+    An episode recorded before a restart is resumed to take its result. A result is given
+    once: the same result again is accepted (a retried call), a different one for a finished
+    episode is a `Conflict`, never a silent overwrite of what was judged.
+    """
     rec = _recorder(save_dir)
+    score = 0.0 if eval_score is None else field_value("episodes", "eval_score", eval_score)
+    result = dict(success=score > 0, eval_score=score, eval_reason=eval_reason or "",
+                  episode_reward=episode_reward, episode_length=episode_length)
     handle = rec.episode(episode_id)
-    score = float(eval_score) if eval_score is not None else 0.0
-    if handle is not None:
-        handle.finish(success=score > 0, eval_score=score, eval_reason=eval_reason or "",
-                      episode_reward=episode_reward, episode_length=episode_length)
-        return True
-    rec.flush()
-    try:
-        row = rec.lake.episode(episode_id)
-    except NotFound:
-        log.warning("update_episode_result: episode %s of task %r is not in the lake %s",
-                    episode_id, task_name, rec.lake.path)
-        return False
-    row.update(status="finished", success=score > 0, eval_score=score, eval_reason=eval_reason or "",
-               episode_reward=float(episode_reward) if episode_reward is not None else None,
-               episode_length=int(episode_length) if episode_length is not None else None,
-               finished_at=now())
-    rec.writer.append("episodes", row)
+    if handle is None:
+        try:
+            stored = rec.lake.episode(episode_id)
+        except NotFound:
+            log.warning("update_episode_result: episode %s of task %r is not in the lake %s",
+                        episode_id, task_name, rec.lake.path)
+            return False
+        try:
+            handle = rec.start_episode(stored["task_name"], episode_id=episode_id, resume=True)
+        except Conflict:
+            stored = rec.lake.episode(episode_id)
+            if stored["status"] == "finished" and all(
+                    value is None or stored[name] == value for name, value in result.items()):
+                return True
+            raise
+    handle.finish(**result)
     return True
 
 

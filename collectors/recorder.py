@@ -12,14 +12,28 @@ A step is acknowledged when `log_step` returns: it is in the writer's spool by t
 crash loses nothing acknowledged. An exception inside the `with` block marks the episode
 aborted and keeps its steps. Everything a step row needs (image checks and hashes, the
 parsed action, the anchor key) is computed here, once, on the write path.
+
+Episode ids are keys across processes. `start_episode` commits the episode's row at once
+(one small commit per episode, never per step) and refuses an id the lake already holds;
+`resume=True` continues a stored, unfinished episode after its last stored step. While a
+recorder holds an episode no other recorder, in any process, can start or resume it (see
+`_Claim`), so only one writer ever numbers an episode's steps.
+
+Every value is checked against the column it goes to (`field_value`) before anything is
+written: a bad value is an `InvalidInput` naming the field, never an Arrow, PIL or
+OverflowError escaping from deep inside, and never a row stored half right.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import math
+import numbers
+import os
 import threading
+import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -27,13 +41,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
+import numpy as np
+import pyarrow as pa
+
 from episodelake.collectors.actions import parse_response
 from episodelake.collectors.images import prepare_image
-from episodelake.lake import Lake, WriterOptions
+from episodelake.lake import Lake, WriterOptions, layout, schema
 from episodelake.lake.errors import Conflict, InvalidInput
 from episodelake.lake.layout import check_id
+from episodelake.lake.writer import replay_orphans
 
 log = logging.getLogger(__name__)
+
+#: Finished episodes whose rows may still wait in the writer: past this many, the recorder
+#: commits (one flush) and lets go of their claims, so held file descriptors stay bounded.
+SETTLE_AFTER = 64
+#: How long a resume waits for a dead recorder's spool to be replayed by another process.
+REPLAY_WAIT_S = 30.0
 
 
 class AnchorKeyer(Protocol):
@@ -46,6 +70,17 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+def _show(value: object) -> str:
+    """A short, always printable description of a caller's value for an error message."""
+    try:
+        text = repr(value)
+    except Exception:  # a hostile __repr__, or an int too long to print
+        text = "<unprintable>"
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} ({type(value).__name__})"
+
+
 def _text(value: object, name: str) -> str | None:
     """Text fields must be valid UTF-8 strings (bytes are decoded strictly)."""
     if value is None:
@@ -56,33 +91,101 @@ def _text(value: object, name: str) -> str | None:
         except UnicodeDecodeError as exc:
             raise InvalidInput(f"{name}: not valid UTF-8 ({exc})") from None
     if not isinstance(value, str):
-        raise InvalidInput(f"{name}: expected text, not {type(value).__name__}")
+        raise InvalidInput(f"{name}: expected text, not {_show(value)}")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidInput(f"{name}: not valid UTF-8 ({exc})") from None
-    return value
+    return str(value)
 
 
-def _number(value: object, name: str) -> float | None:
+def _id(value: object, name: str) -> str:
+    """An id (see `check_id`); anything but text is refused here, before its repr is needed."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name}: expected an id (text), not {_show(value)}")
+    return check_id(value, name)
+
+
+def field_value(table: str, name: str, value: object, *, minimum: int | None = None) -> object:
+    """`value` as it will be stored in column `name` of `table`, or `InvalidInput` naming it.
+
+    The one place that holds caller values to the Arrow schema: text is valid UTF-8, integers
+    fit the column's width (int32 for steps and lengths), floats are finite and fit float64,
+    timestamps are datetimes (timezone-aware, or naive meaning UTC), booleans are booleans.
+    Arrow itself would raise ArrowInvalid/ArrowTypeError/OverflowError without naming the
+    column, or, worse, store NaN or a truthy string as if it were data.
+    """
+    column = schema.TABLES[table].field(name)
     if value is None:
+        if not column.nullable:
+            raise InvalidInput(f"{name}: required")
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidInput(f"{name}: expected a number, not {type(value).__name__}")
-    if not math.isfinite(value):
-        raise InvalidInput(f"{name}: must be a finite number, not {value}")
-    return float(value)
+    kind = column.type
+    if pa.types.is_string(kind):
+        return _text(value, name)
+    if pa.types.is_boolean(kind):
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value)
+        raise InvalidInput(f"{name}: expected true or false, not {_show(value)}")
+    if pa.types.is_integer(kind):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise InvalidInput(f"{name}: expected an integer, not {_show(value)}")
+        value = int(value)
+        low = -(2 ** (kind.bit_width - 1)) if pa.types.is_signed_integer(kind) else 0
+        high = 2 ** (kind.bit_width - (1 if pa.types.is_signed_integer(kind) else 0)) - 1
+        low = max(low, minimum) if minimum is not None else low
+        if not low <= value <= high:
+            raise InvalidInput(f"{name}: must be an integer from {low} to {high} (a {kind} column), not {_show(value)}")
+        return value
+    if pa.types.is_floating(kind):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise InvalidInput(f"{name}: expected a number, not {_show(value)}")
+        try:
+            number = float(value)
+        except (OverflowError, ValueError, TypeError):
+            raise InvalidInput(f"{name}: {_show(value)} does not fit a 64-bit float") from None
+        if not math.isfinite(number):
+            raise InvalidInput(f"{name}: must be a finite number, not {_show(value)}")
+        return number
+    if pa.types.is_timestamp(kind):
+        if not isinstance(value, datetime):
+            raise InvalidInput(
+                f"{name}: expected a datetime (timezone-aware, or naive meaning UTC), not {_show(value)}")
+        return value
+    if pa.types.is_list(kind):
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+            raise InvalidInput(f"{name}: expected a list of text, not {_show(value)}")
+        return [_text(v, name) for v in value]
+    if pa.types.is_large_binary(kind) or pa.types.is_binary(kind):
+        if not isinstance(value, bytes):
+            raise InvalidInput(f"{name}: expected bytes, not {_show(value)}")
+        return value
+    raise AssertionError(f"field_value: no check for column {table}.{name} of type {kind}")
 
 
 def _json(value: object, name: str) -> str | None:
+    """JSON text for the JSON columns; text is taken as already being JSON (or plain text)."""
     if value is None:
         return None
     if isinstance(value, str):
         return _text(value, name)
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, default=str)
-    except ValueError as exc:
-        raise InvalidInput(f"{name}: not JSON-serialisable ({exc})") from None
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, default=str)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidInput(f"{name}: not JSON-serialisable ({type(exc).__name__}: {exc})") from None
+    except Exception as exc:  # a value whose own __str__ fails (default=str calls it)
+        raise InvalidInput(f"{name}: not JSON-serialisable ({type(exc).__name__}: {exc})") from None
+    return _text(text, name)
+
+
+def _json_object(value: object, name: str) -> dict | None:
+    """Fields merged key by key later (`extra`, `info` carrying flags) must be JSON objects."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{name}: expected a JSON object (a dict), not {_show(value)}")
+    _json(value, name)
+    return value
 
 
 def build_step_row(
@@ -101,40 +204,122 @@ def build_step_row(
     group_id: str | None = None,
     anchor: AnchorKeyer | None = None,
     decode_images: bool = True,
+    image_missing: str | None = None,
 ) -> dict:
     """A validated `steps` row. Shared by the recorder and the importers.
 
-    `image=None` is allowed only for imports of steps whose screenshot is lost; the row then
-    says so in `info` instead of carrying any stand-in image.
+    A step without a screenshot (`image=None`) must say why: `image_missing="why"` (or an
+    `info` object that already carries `image_missing`, as the importers build it). The
+    reason is stored in `info`, never a stand-in image, so a lost screenshot is always
+    explicit in the lake and a forgotten one is an error.
     """
-    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
-        raise InvalidInput(f"step: must be a non-negative integer, not {step!r}")
+    step = field_value("steps", "step", step, minimum=0)
+    missing = _text(image_missing, "image_missing")
+    if image is None:
+        if not missing and not (isinstance(info, dict) and info.get("image_missing")):
+            raise InvalidInput("image: no screenshot given; a step whose screenshot is lost must say "
+                               "why with image_missing='...' (stored in info)")
+    elif missing is not None:
+        raise InvalidInput("image_missing: given together with an image; pass one or the other")
+    if missing:
+        info = {**(_json_object(info, "info") or {}), "image_missing": missing}
     response = _text(model_response, "model_response") or ""
-    parsed = parse_response(response)
     row = {
-        "episode_id": episode_id,
+        "episode_id": field_value("steps", "episode_id", episode_id),
         "step": step,
-        "timestamp": timestamp or now(),
+        "timestamp": field_value("steps", "timestamp", timestamp) or now(),
         "model_response": response,
-        "reward": _number(reward, "reward"),
-        "step_reward": _number(step_reward, "step_reward"),
-        "step_reward_reason": _text(step_reward_reason, "step_reward_reason"),
+        "reward": field_value("steps", "reward", reward),
+        "step_reward": field_value("steps", "step_reward", step_reward),
+        "step_reward_reason": field_value("steps", "step_reward_reason", step_reward_reason),
         "prompt": _json(prompt, "prompt"),
         "info": _json(info, "info"),
-        **parsed.to_row(),
     }
     tree = _text(ui_tree, "ui_tree")
-    if tree is not None:
-        from episodelake.collectors.anchor import ui_tree_hash
-
-        row["ui_tree_hash"] = ui_tree_hash(tree)
     if image is not None:
         img = prepare_image(image, decode=decode_images)
         row.update(image=img.data, image_format=img.format, image_sha256=img.sha256,
                    image_phash=img.phash, width=img.width, height=img.height)
+    row.update(parse_response(response).to_row())
+    if tree is not None:
+        from xml.etree.ElementTree import ParseError
+
+        from episodelake.collectors.anchor import ui_tree_hash
+
+        try:
+            row["ui_tree_hash"] = ui_tree_hash(tree)
+        except (ParseError, RecursionError, ValueError) as exc:
+            raise InvalidInput(f"ui_tree: not a UI tree (uiautomator XML) ({type(exc).__name__}: {exc})") from None
     if anchor is not None and (tree is not None or row.get("image_phash") is not None):
         row["anchor_key"] = anchor.key(group_id or "", phash=row.get("image_phash"), ui_tree=tree)
     return row
+
+
+class _Claim:
+    """The right to write one episode's rows: exclusive across recorders and processes.
+
+    An flock on `<lake>/_locks/recording/<episode_id>.lock`, taken without waiting, held
+    from `start_episode` until every row this recorder wrote for the episode is committed
+    to Lance. While it is held, any other recorder (another process, or another recorder in
+    this one) asking for the episode gets `Conflict`: two processes starting the same id at
+    once end with exactly one winner, and a resume never reads a stored state that misses
+    steps still waiting in a live writer's spool (it would number its steps over them).
+
+    The file holds the name of its holder's spool folder and is removed when the holder
+    lets go with everything committed. A crash releases the flock but leaves the file, so
+    whoever takes it next knows whose spool has the dead holder's acknowledged rows and
+    waits for that spool to be replayed before reading the episode.
+
+    Why a file lock and not only Lance: Lance 14 does not detect two concurrent
+    `merge_insert`s of the same new key (four processes inserting one key at once stored it
+    four times in 30 trials of 30), and no Lance mechanism says whether another writer is
+    still alive. flock works on a local disk (or a filesystem with working flock), which is
+    where the lake's spool lives anyway.
+    """
+
+    def __init__(self, path: Path, fd: int, previous_holder: str | None):
+        self.path = path
+        self.fd: int | None = fd
+        #: spool folder of a holder that died holding the claim (its rows may be unreplayed)
+        self.previous_holder = previous_holder
+        self.owned = False
+
+    @classmethod
+    def take(cls, lake: Path, episode_id: str) -> _Claim | None:
+        """The claim, or None when another recorder holds it."""
+        path = layout.lock_path(lake, f"recording/{episode_id}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return None
+            try:
+                current = os.stat(path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                current = False
+            if current:
+                break
+            os.close(fd)  # the holder removed the file while we opened it: take the new one
+        previous = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or None
+        return cls(path, fd, previous)
+
+    def own(self, holder: str) -> None:
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, holder.encode(), 0)
+        self.owned = True
+
+    def release(self, *, committed: bool) -> None:
+        """Let go. `committed`: every row written under this claim is in Lance, so the file
+        goes; otherwise it stays, naming this writer's spool for the next holder to await."""
+        if self.fd is None:
+            return
+        if committed and self.owned:
+            self.path.unlink(missing_ok=True)
+        os.close(self.fd)
+        self.fd = None
 
 
 @dataclass
@@ -153,6 +338,7 @@ class StepRecord:
 class EpisodeHandle:
     recorder: Recorder
     row: dict
+    claim: _Claim | None = None
     steps: set[int] = field(default_factory=set)
     rewards: list[float] = field(default_factory=list)
     finished: bool = False
@@ -164,25 +350,31 @@ class EpisodeHandle:
     def log_step(self, image: object, model_response: object = "", *, step: int | None = None,
                  reward: float | None = None, step_reward: float | None = None,
                  step_reward_reason: str | None = None, prompt: object = None, info: object = None,
-                 ui_tree: str | None = None, timestamp: datetime | None = None) -> StepRecord:
-        """Record one step: the screen the agent saw and its response. Returns once durable."""
+                 ui_tree: str | None = None, timestamp: datetime | None = None,
+                 image_missing: str | None = None) -> StepRecord:
+        """Record one step: the screen the agent saw and its response. Returns once durable.
+
+        `image=None` only with `image_missing="why"` (stored in `info`): a lost screenshot is
+        recorded as lost, never silently.
+        """
         if self.finished:
             raise Conflict(f"episode {self.episode_id} is {self.row['status']}: log_step after finish")
         if step is None:
             step = max(self.steps) + 1 if self.steps else 0
-        if step in self.steps:
-            raise Conflict(f"episode {self.episode_id} already has step {step}")
         row = build_step_row(
             self.episode_id, step, image, model_response, timestamp=timestamp, reward=reward,
             step_reward=step_reward, step_reward_reason=step_reward_reason, prompt=prompt,
             info=info, ui_tree=ui_tree, group_id=self.row.get("group_id"),
             anchor=self.recorder.anchor, decode_images=self.recorder.image_checks == "decode",
+            image_missing=image_missing,
         )
+        if row["step"] in self.steps:
+            raise Conflict(f"episode {self.episode_id} already has step {row['step']}")
         self.recorder.writer.append("steps", row)
-        self.steps.add(step)
+        self.steps.add(row["step"])
         if row["reward"] is not None:
             self.rewards.append(row["reward"])
-        return StepRecord(self.episode_id, step, row.get("image_sha256"), row.get("anchor_key"),
+        return StepRecord(self.episode_id, row["step"], row.get("image_sha256"), row.get("anchor_key"),
                           row["action_type"], row["action_valid"])
 
     def finish(self, success: bool | None = None, eval_score: float | None = None,
@@ -193,26 +385,31 @@ class EpisodeHandle:
         if self.finished:
             raise Conflict(f"episode {self.episode_id} is already {self.row['status']}")
         if status not in ("finished", "aborted"):
-            raise InvalidInput(f"status: must be 'finished' or 'aborted', not {status!r}")
-        eval_score = _number(eval_score, "eval_score")
+            raise InvalidInput(f"status: must be 'finished' or 'aborted', not {_show(status)}")
+        eval_score = field_value("episodes", "eval_score", eval_score)
+        success = field_value("episodes", "success", success)
         if success is None and eval_score is not None:
             success = eval_score > 0
         if episode_reward is None:
-            episode_reward = sum(self.rewards) if self.rewards else eval_score
-        merged_extra = {**json.loads(self.row.get("extra") or "{}"), **(extra or {})}
-        self.row.update(
-            status=status,
-            success=success,
-            eval_score=eval_score,
-            eval_reason=_text(eval_reason, "eval_reason") or "",
-            episode_reward=_number(episode_reward, "episode_reward"),
-            episode_length=episode_length if episode_length is not None else len(self.steps),
-            finished_at=now(),
-            extra=_json(merged_extra, "extra") if merged_extra else None,
-        )
-        self.recorder.writer.append("episodes", dict(self.row))
+            episode_reward = math.fsum(self.rewards) if self.rewards else eval_score
+        if episode_length is None:
+            episode_length = len(self.steps)
+        merged_extra = {**_stored_extra(self.row.get("extra")), **(_json_object(extra, "extra") or {})}
+        row = {
+            **self.row,
+            "status": status,
+            "success": success,
+            "eval_score": eval_score,
+            "eval_reason": _text(eval_reason, "eval_reason") or "",
+            "episode_reward": field_value("episodes", "episode_reward", episode_reward),
+            "episode_length": field_value("episodes", "episode_length", episode_length, minimum=0),
+            "finished_at": now(),
+            "extra": _json(merged_extra, "extra") if merged_extra else None,
+        }
+        self.recorder.writer.append("episodes", dict(row))
+        self.row = row
         self.finished = True
-        self.recorder._forget(self)
+        self.recorder._settle(self)
         return dict(self.row)
 
     def abort(self, reason: str) -> dict:
@@ -230,15 +427,34 @@ class EpisodeHandle:
             self.finish(status="finished")
 
 
+def _stored_extra(text: str | None) -> dict:
+    """A stored `extra` as an object (rows written before `extra` had to be one may hold other
+    JSON; that is kept under its own key instead of being lost in the merge)."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"extra": text}
+    return value if isinstance(value, dict) else {"extra": value}
+
+
 class Recorder:
     """Opens one lake writer and hands out episode handles. Thread-safe per episode."""
-
 
     def __init__(self, lake: Lake | Path | str | None = None, *, options: WriterOptions | None = None,
                  anchor: AnchorKeyer | None | str = "default", image_checks: str = "decode",
                  run_id: str | None = None,
                  policy_version: str | None = None, env: str | None = None,
                  device: str | None = None, model_name: str | None = None):
+        if image_checks not in ("decode", "structure"):
+            raise InvalidInput(f"image_checks: 'decode' or 'structure', not {_show(image_checks)}")
+        #: "decode" proves every image whole and gives perceptual hashes (anchor keys);
+        #: "structure" checks chunks/markers only, ~40x cheaper, no perceptual hash.
+        self.image_checks = image_checks
+        self.defaults = {k: _text(v, k) for k, v in {
+            "run_id": run_id, "policy_version": policy_version, "env": env, "device": device,
+            "model_name": model_name}.items()}
         self.lake = lake if isinstance(lake, Lake) else Lake(lake)
         self.writer = self.lake.writer(options)
         if anchor == "default":
@@ -246,44 +462,121 @@ class Recorder:
 
             anchor = DefaultKeyer()
         self.anchor = anchor
-        if image_checks not in ("decode", "structure"):
-            raise InvalidInput(f"image_checks: 'decode' or 'structure', not {image_checks!r}")
-        #: "decode" proves every image whole and gives perceptual hashes (anchor keys);
-        #: "structure" checks chunks/markers only, ~40x cheaper, no perceptual hash.
-        self.image_checks = image_checks
-        self.defaults = {"run_id": run_id, "policy_version": policy_version, "env": env,
-                         "device": device, "model_name": model_name}
         self._open: dict[str, EpisodeHandle] = {}
+        #: finished episodes whose claims wait for their rows to be committed
+        self._settling: dict[str, _Claim] = {}
         self._lock = threading.Lock()
 
-    def start_episode(self, task_name: str, task_goal: str = "", *, episode_id: str | None = None,
-                      group_id: str | None = None, tags: Iterable[str] = (), extra: dict | None = None,
-                      created_at: datetime | None = None, **fields: str | None) -> EpisodeHandle:
-        """Begin an episode; `fields` override the recorder's run_id, policy_version, env,
-        device and model_name for this episode."""
+    def _episode_row(self, task_name: object, task_goal: object, episode_id: object, group_id: object,
+                     tags: object, extra: object, created_at: object, fields: dict) -> dict:
         unknown = set(fields) - set(self.defaults)
         if unknown:
             raise InvalidInput(f"start_episode: unknown field(s) {sorted(unknown)}")
-        episode_id = check_id(str(uuid.uuid4()) if episode_id is None else episode_id, "episode_id")
-        if group_id is not None:
-            check_id(group_id, "group_id")
-        row = {
-            "episode_id": episode_id,
+        if isinstance(tags, (str, bytes)) or not isinstance(tags, Iterable):
+            raise InvalidInput(f"tags: expected a list of tags, not {_show(tags)}")
+        return {
+            "episode_id": _id(str(uuid.uuid4()) if episode_id is None else episode_id, "episode_id"),
             "task_name": _text(task_name, "task_name"),
             "task_goal": _text(task_goal, "task_goal"),
-            "group_id": group_id,
-            "created_at": created_at or now(),
+            "group_id": None if group_id is None else _id(group_id, "group_id"),
+            "created_at": field_value("episodes", "created_at", created_at) or now(),
             "status": "running",
-            "tags": [check_id(t, "tag") for t in tags],
-            "extra": _json(extra, "extra"),
+            "tags": [_id(t, "tag") for t in tags],
+            "extra": _json(_json_object(extra, "extra"), "extra"),
             **{k: _text(fields.get(k, v), k) for k, v in self.defaults.items()},
         }
-        handle = EpisodeHandle(self, row)
+
+    def start_episode(self, task_name: str, task_goal: str = "", *, episode_id: str | None = None,
+                      group_id: str | None = None, tags: Iterable[str] = (), extra: dict | None = None,
+                      created_at: datetime | None = None, resume: bool = False,
+                      **fields: str | None) -> EpisodeHandle:
+        """Begin an episode; `fields` override the recorder's run_id, policy_version, env,
+        device and model_name for this episode.
+
+        The episode's row is committed before this returns, so the id is taken lake-wide:
+        an id the lake already holds is a `Conflict`, as is one another recorder (in any
+        process) is recording right now. `resume=True` continues a stored episode instead:
+        steps are numbered after its last stored step, its stored row is kept (only an
+        `aborted` status goes back to `running`), and the other arguments are ignored except
+        `task_name`, which must match. A finished episode is never resumed (its result would
+        no longer describe its steps): record under a new id. With `resume=True` an id the
+        lake does not hold starts a new episode, so a restarted process can call it blindly.
+        """
+        if not isinstance(resume, bool):
+            raise InvalidInput(f"resume: expected true or false, not {_show(resume)}")
+        if resume and episode_id is None:
+            raise InvalidInput("resume: give the episode_id of the episode to continue")
+        row = self._episode_row(task_name, task_goal, episode_id, group_id, tags, extra, created_at, fields)
+        episode_id = row["episode_id"]
         with self._lock:
             if episode_id in self._open:
-                raise Conflict(f"episode {episode_id} is already being recorded")
+                raise Conflict(f"episode {episode_id} is already being recorded by this recorder")
+            settling = episode_id in self._settling
+        if settling:  # our own finished rows must be in Lance before the stored state is read
+            self.flush()
+        claim = _Claim.take(self.lake.path, episode_id)
+        if claim is None:
+            raise Conflict(f"episode {episode_id} is being recorded by another recorder right now "
+                           "(in this process or another); use another episode_id, or resume it once "
+                           "that recorder has finished or closed")
+        try:
+            if claim.previous_holder:
+                self._await_replay(episode_id, claim.previous_holder)
+            claim.own(self._holder)
+            handle = self._begin(row, claim, resume)
+        except BaseException:
+            claim.release(committed=True)  # nothing of ours is waiting; a dead holder's name stays
+            raise
+        with self._lock:
             self._open[episode_id] = handle
-        self.writer.append("episodes", dict(row))
+        return handle
+
+    @property
+    def _holder(self) -> str:
+        """This writer's spool folder: where its acknowledged, uncommitted rows wait."""
+        return self.writer._spool.dir.name
+
+    def _await_replay(self, episode_id: str, holder: str) -> None:
+        """The last holder of this episode died with rows in its spool: have them replayed
+        (or wait while another process replays them) before the stored state is read."""
+        folder = layout.spool_root(self.lake.path) / holder
+        deadline = time.monotonic() + REPLAY_WAIT_S
+        while folder.exists():
+            replay_orphans(self.lake.path)
+            if not folder.exists():
+                break
+            if time.monotonic() > deadline:
+                raise Conflict(
+                    f"episode {episode_id}: the spool of its last recorder ({folder}) is still held "
+                    f"after {REPLAY_WAIT_S:.0f} s; close that recorder, or run `elake recover`, then try again")
+            time.sleep(0.05)
+        log.info("episode %s: rows of its crashed recorder %s are replayed", episode_id, holder)
+
+    def _begin(self, row: dict, claim: _Claim, resume: bool) -> EpisodeHandle:
+        episode_id = row["episode_id"]
+        stored = self.lake.insert_episode(row)
+        if stored is None:
+            return EpisodeHandle(self, row, claim)
+        status = stored["status"]
+        if status == "finished":
+            raise Conflict(
+                f"episode {episode_id} is already in the lake, finished (success={stored['success']}, "
+                f"eval_score={stored['eval_score']}); its result and steps are kept and never reset: "
+                "record under a new episode_id")
+        if not resume:
+            raise Conflict(f"episode {episode_id} is already in the lake ({status}); pass resume=True "
+                           "to continue it after its last stored step, or use a new episode_id")
+        if stored["task_name"] != row["task_name"]:
+            raise Conflict(f"task_name: episode {episode_id} is stored for task {stored['task_name']!r}, "
+                           f"not {row['task_name']!r}")
+        self.lake.invalidate("steps")
+        done = self.lake.steps(episode_id, columns=["step", "reward"])
+        handle = EpisodeHandle(self, {**stored, "status": "running", "finished_at": None}, claim,
+                               steps=set(done["step"].to_pylist()),
+                               rewards=[r for r in done["reward"].to_pylist() if r is not None])
+        if status != "running":
+            self.writer.append("episodes", dict(handle.row))
+        log.info("resuming episode %s (%s) after %d stored step(s)", episode_id, status, len(handle.steps))
         return handle
 
     def episode(self, episode_id: str) -> EpisodeHandle | None:
@@ -291,20 +584,45 @@ class Recorder:
         with self._lock:
             return self._open.get(episode_id)
 
-    def _forget(self, handle: EpisodeHandle) -> None:
+    def _settle(self, handle: EpisodeHandle) -> None:
+        """A finished episode keeps its claim until its rows are committed (see `_Claim`)."""
         with self._lock:
             self._open.pop(handle.episode_id, None)
+            if handle.claim is not None:
+                self._settling[handle.episode_id] = handle.claim
+            due = len(self._settling) >= SETTLE_AFTER
+        if due:
+            self.flush()
 
     def flush(self) -> None:
+        """Commit everything recorded so far, and let go of finished episodes."""
+        with self._lock:
+            settled = dict(self._settling)  # their rows were appended before this flush began
         self.writer.flush()
+        with self._lock:
+            for episode_id, claim in settled.items():
+                if self._settling.get(episode_id) is claim:
+                    del self._settling[episode_id]
+        for claim in settled.values():
+            claim.release(committed=True)
 
     def close(self) -> None:
-        """Commit what is pending. Episodes still open stay `running` in the lake."""
+        """Commit what is pending. Episodes still open stay `running` in the lake, and any
+        recorder may resume them once this one is closed."""
         with self._lock:
-            still_open = list(self._open)
+            still_open = list(self._open.values())
+            claims = [h.claim for h in still_open if h.claim is not None] + list(self._settling.values())
+            self._open.clear()
+            self._settling.clear()
         if still_open:
             log.warning("closing the recorder with %d episode(s) still running", len(still_open))
-        self.writer.close()
+        committed = False
+        try:
+            self.writer.close()
+            committed = True
+        finally:
+            for claim in claims:
+                claim.release(committed=committed)
 
     def __enter__(self) -> Recorder:
         return self

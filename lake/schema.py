@@ -203,12 +203,28 @@ def empty(table: str) -> pa.Table:
 def conform(table: str, rows: list[dict]) -> pa.Table:
     """Build an Arrow table of `table`'s schema from dict rows; missing keys become null.
 
-    Unknown keys are an error, so a typo in a collector never silently drops a field.
+    Unknown keys are an error, so a typo in a collector never silently drops a field. A
+    value that does not fit its column is `InvalidInput` naming the column: Arrow's own
+    errors (ArrowInvalid, ArrowTypeError, OverflowError, UnicodeEncodeError) do not say which
+    column, and must not reach a caller raw. Callers that take values from users check them
+    first (`collectors.recorder.field_value`); this is the net under every write.
     """
+    from episodelake.lake.errors import InvalidInput
+
     schema = TABLES[table]
     names = set(schema.names)
     for row in rows:
         unknown = set(row) - names
         if unknown:
             raise ValueError(f"unknown column(s) for table {table!r}: {sorted(unknown)}")
-    return pa.Table.from_pylist(rows, schema=schema)
+    try:
+        return pa.Table.from_pylist(rows, schema=schema)
+    except (pa.ArrowException, OverflowError, TypeError, ValueError) as exc:
+        for column in schema:
+            for row in rows:
+                try:
+                    pa.array([row.get(column.name)], type=column.type)
+                except (pa.ArrowException, OverflowError, TypeError, ValueError) as bad:
+                    raise InvalidInput(f"{column.name}: the value does not fit a {column.type} "
+                                       f"column of {table!r} ({type(bad).__name__}: {bad})") from None
+        raise InvalidInput(f"{table}: the rows do not fit the table's schema ({exc})") from None

@@ -66,8 +66,9 @@ def build_lake(path: Path) -> Lake:
                 for k in range(length):
                     action = ACTIONS[k % len(ACTIONS)] if k < length - 1 else ACTIONS[-1]
                     thinking = f"step {k} of {task}" + (f" {XSS}" if k == 1 else "")
-                    ep.log_step(None if (task, i, k) == ("send_message", 2, 2) else screen(t, k),
-                                format_tool_call(action, thinking),
+                    lost = (task, i, k) == ("send_message", 2, 2)
+                    ep.log_step(None if lost else screen(t, k), format_tool_call(action, thinking),
+                                image_missing="the device returned no screenshot" if lost else None,
                                 reward=1.0 if (k == length - 1 and i != 1) else 0.0,
                                 step_reward=0.0 if (i == 1 and k == 1) else 1.0,
                                 step_reward_reason="went the wrong way" if (i == 1 and k == 1) else "progress",
