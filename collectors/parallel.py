@@ -48,7 +48,7 @@ from concurrent.futures import (
 )
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from episodelake.collectors.anchor import AnchorKeyer
 from episodelake.collectors.collect import (
@@ -65,6 +65,9 @@ from episodelake.collectors.model_client import ModelClient, ModelOptions
 from episodelake.collectors.recorder import Recorder
 from episodelake.lake import Lake
 from episodelake.lake.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from episodelake.collectors.sim.policy import NoiseConfig
 
 log = logging.getLogger(__name__)
 
@@ -138,12 +141,13 @@ class OracleSpec:
     """The simulated phone's demo policy (its oracle, plus the mistakes of `noise`); it
     reads the phone through the device, so only a SimSpec device will do."""
 
-    noise: Any = None  # a sim.policy.NoiseConfig; None is the oracle itself
+    noise: NoiseConfig | None = None  # None: the oracle itself, no mistakes
     seed: int = 0
 
     def open(self, device: Device) -> Agent:
         from episodelake.collectors.devices.sim import OraclePolicy
 
+        # any other device is refused by OraclePolicy itself, with the flag to use instead
         return OraclePolicy(device, self.noise, self.seed)  # type: ignore[arg-type]
 
 
