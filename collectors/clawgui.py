@@ -138,6 +138,7 @@ def update_episode_result(task_name, episode_id, eval_score, eval_reason, episod
                   episode_reward=episode_reward, episode_length=episode_length)
     handle = rec.episode(episode_id)
     if handle is None:
+        rec.flush()  # an episode this recorder finished may still wait in its writer
         try:
             stored = rec.lake.episode(episode_id)
         except NotFound:

@@ -13,11 +13,11 @@ crash loses nothing acknowledged. An exception inside the `with` block marks the
 aborted and keeps its steps. Everything a step row needs (image checks and hashes, the
 parsed action, the anchor key) is computed here, once, on the write path.
 
-Episode ids are keys across processes. `start_episode` commits the episode's row at once
-(one small commit per episode, never per step) and refuses an id the lake already holds;
+Episode ids are keys across processes. `start_episode` refuses an id the lake already holds;
 `resume=True` continues a stored, unfinished episode after its last stored step. While a
 recorder holds an episode no other recorder, in any process, can start or resume it (see
-`_Claim`), so only one writer ever numbers an episode's steps.
+`_Claim`), so only one writer ever numbers an episode's steps, and the episode's rows still
+go to Lance in the writer's batches (no commit per episode, none per step).
 
 Every value is checked against the column it goes to (`field_value`) before anything is
 written: a bad value is an `InvalidInput` naming the field, never an Arrow, PIL or
@@ -47,7 +47,7 @@ import pyarrow as pa
 from episodelake.collectors.actions import parse_response
 from episodelake.collectors.images import prepare_image
 from episodelake.lake import Lake, WriterOptions, layout, schema
-from episodelake.lake.errors import Conflict, InvalidInput
+from episodelake.lake.errors import Conflict, InvalidInput, NotFound
 from episodelake.lake.layout import check_id
 from episodelake.lake.writer import replay_orphans
 
@@ -270,11 +270,17 @@ class _Claim:
     whoever takes it next knows whose spool has the dead holder's acknowledged rows and
     waits for that spool to be replayed before reading the episode.
 
-    Why a file lock and not only Lance: Lance 14 does not detect two concurrent
-    `merge_insert`s of the same new key (four processes inserting one key at once stored it
-    four times in 30 trials of 30), and no Lance mechanism says whether another writer is
-    still alive. flock works on a local disk (or a filesystem with working flock), which is
-    where the lake's spool lives anyway.
+    Why a file lock, and no commit to take an id: Lance 14 does not detect two concurrent
+    `merge_insert`s of the same new key (four processes inserting one key "when not
+    matched" at once stored it four times, in 30 trials of 30), so such an insert cannot pick
+    a winner, and nothing in Lance says whether another writer is still alive. Since a claim
+    is let go only once its rows are committed (or, after a crash, once its spool is
+    replayed), the lake the next holder reads already holds every earlier row of the
+    episode, and a read decides whether the id is taken. Committing the row at start as
+    well (under a lake-wide lock) cost a third of `structure`-mode ingest in one run (a
+    commit and a Lance fragment per episode) and guarded nothing the claim does not.
+    flock works on a local disk (or a filesystem with working flock), which is where the
+    lake's spool lives anyway.
     """
 
     def __init__(self, path: Path, fd: int, previous_holder: str | None):
@@ -553,9 +559,15 @@ class Recorder:
         log.info("episode %s: rows of its crashed recorder %s are replayed", episode_id, holder)
 
     def _begin(self, row: dict, claim: _Claim, resume: bool) -> EpisodeHandle:
+        """Under the claim, the lake holds every row earlier holders wrote (see `_Claim`), so
+        reading it answers whether the id is taken; no commit is needed to take it."""
         episode_id = row["episode_id"]
-        stored = self.lake.insert_episode(row)
-        if stored is None:
+        if self.lake.refresh_s:
+            self.lake.invalidate()
+        try:
+            stored = self.lake.episode(episode_id)
+        except NotFound:
+            self.writer.append("episodes", dict(row))
             return EpisodeHandle(self, row, claim)
         status = stored["status"]
         if status == "finished":
@@ -569,7 +581,6 @@ class Recorder:
         if stored["task_name"] != row["task_name"]:
             raise Conflict(f"task_name: episode {episode_id} is stored for task {stored['task_name']!r}, "
                            f"not {row['task_name']!r}")
-        self.lake.invalidate("steps")
         done = self.lake.steps(episode_id, columns=["step", "reward"])
         handle = EpisodeHandle(self, {**stored, "status": "running", "finished_at": None}, claim,
                                steps=set(done["step"].to_pylist()),

@@ -208,31 +208,6 @@ class Lake:
         for listener in self.write_listeners:
             listener(table)
 
-    def insert_episode(self, row: dict) -> dict | None:
-        """Commit a new episode's row now, unless its id is stored: None when it was
-        inserted, else the stored row, untouched.
-
-        This is what makes an episode id a key across processes: of any number of writers
-        inserting one id, in any interleaving, exactly one inserts it. Lance 14 does not
-        detect two concurrent `merge_insert`s of the same new key (four processes inserting
-        one key at once stored it four times, in 30 trials of 30), so the check and the
-        insert run under the lake's `episodes` file lock, held for this one small commit.
-        """
-        self.check_writable()
-        rows = schema.conform("episodes", [row])
-        uri = str(layout.table_path(self.path, "episodes"))
-
-        def insert() -> dict:
-            merge = lance.dataset(uri).merge_insert(list(schema.KEYS["episodes"]))
-            return merge.when_not_matched_insert_all().execute(rows)
-
-        with tables.file_lock(layout.lock_path(self.path, "episodes")):
-            result = tables.retry_commit(f"start episode {row['episode_id']}", insert)
-        self.invalidate("episodes")
-        for listener in self.write_listeners:
-            listener("episodes")
-        return None if result["num_inserted_rows"] else self.episode(row["episode_id"])
-
     def check_writable(self) -> None:
         if self.tag is not None:
             raise InvalidInput(f"this lake view is pinned at tag {self.tag!r} and is read-only")

@@ -201,6 +201,9 @@ def test_drop_in_resumes_its_episode_across_recorder_instances(lake, monkeypatch
         with pytest.raises(Conflict, match="already has step 2"):
             save(2)
         assert clawgui.update_episode_result("wifi_on", "claw-1", 1.0, "done", 3.0, 3, save_dir=save_dir)
+        assert clawgui.update_episode_result("wifi_on", "claw-1", 1.0, "done", 3.0, 3, save_dir=save_dir)
+        with pytest.raises(Conflict, match="finished"):
+            save(3)
         clawgui.close_recorders()  # and restarts again
         with pytest.raises(Conflict, match="finished"):
             save(3)  # a step after the result would no longer match it
