@@ -29,13 +29,13 @@ def _stored(lake: Lake, episode_id: str) -> tuple[list[dict], list[int]]:
 
 
 # -- two processes, one id -------------------------------------------------------------------
-def _race(path: str, episode_ids: list[str], barrier, results) -> None:
+def _race(path: str, episode_ids: list[str], barrier, results, resume: bool = False) -> None:
     rec = Recorder(path, anchor=None, image_checks="structure")
     try:
         for episode_id in episode_ids:
             barrier.wait()
             try:
-                ep = rec.start_episode("t", "g", episode_id=episode_id)
+                ep = rec.start_episode("t", "g", episode_id=episode_id, resume=resume)
             except Conflict as exc:
                 results.put((episode_id, os.getpid(), f"conflict: {exc}"))
                 continue
@@ -66,6 +66,29 @@ def test_processes_racing_to_start_one_id_end_with_exactly_one_winner(lake):
         assert len(episodes) == 1 and episodes[0]["status"] == "finished"
         assert episodes[0]["success"] is True and episodes[0]["episode_length"] == 2
         assert steps == [0, 1]
+
+
+def test_processes_racing_to_resume_one_episode_never_number_a_step_twice(lake):
+    with Recorder(lake, anchor=None) as rec:  # a run that stopped after two steps
+        for episode_id in ("half-0", "half-1"):
+            ep = rec.start_episode("t", "g", episode_id=episode_id)
+            ep.log_step(screenshot(1), response())
+            ep.log_step(screenshot(2), response())
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(3), ctx.Queue()
+    procs = [ctx.Process(target=_race, args=(str(lake.path), ["half-0", "half-1"], barrier, results, True))
+             for _ in range(3)]
+    for p in procs:
+        p.start()
+    outcomes = [results.get(timeout=300) for _ in range(2 * len(procs))]
+    for p in procs:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    for episode_id in ("half-0", "half-1"):
+        mine = [outcome for eid, _, outcome in outcomes if eid == episode_id]
+        assert mine.count("won") == 1, mine  # the others were refused: held, then finished
+        episodes, steps = _stored(lake, episode_id)
+        assert steps == [0, 1, 2, 3] and episodes[0]["episode_length"] == 4
 
 
 # -- restarts ---------------------------------------------------------------------------------
