@@ -309,8 +309,10 @@ class _Claim:
             if current:
                 break
             os.close(fd)  # the holder removed the file while we opened it: take the new one
-        previous = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or None
-        return cls(path, fd, previous)
+        previous = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+        # only ever a spool folder's name; anything else is not ours to follow
+        plain = previous and Path(previous).name == previous and not previous.startswith(".")
+        return cls(path, fd, previous if plain else None)
 
     def own(self, holder: str) -> None:
         os.ftruncate(self.fd, 0)
@@ -499,8 +501,8 @@ class Recorder:
         """Begin an episode; `fields` override the recorder's run_id, policy_version, env,
         device and model_name for this episode.
 
-        The episode's row is committed before this returns, so the id is taken lake-wide:
-        an id the lake already holds is a `Conflict`, as is one another recorder (in any
+        The id is taken lake-wide while this recorder holds the episode (see `_Claim`): an
+        id the lake already holds is a `Conflict`, as is one another recorder (in any
         process) is recording right now. `resume=True` continues a stored episode instead:
         steps are numbered after its last stored step, its stored row is kept (only an
         `aborted` status goes back to `running`), and the other arguments are ignored except

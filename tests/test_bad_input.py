@@ -286,3 +286,18 @@ def test_start_episode_takes_any_value_or_refuses_it_cleanly(lake, name, value):
             return
         ep.finish()
     assert rec.lake.episode(ep.episode_id)["status"] == "finished"
+
+
+# -- the net under every write ---------------------------------------------------------------------------
+@pytest.mark.parametrize(("table", "row", "column"), [
+    ("steps", {"episode_id": "e", "step": 2**31}, "step"),
+    ("steps", {"episode_id": "e", "step": 0, "timestamp": "yesterday"}, "timestamp"),
+    ("steps", {"episode_id": "e", "step": 0, "reward": 10**400}, "reward"),
+    ("set_members", {"set_id": "s", "episode_id": "e", "failing_step": -(2**40)}, "failing_step"),
+])
+def test_rows_that_do_not_fit_name_their_column_on_every_write_path(lake, table, row, column):
+    with pytest.raises(InvalidInput, match=f"^{column}: the value does not fit"):
+        lake.upsert(table, [row])
+    with lake.writer() as writer, pytest.raises(InvalidInput, match=f"^{column}: "):
+        writer.append(table, row)
+    assert lake.dataset(table).count_rows() == 0
