@@ -25,7 +25,6 @@ from episodelake.api.maintenance import AutoCompactor
 from episodelake.api.routes import ROUTERS, docs, exports, web
 from episodelake.api.security import AllowedHosts, BodyLimit, SecurityHeaders, TokenGuard
 from episodelake.api.settings import Settings
-from episodelake.lake import tables
 from episodelake.lake.lake import Lake
 
 LOOPBACK_NAMES = ["127.0.0.1", "localhost", "::1"]
@@ -39,7 +38,6 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         app.state.lake = lake if lake is not None else Lake(settings.lake, create=False)
-        tables.ensure_tables(app.state.lake.path)
         app.state.jobs = Jobs(app.state.lake, progress_interval_s=settings.job_progress_interval_s)
         await asyncio.to_thread(app.state.jobs.open, {exports.KIND: exports.interrupted})
         compactor = AutoCompactor(app.state.lake).start()  # curation stays fast: see api/maintenance.py

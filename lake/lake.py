@@ -42,6 +42,11 @@ class Lake:
             tables.ensure_tables(self.path)
         elif not layout.table_path(self.path, "steps").exists():
             raise NotFound(f"no lake at {self.path}: create one with `elake demo` or by recording into it")
+        elif tag is None:
+            # A lake made by an older release lacks the tables added since; they are created
+            # empty here (an upgrade, not a change of any stored row), so every reader sees
+            # the same set of tables.
+            tables.ensure_tables(self.path)
         #: table -> (when the check for a newer version started, dataset, when it ended)
         self._cache: dict[str, tuple[float, lance.LanceDataset, float]] = {}
         self._sql: lake_sql.SqlEngine | None = None
@@ -65,10 +70,7 @@ class Lake:
             if hit and (self.tag is not None or (now - hit[0] < self.refresh_s and hit[0] >= checked_after)):
                 return hit[1], hit[2]
         if self.tag is not None:
-            try:
-                ds = tables.open_table(self.path, table, version=self.tag)
-            except (ValueError, OSError) as exc:
-                raise NotFound(f"table {table!r} has no tag {self.tag!r} ({exc})") from None
+            ds = self._at_tag(table)
         elif hit:
             ds = hit[1]
             latest = ds.latest_version
@@ -80,6 +82,18 @@ class Lake:
         with self._cache_lock:
             self._cache[table] = (now, ds, checked)
         return ds, checked
+
+    def _at_tag(self, table: str) -> lance.LanceDataset:
+        """`table` as of this view's tag. A table added after the tag was taken has no such
+        tag; at that time it held nothing, which is its first version (created empty)."""
+        try:
+            return tables.open_table(self.path, table, version=self.tag)
+        except (ValueError, OSError) as exc:
+            if table != "steps" and layout.table_path(self.path, table).exists():
+                first = tables.open_table(self.path, table, version=1)
+                if first.count_rows() == 0:
+                    return first
+            raise NotFound(f"table {table!r} has no tag {self.tag!r} ({exc})") from None
 
     def datasets(self) -> dict[str, lance.LanceDataset]:
         """Every table at versions that agree: no step without its episode, no member
@@ -113,9 +127,12 @@ class Lake:
         return self.sql_engine.run(self.datasets(), query, params)
 
     def sql_sandboxed(self, query: str, *, max_rows: int = lake_sql.DEFAULT_MAX_ROWS,
+                      max_bytes: int | None = None,
                       timeout_s: float = lake_sql.DEFAULT_TIMEOUT_S) -> tuple[pa.Table, bool]:
-        """Untrusted SQL: one SELECT, no file access, a row cap and a time limit."""
-        return self.sql_engine.run_sandboxed(self.datasets(), query, max_rows=max_rows, timeout_s=timeout_s)
+        """Untrusted SQL: one SELECT, no file access, a row cap (and a byte cap when given)
+        and a time limit. Returns (rows, truncated)."""
+        return self.sql_engine.run_sandboxed(self.datasets(), query, max_rows=max_rows,
+                                             max_bytes=max_bytes, timeout_s=timeout_s)
 
     # -- reading episodes and steps ----------------------------------------------------
     def episode(self, episode_id: str) -> dict:
@@ -242,6 +259,8 @@ class Lake:
 
     def delete_tag(self, name: str) -> None:
         self.check_writable()
+        if name not in self.tags():
+            raise NotFound(f"no tag {name!r}; `elake tag --list` shows the tags")
         for t in schema.TABLES:
             ds = self.dataset(t)
             if name in ds.tags.list():

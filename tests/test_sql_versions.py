@@ -94,3 +94,25 @@ def test_recover_on_a_clean_lake_reports_nothing(filled):
 def test_reopening_an_absent_lake_is_a_clear_error(tmp_path):
     with pytest.raises(Exception, match="no lake at"):
         Lake(tmp_path / "nothing", create=False)
+
+
+def test_a_lake_from_an_older_release_gains_the_tables_added_since(filled, tmp_path):
+    """A table added in a later release (jobs) is missing from older lakes and absent from
+    their tags: readers see it empty instead of failing, and old tags still read."""
+    import shutil
+
+    filled.create_tag("old")
+    shutil.rmtree(filled.path / "jobs.lance")  # as a lake written before the jobs table
+    reader = Lake(filled.path, create=False)
+    assert reader.sql("select count(*) n from jobs").to_pylist() == [{"n": 0}]
+    assert reader.sql("select count(*) n from steps").to_pylist() == [{"n": 12}]
+    old = reader.at("old")
+    assert old.sql("select count(*) n from jobs").to_pylist() == [{"n": 0}]
+    assert old.sql("select count(*) n from episodes").to_pylist() == [{"n": 4}]
+
+
+def test_deleting_a_tag_that_does_not_exist_says_so(filled):
+    from episodelake.lake import NotFound
+
+    with pytest.raises(NotFound, match="no tag 'nope'"):
+        filled.delete_tag("nope")

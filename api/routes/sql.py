@@ -50,9 +50,9 @@ def sql(lake: LakeDep, settings: SettingsDep, body: SqlRequest) -> dict:
     """Run one read-only query; `truncated` says a cap cut the result, `truncated_by` which."""
     started = perf_counter()
     max_rows = min(body.max_rows or settings.sql_max_rows, settings.sql_max_rows)
-    table, truncated = lake.sql_engine.run_sandboxed(
-        lake.datasets(), body.query, max_rows=max_rows, max_bytes=settings.sql_max_bytes,
-        timeout_s=settings.sql_timeout_s)
+    table, truncated = lake.sql_sandboxed(body.query, max_rows=max_rows,
+                                          max_bytes=settings.sql_max_bytes,
+                                          timeout_s=settings.sql_timeout_s)
     columns = [{"name": f.name, "type": str(f.type)} for f in table.schema]
     by = ("rows" if table.num_rows >= max_rows else "bytes") if truncated else None
     budget = settings.sql_max_bytes - ENVELOPE_BYTES - len(json.dumps(columns))
