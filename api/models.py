@@ -16,11 +16,11 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from episodelake.api.errors import ErrorDetail
-from episodelake.collectors.prompts import STYLES
 from episodelake.collectors.rerun import RerunSpec
 from episodelake.lake import schema
 from episodelake.lake.curation import MAX_NAME, MAX_TEXT
 from episodelake.lake.export.spec import GRANULARITIES, ExportSpec
+from episodelake.lake.prompts import STYLES
 
 
 def _py_type(t: pa.DataType) -> Any:

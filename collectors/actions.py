@@ -7,26 +7,12 @@ instead of being guessed into a ``wait`` as the reference framework does.
 
 The action record
 -----------------
-``action_type`` is one of :data:`ACTION_TYPES`, or ``unparsed``. ``action`` holds the
-arguments in the MAI-UI vocabulary with snake_case keys; coordinates are on the 0-999 grid
-whatever scale the model used (the exact position is in ``x``/``y``)::
-
-    click, long_press, double_tap   {"action": ..., "coordinate": [x, y]}
-    swipe                           {"action": "swipe", "direction": up|down|left|right,
-                                     "coordinate": [x, y]}          (coordinate optional)
-    drag                            {"action": "drag", "start_coordinate": [x, y],
-                                     "end_coordinate": [x, y]}
-    type, open, answer              {"action": ..., "text": "..."}
-    system_button                   {"action": "system_button", "button": back|home|menu|enter}
-    wait                            {"action": "wait"}
-    terminate                       {"action": "terminate", "status": success|fail}
-
-``x, y`` are the action's point (a swipe's start, a drag's start) and ``x2, y2`` a drag's end,
-as fractions of the screenshot's width and height, clamped into [0, 1]. A coordinate outside
-its format's range makes the action invalid, with the reason in ``error``; the clamped point is
-kept so a viewer can still show where the model pointed. An action with a missing or bad
-argument keeps its ``action_type`` and is marked invalid with an error such as
-``"click: missing 'coordinate'"``.
+Responses become the stored action record described in :mod:`episodelake.lake.action_space`
+(``action_type``, ``action`` in the MAI-UI vocabulary on the 0-999 grid, ``x, y, x2, y2`` as
+fractions of the screenshot). A coordinate outside its format's range makes the action
+invalid, with the reason in ``error``; the clamped point is kept so a viewer can still show
+where the model pointed. An action with a missing or bad argument keeps its ``action_type``
+and is marked invalid with an error such as ``"click: missing 'coordinate'"``.
 
 Formats
 -------
@@ -81,29 +67,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-ACTION_TYPES = (
-    "click",
-    "long_press",
-    "double_tap",
-    "swipe",
-    "drag",
-    "type",
-    "open",
-    "system_button",
-    "wait",
-    "terminate",
-    "answer",
+from episodelake.lake.action_space import (
+    ACTION_TYPES,
+    BUTTONS,
+    DIRECTIONS,
+    GRID,
+    NUMBER,
+    POINT_ACTIONS,
+    STATUSES,
+    TEXT_ACTIONS,
+    UNPARSED,
+    action_summary,
+    number_pair,
+    number_text,
+    to_number,
 )
-UNPARSED = "unparsed"
-DIRECTIONS = ("up", "down", "left", "right")
-BUTTONS = ("back", "home", "menu", "enter")
-STATUSES = ("success", "fail")
-
-#: The MAI-UI grid: coordinates are numbers in [0, GRID], divided by GRID by the environment.
-GRID = 999
-
-_POINT_ACTIONS = ("click", "long_press", "double_tap")
-_TEXT_ACTIONS = ("type", "open", "answer")
+from episodelake.lake.prompts import HistoryStep
 
 #: Other agents' names for our actions (Qwen-VL, GUI-Owl, common variants).
 _ACTION_ALIASES = {
@@ -325,7 +304,7 @@ class _Builder:
                 self.fail(f"missing {key!r}")
                 self.points.append(None)
             return
-        pair = _number_pair(value)
+        pair = number_pair(value)
         if pair is None:
             self.fail(f"{key!r} must be two numbers [x, y], got {value!r}")
             self.action[key] = value
@@ -344,7 +323,7 @@ class _Builder:
         for axis, v, top in (("x", x, scale.max_x), ("y", y, scale.max_y)):
             if not 0 <= v <= top:
                 in_range = False
-                self.fail(f"{axis}={_num(v)} in {key!r} is outside [0, {_num(top)}]")
+                self.fail(f"{axis}={number_text(v)} in {key!r} is outside [0, {number_text(top)}]")
         fx = _clamp(x / scale.width_units)
         fy = _clamp(y / scale.height_units)
         if not in_range or (scale.is_grid and x <= GRID and y <= GRID):
@@ -431,8 +410,8 @@ def _build_terminate(b: _Builder, args: dict) -> None:
 
 
 _BUILDERS: dict[str, Callable[[_Builder, dict], None]] = {
-    **{name: _build_point for name in _POINT_ACTIONS},
-    **{name: _build_text for name in _TEXT_ACTIONS},
+    **{name: _build_point for name in POINT_ACTIONS},
+    **{name: _build_text for name in TEXT_ACTIONS},
     "swipe": _build_swipe,
     "drag": _build_drag,
     "system_button": _build_button,
@@ -526,12 +505,11 @@ def _ascii_punctuation(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # Fallbacks for broken structure
 
-_NUMBER = r"(-?\d+(?:\.\d+)?)"
 _POINT_VERB = r"(click|tap|long[ _]press|double[ _]tap)"
 _FALLBACK_PATTERNS = (
-    re.compile(rf"\b{_POINT_VERB}\s*\(\s*{_NUMBER}\s*,\s*{_NUMBER}\s*\)", re.IGNORECASE),
+    re.compile(rf"\b{_POINT_VERB}\s*\(\s*{NUMBER}\s*,\s*{NUMBER}\s*\)", re.IGNORECASE),
     re.compile(
-        rf"\b{_POINT_VERB}\s+(?:at|on)\s*[(\[]?\s*{_NUMBER}\s*,\s*{_NUMBER}\s*[)\]]?",
+        rf"\b{_POINT_VERB}\s+(?:at|on)\s*[(\[]?\s*{NUMBER}\s*,\s*{NUMBER}\s*[)\]]?",
         re.IGNORECASE,
     ),
 )
@@ -548,7 +526,7 @@ def _fallback(
             name = _ACTION_ALIASES.get(
                 verb.lower().replace(" ", "_"), verb.lower().replace(" ", "_")
             )
-            point = [_to_number(x), _to_number(y)]
+            point = [to_number(x), to_number(y)]
             candidates[(name, *point)] = {"action": name, "coordinate": point}
     if not candidates:
         return unparsed(f"{why}, and no action found in the text", thinking=thinking, fmt=fmt)
@@ -610,7 +588,7 @@ def _ui_tars_arguments(name: str, kwargs: dict[str, str]) -> tuple[dict | None, 
             "action": ours,
             "text": kwargs.get("content", kwargs.get("app_name")),
         }
-        if ours in _POINT_ACTIONS:
+        if ours in POINT_ACTIONS:
             args = {"action": ours, "coordinate": _box_point(start)}
         return args, None
     if name == "drag":
@@ -639,7 +617,7 @@ def _box_point(value: str | None) -> Any:
     """A UI-TARS box or point as [x, y]: two numbers as is, four as the box's centre."""
     if value is None:
         return None
-    numbers = [_to_number(n) for n in re.findall(_NUMBER, value)]
+    numbers = [to_number(n) for n in re.findall(NUMBER, value)]
     if len(numbers) == 2:
         return numbers
     if len(numbers) == 4:
@@ -652,7 +630,7 @@ def _unescape(value: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Writing and summarising
+# Writing
 
 
 def format_tool_call(action: Mapping[str, Any], thinking: str | None = None) -> str:
@@ -673,46 +651,11 @@ def format_tool_call(action: Mapping[str, Any], thinking: str | None = None) -> 
     return "\n".join(parts)
 
 
-def action_summary(action_type: str | None, action: Mapping[str, Any] | str | None) -> str:
-    """One line for people: ``click (512, 300)``, ``type 'hello'``, ``swipe up from (5, 9)``.
-
-    `action` may be the stored JSON text. Missing arguments show as ``?``.
-    """
-    if isinstance(action, str):
-        try:
-            action = json.loads(action)
-        except json.JSONDecodeError:
-            action = {}
-    args = action if isinstance(action, Mapping) else {}
-    kind = action_type or args.get("action") or UNPARSED
-    if kind in _POINT_ACTIONS:
-        return f"{kind} {_point_text(args.get('coordinate'))}"
-    if kind == "swipe":
-        start = args.get("coordinate")
-        where = f" from {_point_text(start)}" if start is not None else ""
-        return f"swipe {args.get('direction', '?')}{where}"
-    if kind == "drag":
-        start, end = args.get("start_coordinate"), args.get("end_coordinate")
-        return f"drag {_point_text(start)} -> {_point_text(end)}"
-    if kind in _TEXT_ACTIONS:
-        return f"{kind} {_quoted(args.get('text'))}"
-    if kind == "system_button":
-        return f"system_button {args.get('button', '?')}"
-    if kind == "terminate":
-        return f"terminate {args.get('status', '?')}"
-    return str(kind)
-
-
-def _point_text(value: Any) -> str:
-    pair = _number_pair(value)
-    return f"({_num(pair[0])}, {_num(pair[1])})" if pair else "(?)"
-
-
-def _quoted(value: Any, limit: int = 60) -> str:
-    if not isinstance(value, str):
-        return "?"
-    flat = " ".join(value.split())
-    return repr(flat if len(flat) <= limit else flat[: limit - 3] + "...")
+def history_step(response: str, image: Any = None) -> HistoryStep:
+    """A prompt's history step from a raw response, summarised by the action it parses to."""
+    parsed = parse_response(response)
+    return HistoryStep(response=response, summary=action_summary(parsed.action_type, parsed.action),
+                       image=image)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -721,26 +664,6 @@ def _quoted(value: Any, limit: int = 60) -> str:
 
 def _snake_case(key: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
-
-
-def _number_pair(value: Any) -> tuple[float, float] | None:
-    """[x, y] from a list/tuple of two numbers or a string holding exactly two numbers."""
-    if isinstance(value, str):
-        numbers = re.findall(_NUMBER, value)
-        value = [_to_number(n) for n in numbers]
-    if isinstance(value, list | tuple) and len(value) == 2:
-        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
-            if all(v == v and abs(v) != float("inf") for v in value):
-                return value[0], value[1]
-    return None
-
-
-def _to_number(text: str) -> int | float:
-    return float(text) if "." in text else int(text)
-
-
-def _num(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def _clamp(value: float) -> float:

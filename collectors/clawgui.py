@@ -1,4 +1,4 @@
-"""ClawGUI-RL compatibility: drop-in recording functions, folder import, export and watch.
+"""ClawGUI-RL compatibility: drop-in recording functions, folder import and watch.
 
 Drop-in: replace the reference's import with
 
@@ -9,9 +9,10 @@ arguments and meaning; the lake is `$ELAKE_LAKE`, else the `save_dir` passed, el
 `./elake-data`. Two deliberate differences: bad input raises `InvalidInput` instead of being
 printed and swallowed, and images are stored as received instead of decoded and re-encoded.
 
-Folders (FORMATS.md section 1): `<root>/<task_dir>/<episode_id>/episode.json` plus
-`images/step_NNNN.png`. Import is idempotent (keys), tolerant of moved folders (absolute
-image paths that no longer exist are looked up beside the JSON), and reports what it skipped.
+Folders (FORMATS.md section 1; the layout and its writer are in
+:mod:`episodelake.lake.export.clawgui`): import is idempotent (keys), tolerant of moved
+folders (absolute image paths that no longer exist are looked up beside the JSON), and
+reports what it skipped.
 """
 
 from __future__ import annotations
@@ -36,24 +37,14 @@ from tqdm import tqdm
 from episodelake.collectors.anchor import AnchorKeyer as DefaultKeyer
 from episodelake.collectors.recorder import Recorder, build_step_row, field_value, now
 from episodelake.lake import Lake, WriterOptions, schema
-from episodelake.lake.errors import Conflict, InvalidInput, LakeError, NotFound
+from episodelake.lake.errors import Conflict, InvalidInput, NotFound
+from episodelake.lake.export.clawgui import EPISODE_FILE, IMAGE_DIR, IMAGE_SUFFIXES
 from episodelake.lake.layout import LAKE_ENV, check_id
 from episodelake.lake.writer import LakeWriter
 
 log = logging.getLogger(__name__)
 
 REFERENCE_SAVE_DIR = "./clawgui-rl/episode"
-EPISODE_FILE = "episode.json"
-IMAGE_DIR = "images"
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
-
-
-def task_dir_name(task_name: str | None) -> str:
-    """The reference's folder name for a task: spaces and '/' become '_'."""
-    if not task_name:
-        return "unknown_task"
-    return task_name.replace(" ", "_").replace("/", "_")
-
 
 # -- drop-in recording functions ------------------------------------------------------------
 _recorders: dict[str, Recorder] = {}
@@ -659,63 +650,3 @@ def watch_clawgui(lake: Lake, root: Path | str, *, interval_s: float = 2.0, once
                 break
     lake.invalidate()
     return report
-
-
-# -- writing reference folders ---------------------------------------------------------------
-def _iso_local(value: datetime | None) -> str | None:
-    return value.astimezone().replace(tzinfo=None).isoformat() if value else None
-
-
-def export_clawgui(lake: Lake, out: Path | str, *, where: str | None = None,
-                   progress: bool = True) -> int:
-    """Write episodes (optionally filtered by a SQL WHERE over `episodes`) as reference folders.
-
-    Images are written as stored; image paths are absolute, as the reference writes them. A
-    step whose screenshot is lost gets the path its PNG would have, with no file there: the
-    reference viewer then shows the step without an image (a null path makes it fail the
-    whole episode). Optional keys (`step_reward`, `step_reward_reason`) are left out when
-    there is no value, as the reference does; `meta_data.group_id` is added when the episode
-    has one, so a re-import keeps its group. Returns the number of episodes written.
-    """
-    out = Path(out).resolve()
-    query = "SELECT * FROM episodes" + (f" WHERE {where}" if where else "") + " ORDER BY created_at, episode_id"
-    try:
-        episodes = lake.sql(query).to_pylist()
-    except LakeError:
-        raise
-    except Exception as exc:  # a user's WHERE that DuckDB rejects
-        raise InvalidInput(f"--where: {exc}") from None
-    for ep in tqdm(episodes, desc="export clawgui", unit="episode", disable=not progress):
-        folder = out / task_dir_name(ep["task_name"]) / ep["episode_id"]
-        (folder / IMAGE_DIR).mkdir(parents=True, exist_ok=True)
-        images = dict(lake.images(ep["episode_id"]))
-        records = []
-        for s in lake.steps(ep["episode_id"]).to_pylist():
-            data = images.get(s["step"])
-            ext = {"jpeg": "jpg"}.get(s["image_format"], s["image_format"] or "png") if data is not None else "png"
-            image_file = folder / IMAGE_DIR / f"step_{s['step']:04d}.{ext}"
-            for stale in (folder / IMAGE_DIR).glob(f"step_{s['step']:04d}.*"):
-                if stale != image_file or data is None:  # an earlier export's file must not answer
-                    stale.unlink()
-            if data is not None:
-                image_file.write_bytes(data)
-            record = {"step": s["step"], "image_path": str(image_file), "model_response": s["model_response"],
-                      "timestamp": _iso_local(s["timestamp"])}
-            if s["step_reward"] is not None:
-                record["step_reward"] = s["step_reward"]
-            if s["step_reward_reason"] is not None:
-                record["step_reward_reason"] = s["step_reward_reason"]
-            records.append(record)
-        meta = {"task_name": ep["task_name"], "task_goal": ep["task_goal"], "episode_id": ep["episode_id"],
-                "created_at": _iso_local(ep["created_at"])}
-        if ep["group_id"] is not None:
-            meta["group_id"] = ep["group_id"]
-        if ep["status"] != "running":
-            meta.update(success=bool(ep["success"]), eval_score=ep["eval_score"] or 0.0,
-                        eval_reason=ep["eval_reason"] or "", episode_reward=ep["episode_reward"] or 0.0,
-                        episode_length=ep["episode_length"] or len(records),
-                        finished_at=_iso_local(ep["finished_at"]))
-        tmp = folder / (EPISODE_FILE + ".tmp")
-        tmp.write_text(json.dumps({"meta_data": meta, "episode": records}, ensure_ascii=False, indent=2))
-        tmp.replace(folder / EPISODE_FILE)
-    return len(episodes)

@@ -49,10 +49,11 @@ from episodelake.collectors.devices.base import (
     Task,
 )
 from episodelake.collectors.model_client import ModelClient
-from episodelake.collectors.prompts import HistoryStep, build_messages, data_url_part
 from episodelake.collectors.recorder import EpisodeHandle, Recorder
+from episodelake.lake.action_space import action_summary
 from episodelake.lake.errors import InvalidInput
 from episodelake.lake.images import sniff_format
+from episodelake.lake.prompts import HistoryStep, build_messages, data_url_part
 
 log = logging.getLogger(__name__)
 
@@ -332,7 +333,8 @@ def _step(device: Device, agent: Agent, ep: EpisodeHandle, goal: str, step: int,
                 info={**(reply.info or {}), **info}, ui_tree=tree)
     if lost is not None:
         raise lost
-    run.history.append(HistoryStep(response=reply.response, image=step))
+    run.history.append(HistoryStep(response=reply.response, image=step,
+                                   summary=action_summary(parsed.action_type, parsed.action)))
     run.images[step] = shot
     for old in [s for s in run.images if s <= step - agent.history_length]:
         del run.images[old]

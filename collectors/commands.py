@@ -70,7 +70,7 @@ def cmd_import(args) -> int:
 
 
 def cmd_export(args) -> None:
-    from episodelake.collectors.clawgui import export_clawgui
+    from episodelake.lake.export.clawgui import export_clawgui
 
     n = export_clawgui(Lake(args.lake, create=False), args.out, where=args.where)
     print(f"wrote {n} episode folder(s) to {args.out}")

@@ -34,12 +34,12 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
-from episodelake.collectors.actions import action_summary
 from episodelake.collectors.model_client import ModelClient
-from episodelake.collectors.prompts import data_url_part
+from episodelake.lake.action_space import action_summary
 from episodelake.lake.errors import InvalidInput, NotFound
 from episodelake.lake.images import sniff_format
 from episodelake.lake.lake import Lake
+from episodelake.lake.prompts import data_url_part
 from episodelake.lake.updates import update_columns
 
 log = logging.getLogger(__name__)

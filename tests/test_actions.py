@@ -9,14 +9,14 @@ import pytest
 
 from episodelake.collectors import actions
 from episodelake.collectors.actions import (
-    ACTION_TYPES,
     ParsedAction,
-    action_summary,
     format_tool_call,
+    history_step,
     parse_response,
     register_format,
 )
-from episodelake.collectors.prompts import (
+from episodelake.lake.action_space import ACTION_TYPES, action_summary
+from episodelake.lake.prompts import (
     GUI_OWL_SYSTEM_PROMPT,
     MAI_UI_SYSTEM_PROMPT,
     HistoryStep,
@@ -578,7 +578,7 @@ HISTORY = [
         image="s0",
     ),
     HistoryStep(summary="click (1, 2)", image="s1"),
-    HistoryStep(response=mai({"action": "wait"}), image="s2"),
+    history_step(mai({"action": "wait"}), image="s2"),
 ]
 
 

@@ -13,12 +13,13 @@ from factories import response, screenshot
 
 from episodelake.collectors import clawgui
 from episodelake.lake import Lake
+from episodelake.lake.export import clawgui as clawgui_folders
 
 
 def write_reference_episode(root: Path, task: str, episode_id: str, steps: int, *, finished=True,
                             null_image_at: int | None = None) -> Path:
     """An episode folder exactly as the reference writes it (absolute image paths)."""
-    folder = root / clawgui.task_dir_name(task) / episode_id
+    folder = root / clawgui_folders.task_dir_name(task) / episode_id
     (folder / "images").mkdir(parents=True)
     records = []
     for n in range(steps):
@@ -96,7 +97,7 @@ def test_export_then_import_round_trips(tmp_path):
     lake = Lake(tmp_path / "lake")
     clawgui.import_clawgui(lake, root, progress=False)
     out = tmp_path / "out"
-    assert clawgui.export_clawgui(lake, out, progress=False) == 1
+    assert clawgui_folders.export_clawgui(lake, out, progress=False) == 1
     doc = json.loads((out / "a_task" / "ep-1" / "episode.json").read_text())
     assert doc["meta_data"]["success"] is True and len(doc["episode"]) == 3
     assert Path(doc["episode"][2]["image_path"]).read_bytes() == screenshot(2)
@@ -157,7 +158,7 @@ def test_an_episode_with_a_lost_screenshot_still_reads_and_exports(tmp_path):
     assert [step for step, _ in lake.images("ep-gap")] == [0, 2]
     with pytest.raises(Exception, match="has no screenshot"):
         lake.image("ep-gap", 1)
-    clawgui.export_clawgui(lake, tmp_path / "out", progress=False)
+    clawgui_folders.export_clawgui(lake, tmp_path / "out", progress=False)
     doc = json.loads((tmp_path / "out" / "gap" / "ep-gap" / "episode.json").read_text())
     # the lost one points where its PNG would be: the reference viewer shows it without image
     assert [Path(r["image_path"]).exists() for r in doc["episode"]] == [True, False, True]
@@ -484,7 +485,7 @@ def test_export_of_a_lost_screenshot_writes_a_path_that_does_not_exist(tmp_path)
     stale = out / "gap" / "ep-gap" / "images" / "step_0001.png"  # left by an earlier export
     stale.parent.mkdir(parents=True)
     stale.write_bytes(screenshot(5))
-    clawgui.export_clawgui(lake, out, progress=False)
+    clawgui_folders.export_clawgui(lake, out, progress=False)
     records = json.loads((out / "gap" / "ep-gap" / "episode.json").read_text())["episode"]
     paths = [r["image_path"] for r in records]
     assert all(isinstance(p, str) and os.path.isabs(p) for p in paths)  # os.path.exists(None) raises

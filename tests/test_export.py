@@ -15,7 +15,7 @@ import pytest
 from factories import response, screenshot
 from PIL import Image
 
-from episodelake.collectors.prompts import HistoryStep, build_messages
+from episodelake.lake.prompts import HistoryStep, build_messages
 from episodelake.collectors.recorder import Recorder
 from episodelake.lake import Lake, curation
 from episodelake.lake.errors import InvalidInput, SqlRefused

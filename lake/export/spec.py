@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from episodelake.collectors.prompts import STYLES
 from episodelake.lake.errors import InvalidInput
 from episodelake.lake.layout import check_id
+from episodelake.lake.prompts import STYLES
 
 GRANULARITIES = ("step", "episode")
 
@@ -35,7 +35,7 @@ class ExportSpec:
     include_invalid: bool = False
     #: `step`: one sample per step; `episode`: one multi-turn conversation per episode.
     granularity: str = "step"
-    #: Prompt layout from `episodelake.collectors.prompts` (`episode` needs `mai-ui`).
+    #: Prompt layout from `episodelake.lake.prompts` (`episode` needs `mai-ui`).
     style: str = "mai-ui"
     #: Previous steps shown in a step sample (as text); None shows all, as collectors do.
     history_length: int | None = None

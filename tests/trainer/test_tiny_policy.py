@@ -11,7 +11,7 @@ import torch
 from episodelake.collectors.actions import parse_response
 from episodelake.collectors.collect import Observation
 from episodelake.collectors.devices.sim import SimDevice
-from episodelake.collectors.prompts import HistoryStep
+from episodelake.lake.prompts import HistoryStep
 from episodelake.collectors.sim.phone import Phone
 from episodelake.collectors.sim.tasks import get_task
 from episodelake.trainer.policies.base import Sample

@@ -1,7 +1,7 @@
 """VLMPolicy: a Hugging Face image-text model (Qwen2-VL / Qwen2.5-VL family) as a trainable
 phone agent.
 
-Prompts come from :func:`episodelake.collectors.prompts.build_messages` (MAI-UI style): the
+Prompts come from :func:`episodelake.lake.prompts.build_messages` (MAI-UI style): the
 goal, the earlier actions as text, the last `history_length` screenshots, the current one.
 Acting and learning build the same prompt: acting gets the episode's earlier screenshots from
 the episode loop's observation, learning reads them back from the lake.
@@ -33,9 +33,10 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
+from episodelake.collectors.actions import history_step
 from episodelake.collectors.collect import Observation, Reply
 from episodelake.collectors.parallel import InProcessAgent
-from episodelake.collectors.prompts import HistoryStep, build_messages
+from episodelake.lake.prompts import build_messages
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.ppo import TokenLogProbs
 
@@ -128,7 +129,7 @@ class VLMPolicy:
 
     def messages(self, goal: str, history: Sequence[str], shown: int) -> list[dict[str, Any]]:
         """Chat messages for the next step; `shown` earlier screenshots appear as images."""
-        steps = [HistoryStep(response=response) for response in history]
+        steps = [history_step(response) for response in history]
         return build_messages(goal, steps, screenshot=None, history_length=shown,
                               image_part=_placeholder)
 

@@ -1,8 +1,10 @@
 """Chat messages for phone agents: the goal, the history, the screenshots, in one place.
 
-Policies build their prompts here and recorders store the result in ``steps.prompt``, so the
+Agents build their prompts here and recorders store the result in ``steps.prompt``, so the
 exact input behind every response can be rebuilt (the reference framework keeps neither its
-system prompt nor its history window). Two layouts:
+system prompt nor its history window); the SFT exports rebuild the same messages from stored
+steps. It lives in the lake because both reach it: the lake depends on nothing above it.
+Two layouts:
 
 ``mai-ui``
     Multi-turn. The first user turn states the task (and lists, as text, the actions taken
@@ -29,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from episodelake.collectors.actions import action_summary, parse_response
+from episodelake.lake.action_space import action_summary
 
 STYLES = ("mai-ui", "gui-owl")
 
@@ -91,10 +93,13 @@ ImagePart = Callable[[Any], dict[str, Any]]
 class HistoryStep:
     """A step already taken: what the model said and the screenshot it said it about.
 
-    `response` is the raw model text; `summary` the one-line action (see
-    :func:`~episodelake.collectors.actions.action_summary`), derived from `response` when
-    absent. At least one of them is needed. `image` is the caller's reference to the
-    screenshot, passed to `image_part` unchanged.
+    `summary` is the one-line action (see :func:`~episodelake.lake.action_space.action_summary`)
+    that text histories show; `response` the raw model text, shown as the assistant turn of
+    MAI-UI prompts (the summary stands in without it). `from_step` takes the summary from a
+    stored row; from a raw response, the parser derives it
+    (:func:`episodelake.collectors.record.actions.history_step`), so a response is parsed
+    once, by the one parser, not again on every later turn. `image` is the caller's reference
+    to the screenshot, passed to `image_part` unchanged.
     """
 
     response: str | None = None
@@ -111,11 +116,12 @@ class HistoryStep:
         )
 
     def line(self) -> str:
-        """The step as one line of text: its summary, else the summary of its response."""
-        if self.summary is not None:
-            return self.summary
-        parsed = parse_response(self.response or "")
-        return action_summary(parsed.action_type, parsed.action)
+        """The step as one line of text."""
+        if self.summary is None:
+            raise ValueError("a history step needs its summary: HistoryStep.from_step derives "
+                             "it from a stored row, collectors.record.actions.history_step "
+                             "from a response")
+        return self.summary
 
 
 def image_placeholder(ref: Any) -> dict[str, Any]:
@@ -150,8 +156,10 @@ def build_messages(
     if not isinstance(goal, str) or not goal.strip():
         raise ValueError("goal: the task goal must be non-empty text")
     for index, step in enumerate(history):
-        if step.response is None and step.summary is None:
-            raise ValueError(f"history[{index}]: needs a response or a summary")
+        if step.summary is None:
+            raise ValueError(f"history[{index}]: needs a summary (the one-line action); "
+                             "HistoryStep.from_step derives it from a stored row, "
+                             "collectors.record.actions.history_step from a response")
     split = max(0, len(history) - history_length)
     system = {"role": "system", "content": _SYSTEM_PROMPTS[style]}
     if style == "mai-ui":
