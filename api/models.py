@@ -54,14 +54,44 @@ def row_model(name: str, table: str, *, exclude: tuple[str, ...] = (), json_fiel
     return model
 
 
+MarkerKind = Literal["click", "long_press", "double_tap", "swipe", "drag", "none"]
+BadgeKind = Literal["text", "button", "finish", "wait", "problem"]
+
+
+class ActionPoint(BaseModel):
+    x: float = Field(ge=0, le=1, description="fraction of the screenshot's width")
+    y: float = Field(ge=0, le=1, description="fraction of the screenshot's height")
+
+
+class ActionMarker(BaseModel):
+    """What is drawn on the screen, where. `points` by kind: click, long_press and
+    double_tap their point; swipe its start and end; drag its start and end, or only its
+    start when the end is missing; none no points."""
+
+    kind: MarkerKind
+    points: list[ActionPoint]
+
+
+class ActionView(BaseModel):
+    """How a step's action is shown: the web app's overlay and `?annotated=1` both draw
+    this one description, so the two can never disagree."""
+
+    summary: str = Field(description="one line for people, the same text the judge reads")
+    badge: BadgeKind | None = Field(
+        description="draw `summary` as a badge in the top-left corner, in this kind's colours; "
+                    "null when the marker says it all")
+    marker: ActionMarker
+
+
 Episode = row_model("Episode", "episodes", json_fields=("extra",))
 Step = row_model(
     "Step", "steps", exclude=("prompt", "info"), json_fields=("action",),
-    extra={"image_url": (str | None, None)},
+    extra={"image_url": (str | None, None), "action_view": (ActionView, ...)},
     doc="One step without its image bytes (fetch image_url) or its prompt (see StepDetail).",
 )
 StepDetail = row_model(
-    "StepDetail", "steps", json_fields=("action",), extra={"image_url": (str | None, None)},
+    "StepDetail", "steps", json_fields=("action",),
+    extra={"image_url": (str | None, None), "action_view": (ActionView, ...)},
     doc="One step with its prompt and collector info (JSON text), without image bytes.",
 )
 SetRow = row_model("Set", "sets", exclude=("deleted",), extra={"members": (int, 0)},
@@ -215,8 +245,7 @@ class GroupDetail(BaseModel):
     episodes: list[Episode]  # type: ignore[valid-type]
     anchors: list[AnchorGroup] = Field(description="anchor-state groups, most shared first")
     unanchored_steps: int = Field(description="steps without an anchor key")
-    advantages_available: bool
-    advantages_note: str | None
+    advantages_note: str = Field(description="which advantages and returns these are (the trainer's defaults)")
 
 
 class Health(BaseModel):

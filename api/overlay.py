@@ -1,21 +1,34 @@
-"""Actions drawn onto screenshots, server-side, for `?annotated=1`, exports and reports.
+"""How a step's action is shown: its description, and that description drawn on a screenshot.
 
-Pure functions of bytes in, bytes out: no lake, no files. The markers match the web app's
-SVG overlay (and the reference viewer's, which they extend): click = red ring, dot and
-cross-hair; long_press = orange double ring; double_tap = two red rings; swipe = blue arrow
-from its start (to its end point, or 20% of the screen in `direction`) with a green start
-dot; drag = purple line, green start, red end; every other action (type, open,
-system_button, wait, terminate, answer) = a labelled badge in the top-left corner.
-Coordinates are normalised to [0, 1], as the steps table stores them.
+`describe` turns a stored action (action_type, action, x, y, x2, y2, and the screenshot's
+size) into an `ActionView`: the summary line, the badge and the marker with its points in
+normalised [0, 1] coordinates. The API sends it with every step, the web app's SVG overlay
+draws it, and `draw_action` (for `?annotated=1`) draws the same object with PIL, so neither
+renderer derives geometry from raw fields and both show the same thing.
+
+What each action becomes:
+- click, long_press, double_tap: their point (red ring, dot and cross-hair; orange double
+  ring; red double ring);
+- swipe: a blue arrow from its start (the screen's centre when the model gave none, green
+  dot) to its end, or 20% of the screen's shorter side in `direction`;
+- drag: a purple line from its start (green) to its end (red); a drag whose end is missing
+  shows only its start dot, with the summary in a `problem` badge;
+- type, open, answer (`text`), system_button (`button`), terminate (`finish`), wait: a badge;
+- anything that lacks the point it needs, and unparsed responses: a `problem` badge instead
+  of a marker in a made-up place.
 """
 
 from __future__ import annotations
 
 import io
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont
 
+from episodelake.api.models import ActionMarker, ActionPoint, ActionView, BadgeKind
+from episodelake.lake.action_space import action_summary
 from episodelake.lake.errors import InvalidInput
 
 RED = (230, 40, 40)
@@ -23,11 +36,63 @@ ORANGE = (255, 140, 0)
 BLUE = (30, 110, 255)
 GREEN = (20, 190, 70)
 PURPLE = (150, 60, 220)
-DIRECTIONS = {"up": (0.0, -1.0), "down": (0.0, 1.0), "left": (-1.0, 0.0), "right": (1.0, 0.0)}
-#: Which argument a badge shows, per action type.
-BADGE_ARGS = {"type": "text", "open": "text", "answer": "text", "system_button": "button",
-              "terminate": "status"}
+#: Badge backgrounds, as `.badge-<kind>` in the web app's styles.css.
+BADGE_COLOURS: dict[str, tuple[int, int, int]] = {
+    "text": (20, 20, 20), "button": (20, 20, 20), "wait": (20, 20, 20),
+    "finish": (21, 128, 61), "problem": (198, 40, 40),
+}
+DIRECTION_VECTORS = {"up": (0.0, -1.0), "down": (0.0, 1.0), "left": (-1.0, 0.0), "right": (1.0, 0.0)}
+#: A swipe given only a direction is drawn this long, as a fraction of the shorter side.
+SWIPE_LENGTH = 0.2
+BADGES: dict[str, BadgeKind] = {"type": "text", "open": "text", "answer": "text",
+                                "system_button": "button", "terminate": "finish", "wait": "wait"}
 SAVE_FORMATS = {"png": "PNG", "jpeg": "JPEG"}
+
+
+def _point(x: float | None, y: float | None) -> ActionPoint | None:
+    """A stored point, clamped into the screen; a missing or non-finite one is no point."""
+    if x is None or y is None or not (math.isfinite(x) and math.isfinite(y)):
+        return None
+    return ActionPoint(x=min(1.0, max(0.0, x)), y=min(1.0, max(0.0, y)))
+
+
+def _swipe_end(start: ActionPoint, direction: Any, width: int | None, height: int | None) -> ActionPoint | None:
+    """Where a swipe given only a direction ends: SWIPE_LENGTH of the shorter side away, in
+    pixels, so the arrow looks as long across as down (an unknown size counts as square)."""
+    step = DIRECTION_VECTORS.get(str(direction).lower()) if direction is not None else None
+    if step is None:
+        return None
+    w, h = (width, height) if width and height else (1, 1)
+    length = SWIPE_LENGTH * min(w, h)
+    return _point(start.x + step[0] * length / w, start.y + step[1] * length / h)
+
+
+def describe(action_type: str | None, action: Mapping[str, Any] | None,
+             x: float | None, y: float | None, x2: float | None = None, y2: float | None = None,
+             width: int | None = None, height: int | None = None) -> ActionView:
+    """The one description of an action that every renderer draws (see the module docstring)."""
+    kind = action_type or "unparsed"
+    args = action or {}
+    at, end = _point(x, y), _point(x2, y2)
+    summary = action_summary(kind, args)
+    if kind == "click" or kind == "long_press" or kind == "double_tap":
+        if at:
+            return ActionView(summary=summary, badge=None, marker=ActionMarker(kind=kind, points=[at]))
+    elif kind == "swipe":
+        start = at or ActionPoint(x=0.5, y=0.5)
+        end = end or _swipe_end(start, args.get("direction"), width, height)
+        if end:
+            return ActionView(summary=summary, badge=None, marker=ActionMarker(kind="swipe", points=[start, end]))
+    elif kind == "drag" and at:
+        return ActionView(summary=summary, badge=None if end else "problem",
+                          marker=ActionMarker(kind="drag", points=[at, end] if end else [at]))
+    return ActionView(summary=summary, badge=BADGES.get(kind, "problem"), marker=ActionMarker(kind="none", points=[]))
+
+
+def describe_step(row: Mapping[str, Any]) -> ActionView:
+    """`describe` for a steps row whose `action` is already parsed into an object."""
+    return describe(row.get("action_type"), row.get("action"), row.get("x"), row.get("y"),
+                    row.get("x2"), row.get("y2"), row.get("width"), row.get("height"))
 
 
 def _decode(image_bytes: bytes) -> Image.Image:
@@ -79,70 +144,54 @@ def _arrow(d: ImageDraw.ImageDraw, a, b, color, width: int, head: float) -> None
     d.polygon((b, left, right), fill=color)
 
 
-def badge_text(action_type: str | None, action: dict | None) -> str:
-    """The label of a badge action, e.g. `type: "hello"` or `system_button: back`."""
-    kind = action_type or "unparsed"
-    arg = (action or {}).get(BADGE_ARGS.get(kind, ""))
-    if arg is None:
-        return kind
-    text = str(arg)
-    text = text if len(text) <= 60 else text[:57] + "..."
-    return f'{kind}: "{text}"' if BADGE_ARGS.get(kind) == "text" else f"{kind}: {text}"
-
-
-def _badge(d: ImageDraw.ImageDraw, text: str, unit: float, width: int) -> None:
+def _badge(d: ImageDraw.ImageDraw, text: str, colour, unit: float, width: int) -> None:
     font = ImageFont.load_default(size=max(10, round(unit * 1.6)))
     pad = unit * 0.5
     while len(text) > 4 and d.textlength(text, font=font) > width - pad * 6:
         text = text[:-4] + "..."  # keep the badge on the image
     box = d.textbbox((pad * 2, pad * 2), text, font=font)
     d.rounded_rectangle((box[0] - pad, box[1] - pad, box[2] + pad, box[3] + pad),
-                        radius=pad, fill=(20, 20, 20))
+                        radius=pad, fill=colour)
     d.text((pad * 2, pad * 2), text, fill=(255, 255, 255), font=font)
 
 
-def draw_action(image_bytes: bytes, action_type: str | None, action: dict | None,
-                x: float | None, y: float | None, x2: float | None = None, y2: float | None = None,
-                *, max_side: int | None = None, fmt: str = "png") -> bytes:
-    """The screenshot with the action drawn on it, encoded as `fmt` (png | jpeg).
+def draw_action(image_bytes: bytes, view: ActionView, *, max_side: int | None = None,
+                fmt: str = "png") -> bytes:
+    """The screenshot with `view` drawn on it, encoded as `fmt` (png | jpeg).
 
     `max_side` first scales the image down (the reference viewer's 1200 px), so markers are
-    sized for what is shown. An action without the coordinates it needs gets a badge
-    instead of a marker in a made-up place.
+    sized for what is shown. Sizes follow the web app's overlay: one unit is 1/54 of the
+    shorter side (~20 px on a 1080-wide phone screen), at least 8 px.
     """
     img = _fit(_decode(image_bytes), max_side)
     d = ImageDraw.Draw(img)
     w, h = img.size
-    unit = max(8.0, min(w, h) / 54)  # ~20 px on a 1080-wide phone screen
+    unit = max(8.0, min(w, h) / 54)
     line = max(2, round(unit / 5))
-    at = (x * w, y * h) if x is not None and y is not None else None
-    end = (x2 * w, y2 * h) if x2 is not None and y2 is not None else None
-    kind = action_type or ""
-    if kind == "click" and at:
+    pts = [(p.x * w, p.y * h) for p in view.marker.points]
+    kind = view.marker.kind
+    if kind == "click":
+        at = pts[0]
         _ring(d, at, unit, RED, line)
         _dot(d, at, unit / 2, RED)
         d.line((at[0] - unit * 1.6, at[1], at[0] + unit * 1.6, at[1]), fill=RED, width=max(1, line // 2))
         d.line((at[0], at[1] - unit * 1.6, at[0], at[1] + unit * 1.6), fill=RED, width=max(1, line // 2))
-    elif kind == "long_press" and at:
-        _ring(d, at, unit * 1.2, ORANGE, line)
-        _ring(d, at, unit * 0.8, ORANGE, line)
-        _dot(d, at, unit / 4, ORANGE)
-    elif kind == "double_tap" and at:
-        _ring(d, at, unit, RED, line)
-        _ring(d, at, unit * 0.6, RED, line)
-        _dot(d, at, unit / 4, RED)
+    elif kind == "long_press":
+        _ring(d, pts[0], unit * 1.2, ORANGE, line)
+        _ring(d, pts[0], unit * 0.8, ORANGE, line)
+        _dot(d, pts[0], unit / 4, ORANGE)
+    elif kind == "double_tap":
+        _ring(d, pts[0], unit, RED, line)
+        _ring(d, pts[0], unit * 0.6, RED, line)
+        _dot(d, pts[0], unit / 4, RED)
     elif kind == "swipe":
-        start = at or (w / 2, h / 2)
-        if end is None:
-            dx, dy = DIRECTIONS.get(str((action or {}).get("direction", "up")).lower(), (0.0, -1.0))
-            length = 0.2 * min(w, h)
-            end = (start[0] + dx * length, start[1] + dy * length)
-        _arrow(d, start, end, BLUE, line * 2, unit * 1.2)
-        _dot(d, start, unit / 2, GREEN)
-    elif kind == "drag" and at and end:
-        d.line((at, end), fill=PURPLE, width=line * 2)
-        _dot(d, at, unit / 2, GREEN)
-        _dot(d, end, unit / 2, RED)
-    else:
-        _badge(d, badge_text(action_type, action), unit, w)
+        _arrow(d, pts[0], pts[1], BLUE, line * 2, unit * 1.2)
+        _dot(d, pts[0], unit / 2, GREEN)
+    elif kind == "drag":
+        if len(pts) == 2:
+            d.line((pts[0], pts[1]), fill=PURPLE, width=line * 2)
+            _dot(d, pts[1], unit / 2, RED)
+        _dot(d, pts[0], unit / 2, GREEN)
+    if view.badge is not None:
+        _badge(d, view.summary, BADGE_COLOURS[view.badge], unit, w)
     return _encode(img, fmt)

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
+from episodelake.api import overlay
 from episodelake.api.deps import FilterDep, LakeDep, SettingsDep
 from episodelake.api.listing import SORTS, list_episodes
 from episodelake.api.models import EpisodeDetail, EpisodePage
@@ -38,8 +39,12 @@ def episode_out(row: dict) -> dict:
 
 
 def step_out(row: dict) -> dict:
-    return {**row, "action": parse_json(row.get("action"), "action"),
-            "image_url": image_url(row["episode_id"], row["step"]) if row.get("image_format") else None}
+    """A steps row as the API sends it, with the one description of its action that the web
+    app's overlay and the annotated screenshot both draw."""
+    out = {**row, "action": parse_json(row.get("action"), "action"),
+           "image_url": image_url(row["episode_id"], row["step"]) if row.get("image_format") else None}
+    out["action_view"] = overlay.describe_step(out)
+    return out
 
 
 @router.get("/episodes", response_model=EpisodePage)

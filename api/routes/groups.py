@@ -1,15 +1,13 @@
 """Episode groups (GRPO/GiGPO) and their anchor-state groups, for checking the grouping by eye.
 
 For one group_id: its episodes, and its steps gathered by anchor_key (the key GiGPO groups
-steps by), each step with its reward and discounted return, and its advantage once the
-trainer's `episodelake.trainer.advantages` is installed (without it, plain discounted
-environment rewards and no advantages, said so in the response). Anchors shared by more episodes
-come first: those are the groups that give GiGPO a step-level baseline.
+steps by), each step with its reward and the discounted return and advantage the trainer
+computes for it. Anchors shared by more episodes come first: those are the groups that give
+GiGPO a step-level baseline.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections import defaultdict
 from typing import Annotated
 
@@ -20,54 +18,38 @@ from episodelake.api.deps import FilterDep, LakeDep, SettingsDep
 from episodelake.api.listing import where_clause
 from episodelake.api.models import GroupDetail, GroupSummary
 from episodelake.api.routes.episodes import episode_out, image_url
-from episodelake.lake.errors import NotFound
+from episodelake.lake.errors import InvalidInput, NotFound
 from episodelake.lake.lake import Lake
 from episodelake.lake.layout import check_id
+from episodelake.trainer import advantages
+from episodelake.trainer.config import TrainConfig
 
 router = APIRouter(tags=["groups"])
-ADVANTAGES_MODULE = "episodelake.trainer.advantages"
-CONFIG_MODULE = "episodelake.trainer.config"
 
 
-def discounted_returns(rewards: list[float], gamma: float) -> list[float]:
-    """R_t = r_t + gamma * R_{t+1}, from the last step back: the fallback without the trainer."""
-    out, acc = [0.0] * len(rewards), 0.0
-    for i in range(len(rewards) - 1, -1, -1):
-        acc = rewards[i] + gamma * acc
-        out[i] = acc
-    return out
-
-
-def trainer_values(lake: Lake, group_id: str, gamma: float) -> tuple[dict[tuple[str, int], dict] | None, str]:
-    """(episode_id, step) -> the trainer's row (advantage, discounted_return), or None and why.
+def trainer_values(lake: Lake, group_id: str, gamma: float) -> tuple[dict[tuple[str, int], dict], str]:
+    """(episode_id, step) -> the trainer's row (advantage, discounted_return), and what they are.
 
     The trainer's GiGPO query is the definition the training loop uses, so the page shows
     exactly the numbers a training step would see for this group (`elake train`'s default
-    knobs, with this gamma).
+    knobs, with this gamma). A gamma the trainer refuses for these episodes is refused here
+    too, rather than answered with numbers no training step would compute.
     """
-    try:
-        module = importlib.import_module(ADVANTAGES_MODULE)
-        config = importlib.import_module(CONFIG_MODULE).TrainConfig(gamma=gamma)
-    except ModuleNotFoundError as exc:
-        if exc.name not in (ADVANTAGES_MODULE, CONFIG_MODULE, "episodelake.trainer"):
-            raise
-        return None, (f"{ADVANTAGES_MODULE} is not installed: returns are plain discounted "
-                      "environment rewards and there are no advantages")
-    episodes = lake.sql(f"SELECT {', '.join(module.EPISODE_COLUMNS)} FROM episodes WHERE group_id = ?",
+    config = TrainConfig(gamma=gamma)
+    episodes = lake.sql(f"SELECT {', '.join(advantages.EPISODE_COLUMNS)} FROM episodes WHERE group_id = ?",
                         [group_id])
-    steps = lake.sql(f"SELECT {', '.join('s.' + c for c in module.STEP_COLUMNS)} FROM steps s "
+    steps = lake.sql(f"SELECT {', '.join('s.' + c for c in advantages.STEP_COLUMNS)} FROM steps s "
                      "JOIN episodes e USING (episode_id) WHERE e.group_id = ?", [group_id])
     con = duckdb.connect()
     try:
-        result = module.compute_advantages(con, steps=steps, episodes=episodes,
-                                           **config.advantage_options())
+        result = advantages.compute_advantages(con, steps=steps, episodes=episodes,
+                                               **config.advantage_options())
     except ValueError as exc:
-        return None, f"the trainer could not compute advantages for this group: {exc}"
+        raise InvalidInput(str(exc)) from None
     finally:
         con.close()
     rows = {(r["episode_id"], r["step"]): r for r in result.table.to_pylist()}
-    return rows, (f"GiGPO advantages and returns from {ADVANTAGES_MODULE} with the trainer's "
-                  f"defaults ({config.mode}, gamma={gamma:g})")
+    return rows, f"GiGPO advantages and returns with the trainer's defaults ({config.mode}, gamma={gamma:g})"
 
 
 @router.get("/groups", response_model=list[GroupSummary])
@@ -96,20 +78,12 @@ def group(lake: LakeDep, group_id: str,
         ORDER BY s.episode_id, s.step
     """, [group_id]).to_pylist()
     trained, note = trainer_values(lake, group_id, gamma)
-    if trained is None:
-        by_episode: dict[str, list[dict]] = defaultdict(list)
-        for s in steps:
-            by_episode[s["episode_id"]].append(s)
-        for rows in by_episode.values():
-            for s, ret in zip(rows, discounted_returns([r["reward"] or 0.0 for r in rows], gamma), strict=True):
-                s.update(discounted_return=ret, advantage=None)
     anchors: dict[str, list[dict]] = defaultdict(list)
     unanchored = 0
     for s in steps:
-        if trained is not None:
-            row = trained.get((s["episode_id"], s["step"]), {})
-            s.update(discounted_return=row.get("discounted_return"), advantage=row.get("advantage"))
-        s["image_url"] = image_url(s["episode_id"], s["step"])
+        row = trained.get((s["episode_id"], s["step"]), {})
+        s.update(discounted_return=row.get("discounted_return"), advantage=row.get("advantage"),
+                 image_url=image_url(s["episode_id"], s["step"]))
         if s["anchor_key"] is None:
             unanchored += 1
         else:
@@ -118,5 +92,4 @@ def group(lake: LakeDep, group_id: str,
             for key, members in anchors.items()]
     rows.sort(key=lambda a: (-a["episodes"], -len(a["steps"]), a["anchor_key"]))
     return {"group_id": group_id, "gamma": gamma, "episodes": [episode_out(e) for e in episodes],
-            "anchors": rows, "unanchored_steps": unanchored,
-            "advantages_available": trained is not None, "advantages_note": note}
+            "anchors": rows, "unanchored_steps": unanchored, "advantages_note": note}

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path, Query, Response
 from episodelake.api import overlay
 from episodelake.api.deps import LakeDep
 from episodelake.api.models import StepDetail
-from episodelake.api.routes.episodes import parse_json, step_out
+from episodelake.api.routes.episodes import step_out
 from episodelake.lake.errors import NotFound
 from episodelake.lake.images import MEDIA_TYPES
 from episodelake.lake.lake import Lake
@@ -52,10 +52,8 @@ def step_image(
     """The screenshot bytes exactly as recorded, unless asked to annotate or scale them."""
     data, fmt = lake.image(episode_id, step)
     if annotated:
-        row = step_row(lake, episode_id, step)
-        data = overlay.draw_action(data, row["action_type"], parse_json(row["action"], "action"),
-                                   row["x"], row["y"], row["x2"], row["y2"],
-                                   max_side=max_side, fmt="jpeg" if max_side else "png")
+        view = step_out(step_row(lake, episode_id, step))["action_view"]
+        data = overlay.draw_action(data, view, max_side=max_side, fmt="jpeg" if max_side else "png")
         fmt = "jpeg" if max_side else "png"
     elif max_side:
         data, fmt = overlay.thumbnail(data, max_side), "jpeg"

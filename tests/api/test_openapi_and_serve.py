@@ -37,12 +37,6 @@ def test_every_operation_documents_the_error_shape(tmp_path):
                 assert ref.endswith("/ErrorBody"), (method, path, code)
 
 
-def test_groups_degrade_without_the_trainer(lake, monkeypatch):
-    monkeypatch.setattr(groups, "ADVANTAGES_MODULE", "episodelake.trainer.not_there")
-    values, note = groups.trainer_values(lake, "g-wifi_on", 0.95)
-    assert values is None and "not installed" in note
-
-
 def test_group_page_shows_what_a_training_step_computes(lake):
     """The page's advantages use `elake train`'s defaults, not the bare function's."""
     import duckdb

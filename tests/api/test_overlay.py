@@ -1,5 +1,5 @@
-"""`draw_action`: a pure function of image bytes and an action; markers land where the
-normalised coordinates say, in the documented colours."""
+"""The one description of an action (`describe`) for every action type, and `draw_action`
+drawing exactly that description: markers land on its points, in the documented colours."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ import io
 import pytest
 from PIL import Image
 
+from episodelake.api.models import ActionView
 from episodelake.api.overlay import (
+    BADGE_COLOURS,
     BLUE,
     GREEN,
     ORANGE,
     PURPLE,
     RED,
-    badge_text,
+    describe,
     draw_action,
     thumbnail,
 )
@@ -23,20 +25,81 @@ from episodelake.lake.errors import InvalidInput
 W, H = 400, 800
 
 
+def view(summary: str, badge: str | None, kind: str, *points: tuple[float, float]) -> dict:
+    return {"summary": summary, "badge": badge,
+            "marker": {"kind": kind, "points": [{"x": x, "y": y} for x, y in points]}}
+
+
+# (action_type, action, x, y, x2, y2, width, height) -> the description
+CASES = [
+    pytest.param("click", {"coordinate": [250, 500]}, 0.25, 0.5, None, None, W, H,
+                 view("click (250, 500)", None, "click", (0.25, 0.5)), id="click"),
+    pytest.param("long_press", {"coordinate": [500, 500]}, 0.5, 0.5, None, None, W, H,
+                 view("long_press (500, 500)", None, "long_press", (0.5, 0.5)), id="long_press"),
+    pytest.param("double_tap", {"coordinate": [100, 900]}, 0.1, 0.9, None, None, W, H,
+                 view("double_tap (100, 900)", None, "double_tap", (0.1, 0.9)), id="double_tap"),
+    pytest.param("swipe", {"direction": "up", "coordinate": [500, 750]}, 0.5, 0.75, None, None, W, H,
+                 view("swipe up from (500, 750)", None, "swipe", (0.5, 0.75), (0.5, 0.65)), id="swipe-from-a-point"),
+    # only a direction: from the centre, 20% of the shorter side (80 px of 400) to the left
+    pytest.param("swipe", {"direction": "left"}, None, None, None, None, W, H,
+                 view("swipe left", None, "swipe", (0.5, 0.5), (0.3, 0.5)), id="swipe-direction-only"),
+    pytest.param("swipe", {"direction": "down"}, None, None, None, None, None, None,
+                 view("swipe down", None, "swipe", (0.5, 0.5), (0.5, 0.7)), id="swipe-size-unknown"),
+    pytest.param("swipe", {"direction": "up", "coordinate": [500, 50]}, 0.5, 0.05, None, None, W, H,
+                 view("swipe up from (500, 50)", None, "swipe", (0.5, 0.05), (0.5, 0.0)), id="swipe-kept-on-screen"),
+    pytest.param("swipe", {}, None, None, None, None, W, H,
+                 view("swipe ?", "problem", "none"), id="swipe-without-direction"),
+    pytest.param("drag", {"start_coordinate": [100, 100], "end_coordinate": [900, 900]}, 0.1, 0.1, 0.9, 0.9, W, H,
+                 view("drag (100, 100) -> (900, 900)", None, "drag", (0.1, 0.1), (0.9, 0.9)), id="drag"),
+    pytest.param("drag", {"start_coordinate": [100, 200]}, 0.1, 0.2, None, None, W, H,
+                 view("drag (100, 200) -> (?)", "problem", "drag", (0.1, 0.2)), id="drag-without-end"),
+    pytest.param("drag", {}, None, None, None, None, W, H,
+                 view("drag (?) -> (?)", "problem", "none"), id="drag-without-points"),
+    pytest.param("type", {"text": "hello"}, None, None, None, None, W, H,
+                 view("type 'hello'", "text", "none"), id="type"),
+    pytest.param("open", {"text": "Clock"}, None, None, None, None, W, H,
+                 view("open 'Clock'", "text", "none"), id="open"),
+    pytest.param("answer", {"text": "7:30"}, None, None, None, None, W, H,
+                 view("answer '7:30'", "text", "none"), id="answer"),
+    pytest.param("system_button", {"button": "back"}, None, None, None, None, W, H,
+                 view("system_button back", "button", "none"), id="system_button"),
+    pytest.param("wait", {}, None, None, None, None, W, H, view("wait", "wait", "none"), id="wait"),
+    pytest.param("terminate", {"status": "success"}, None, None, None, None, W, H,
+                 view("terminate success", "finish", "none"), id="terminate"),
+    pytest.param("unparsed", {}, None, None, None, None, W, H, view("unparsed", "problem", "none"), id="unparsed"),
+    pytest.param(None, None, None, None, None, None, None, None, view("unparsed", "problem", "none"), id="null"),
+    pytest.param("click", {}, None, None, None, None, W, H,
+                 view("click (?)", "problem", "none"), id="click-without-point"),
+    pytest.param("click", {"coordinate": [1, 1]}, float("nan"), 0.5, None, None, W, H,
+                 view("click (1, 1)", "problem", "none"), id="click-non-finite-point"),
+]
+
+
+@pytest.mark.parametrize("action_type, action, x, y, x2, y2, width, height, expected", CASES)
+def test_description_of_every_action(action_type, action, x, y, x2, y2, width, height, expected):
+    got = describe(action_type, action, x, y, x2, y2, width, height).model_dump()
+    assert got["summary"] == expected["summary"] and got["badge"] == expected["badge"]
+    assert got["marker"]["kind"] == expected["marker"]["kind"]
+    assert [pytest.approx(p) for p in got["marker"]["points"]] == expected["marker"]["points"]
+
+
 def blank(fmt: str = "PNG") -> bytes:
     out = io.BytesIO()
     Image.new("RGB", (W, H), (255, 255, 255)).save(out, fmt)
     return out.getvalue()
 
 
-def drawn(*args, **kw) -> Image.Image:
-    return Image.open(io.BytesIO(draw_action(blank(), *args, **kw))).convert("RGB")
+def drawn(action_type, action, x=None, y=None, x2=None, y2=None, **kw) -> Image.Image:
+    v = describe(action_type, action, x, y, x2, y2, W, H)
+    return Image.open(io.BytesIO(draw_action(blank(), v, **kw))).convert("RGB")
 
 
-def has_badge(img: Image.Image) -> bool:
-    """Dark pixels in the top-left corner, where badges go."""
-    corner = img.crop((0, 0, 120, 40)).convert("L")
-    return corner.getextrema()[0] < 60
+def badge_colour(img: Image.Image) -> tuple[int, int, int] | None:
+    """The badge's background: the commonest colour in the top-left corner other than the
+    white screen and the white text (None: no badge there)."""
+    counts = img.crop((0, 0, 120, 40)).getcolors(120 * 40)
+    inked = [(n, c) for n, c in counts if c != (255, 255, 255)]
+    return max(inked)[1] if inked else None
 
 
 def near(pixel, colour, tol=40) -> bool:
@@ -45,7 +108,7 @@ def near(pixel, colour, tol=40) -> bool:
 
 def test_click_is_a_red_dot_at_the_point():
     img = drawn("click", {"coordinate": [250, 500]}, 0.25, 0.5)
-    assert near(img.getpixel((100, 400)), RED) and not has_badge(img)
+    assert near(img.getpixel((100, 400)), RED) and badge_colour(img) is None
     assert img.getpixel((300, 100)) == (255, 255, 255)
 
 
@@ -62,41 +125,47 @@ def test_swipe_arrow_starts_green_and_goes_its_direction():
     assert img.getpixel((200, 640)) == (255, 255, 255)
 
 
-def test_drag_accepts_its_end_point():
+def test_drag_is_a_line_from_green_start_to_red_end():
     img = drawn("drag", {"start_coordinate": [100, 100], "end_coordinate": [900, 900]}, 0.1, 0.1, 0.9, 0.9)
     assert near(img.getpixel((40, 80)), GREEN) and near(img.getpixel((360, 720)), RED)
-    assert near(img.getpixel((200, 400)), PURPLE)
+    assert near(img.getpixel((200, 400)), PURPLE) and badge_colour(img) is None
 
 
-@pytest.mark.parametrize("kind, args, text", [
-    ("type", {"text": "hello"}, 'type: "hello"'),
-    ("system_button", {"button": "back"}, "system_button: back"),
-    ("terminate", {"status": "success"}, "terminate: success"),
-    ("wait", {}, "wait"),
-    (None, None, "unparsed"),
+def test_drag_without_end_is_its_start_and_a_problem_badge():
+    img = drawn("drag", {"start_coordinate": [500, 500]}, 0.5, 0.5)
+    assert near(img.getpixel((200, 400)), GREEN)
+    assert not any(near(img.getpixel((200 + d, 400 + d)), PURPLE) for d in range(15, 200, 5))  # no line
+    assert badge_colour(img) == BADGE_COLOURS["problem"]
+
+
+@pytest.mark.parametrize("kind, args", [
+    ("type", {"text": "hello"}), ("system_button", {"button": "back"}), ("terminate", {"status": "success"}),
+    ("wait", {}), (None, None), ("click", {}),
 ])
-def test_other_actions_get_a_badge(kind, args, text):
-    assert badge_text(kind, args) == text
-    assert has_badge(drawn(kind, args, None, None))
-
-
-def test_click_without_coordinates_is_a_badge_not_a_guess():
-    img = drawn("click", {}, None, None)
-    assert img.getpixel((200, 400)) == (255, 255, 255) and has_badge(img)
+def test_other_actions_are_a_badge_in_their_kind_colour(kind, args):
+    img = drawn(kind, args)
+    assert badge_colour(img) == BADGE_COLOURS[describe(kind, args, None, None).badge]
+    assert img.getpixel((200, 400)) == (255, 255, 255)  # no marker in a made-up place
 
 
 def test_formats_and_scaling():
-    jpeg = draw_action(blank("JPEG"), "click", {}, 0.5, 0.5, fmt="jpeg", max_side=200)
+    click = describe("click", {}, 0.5, 0.5)
+    jpeg = draw_action(blank("JPEG"), click, fmt="jpeg", max_side=200)
     img = Image.open(io.BytesIO(jpeg))
     assert img.format == "JPEG" and img.size == (100, 200)
     webp = io.BytesIO()
     Image.new("RGB", (50, 50)).save(webp, "WEBP")
-    assert draw_action(webp.getvalue(), "wait", {}, None, None)[:8] == b"\x89PNG\r\n\x1a\n"
+    assert draw_action(webp.getvalue(), describe("wait", {}, None, None))[:8] == b"\x89PNG\r\n\x1a\n"
     assert Image.open(io.BytesIO(thumbnail(blank(), 64))).size == (32, 64)
 
 
 def test_bad_input_is_named():
+    click = describe("click", {}, 0.5, 0.5)
     with pytest.raises(InvalidInput, match="image"):
-        draw_action(b"not an image", "click", {}, 0.5, 0.5)
+        draw_action(b"not an image", click)
     with pytest.raises(InvalidInput, match="fmt"):
-        draw_action(blank(), "click", {}, 0.5, 0.5, fmt="gif")
+        draw_action(blank(), click, fmt="gif")
+
+
+def test_the_description_is_a_typed_api_model():
+    assert isinstance(describe("wait", {}, None, None), ActionView)

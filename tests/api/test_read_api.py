@@ -8,6 +8,9 @@ import io
 from PIL import Image
 from webapp_support import TASKS, screen
 
+from episodelake.api.models import ActionView
+from episodelake.api.overlay import draw_action
+
 
 def error_of(response) -> dict:
     body = response.json()
@@ -129,6 +132,34 @@ def test_annotated_image_draws_the_action(client):
     assert drawn.getpixel((x, y))[0] > 200 and plain.getpixel((x, y)) != drawn.getpixel((x, y))
 
 
+def test_annotated_image_draws_the_description_the_api_sends(client, lake):
+    """Both renderers read one object: drawing a step's `action_view` from the JSON gives the
+    annotated endpoint's bytes, for every step with a screenshot (every action type)."""
+    kinds = set()
+    for episode_id in ("wifi_on-2", "set_alarm-2", "send_message-2"):
+        for step in client.get(f"/api/episodes/{episode_id}").json()["steps"]:
+            if step["image_url"] is None:
+                continue
+            view = ActionView.model_validate(step["action_view"])
+            assert client.get(f"/api/episodes/{episode_id}/steps/{step['step']}").json()["action_view"] == step["action_view"]
+            raw, _ = lake.image(episode_id, step["step"])
+            annotated = client.get(step["image_url"], params={"annotated": 1}).content
+            assert annotated == draw_action(raw, view), (episode_id, step["step"])
+            kinds.add(view.marker.kind)
+    assert kinds == {"click", "long_press", "swipe", "drag", "none"}
+
+
+def test_steps_carry_their_action_view(client):
+    steps = client.get("/api/episodes/wifi_on-2").json()["steps"]
+    drag = steps[3]["action_view"]
+    assert drag["summary"] == "drag (100, 200) -> (800, 900)" and drag["badge"] is None
+    assert drag["marker"] == {"kind": "drag", "points": [{"x": steps[3]["x"], "y": steps[3]["y"]},
+                                                         {"x": steps[3]["x2"], "y": steps[3]["y2"]}]}
+    assert steps[4]["action_view"]["badge"] == "text" and steps[4]["action_view"]["marker"]["kind"] == "none"
+    assert steps[-1]["action_view"] == {"summary": "terminate success", "badge": "finish",
+                                        "marker": {"kind": "none", "points": []}}
+
+
 def test_thumbnails_are_small_jpegs(client):
     r = client.get("/api/episodes/wifi_on-0/steps/0/image", params={"max_side": 120})
     assert r.headers["content-type"] == "image/jpeg"
@@ -182,17 +213,14 @@ def test_groups_list_and_anchor_groups(client):
     assert sum(len(a["steps"]) for a in g["anchors"]) + g["unanchored_steps"] == 15
     step = shared[0]["steps"][0]
     assert step["image_url"].startswith("/api/episodes/") and step["discounted_return"] is not None
-    if g["advantages_available"]:
-        assert all(s["advantage"] is not None for a in g["anchors"] for s in a["steps"])
-    else:
-        assert "not installed" in g["advantages_note"]
+    assert all(s["advantage"] is not None for a in g["anchors"] for s in a["steps"])
+    assert "trainer's defaults" in g["advantages_note"]
 
 
-def test_discounted_returns_fallback():
-    from episodelake.api.routes.groups import discounted_returns
-
-    assert discounted_returns([0.0, 0.0, 1.0], 0.5) == [0.25, 0.5, 1.0]
-    assert discounted_returns([], 0.9) == []
+def test_group_gamma_the_trainer_refuses_is_named(client):
+    """A gamma whose powers underflow over these episodes is refused, as the trainer would."""
+    r = client.get("/api/groups/g-wifi_on", params={"gamma": 1e-300})
+    assert r.status_code == 422 and error_of(r)["message"].startswith("gamma:")
 
 
 def test_validation_errors_name_the_field(client):
