@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from episodelake.collectors.anchor import (
+from episodelake.collectors.record.anchor import (
     DEFAULT_THRESHOLD,
     AnchorKeyer,
     group_anchor_keys,

@@ -28,7 +28,7 @@ from common import line, workdir
 from PIL import Image
 from screens import phone_screen
 
-from episodelake.collectors.actions import parse_response
+from episodelake.collectors.record.actions import parse_response
 from episodelake.lake import Lake, LakeWriter, WriterOptions
 from episodelake.lake.export import FORMATS, ExportSpec, run_export
 

@@ -23,7 +23,7 @@ from common import line, workdir
 from PIL import Image
 from screens import phone_screen
 
-from episodelake.collectors.recorder import Recorder
+from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
 
 

@@ -34,8 +34,8 @@ from pathlib import Path
 import pyarrow as pa
 from tqdm import tqdm
 
-from episodelake.collectors.anchor import AnchorKeyer as DefaultKeyer
-from episodelake.collectors.recorder import Recorder, build_step_row, field_value, now
+from episodelake.collectors.record.anchor import AnchorKeyer as DefaultKeyer
+from episodelake.collectors.record.recorder import Recorder, build_step_row, field_value, now
 from episodelake.lake import Lake, WriterOptions, schema
 from episodelake.lake.errors import Conflict, InvalidInput, NotFound
 from episodelake.lake.export.clawgui import EPISODE_FILE, IMAGE_DIR, IMAGE_SUFFIXES

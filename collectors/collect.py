@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from episodelake.collectors.actions import ParsedAction, format_tool_call, parse_response
 from episodelake.collectors.devices.base import (
     ActionFailed,
     Device,
@@ -49,7 +48,8 @@ from episodelake.collectors.devices.base import (
     Task,
 )
 from episodelake.collectors.model_client import ModelClient
-from episodelake.collectors.recorder import EpisodeHandle, Recorder
+from episodelake.collectors.record.actions import ParsedAction, format_tool_call, parse_response
+from episodelake.collectors.record.recorder import EpisodeHandle, Recorder
 from episodelake.lake.action_space import action_summary
 from episodelake.lake.errors import InvalidInput
 from episodelake.lake.images import sniff_format

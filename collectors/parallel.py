@@ -50,7 +50,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from episodelake.collectors.anchor import AnchorKeyer
 from episodelake.collectors.collect import (
     Agent,
     EpisodeSummary,
@@ -62,7 +61,8 @@ from episodelake.collectors.collect import (
 from episodelake.collectors.devices.base import Device, DeviceUnavailable, Task
 from episodelake.collectors.devices.remote import RemoteOptions
 from episodelake.collectors.model_client import ModelClient, ModelOptions
-from episodelake.collectors.recorder import Recorder
+from episodelake.collectors.record.anchor import AnchorKeyer
+from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
 from episodelake.lake.errors import InvalidInput
 

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from episodelake.collectors import actions
-from episodelake.collectors.actions import (
+from episodelake.collectors.record import actions
+from episodelake.collectors.record.actions import (
     ParsedAction,
     format_tool_call,
     history_step,
@@ -540,7 +540,7 @@ def test_register_format_extension_point():
         with pytest.raises(ValueError, match="already registered"):
             register_format("test-wait", parse_always_wait)
     finally:
-        actions._FORMATS.pop("test-wait")
+        actions.common._FORMATS.pop("test-wait")
     with pytest.raises(ValueError, match="reserved"):
         register_format("auto", parse_always_wait)
 

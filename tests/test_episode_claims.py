@@ -13,7 +13,7 @@ import pytest
 from factories import response, screenshot
 
 from episodelake.collectors import clawgui
-from episodelake.collectors.recorder import Recorder
+from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake, WriterOptions
 from episodelake.lake.errors import Conflict
 

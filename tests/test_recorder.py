@@ -10,7 +10,7 @@ import pytest
 from factories import response, screenshot
 from PIL import Image
 
-from episodelake.collectors.recorder import Recorder
+from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.errors import Conflict, InvalidInput
 
 

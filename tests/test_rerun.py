@@ -10,7 +10,7 @@ import pytest
 from episodelake.collectors.collect import RandomPolicy, run_episode
 from episodelake.collectors.devices.base import Task
 from episodelake.collectors.devices.sim import OraclePolicy, SimDevice
-from episodelake.collectors.recorder import Recorder
+from episodelake.collectors.record.recorder import Recorder
 from episodelake.collectors.rerun import (
     RerunSpec,
     get_rerun,

@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from episodelake.collectors.actions import ParsedAction
 from episodelake.collectors.devices.base import (
     ActionFailed,
     ActionResult,
@@ -31,6 +30,7 @@ from episodelake.collectors.devices.base import (
     EnvironmentLost,
     Screen,
 )
+from episodelake.collectors.record.actions import ParsedAction
 
 log = logging.getLogger(__name__)
 

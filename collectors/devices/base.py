@@ -6,7 +6,7 @@ A device shows a screen (`screenshot`, optionally `ui_tree`), reports its size a
 phone only has the goal the user typed); environments with a task registry (the simulated
 phone, a MobileWorld server) override them.
 
-Actions arrive as :class:`~episodelake.collectors.actions.ParsedAction`, the same record the
+Actions arrive as :class:`~episodelake.collectors.record.actions.ParsedAction`, the same record the
 steps table stores: points are fractions of the screenshot (``x``, ``y``, ``x2``, ``y2``), so
 every implementation converts with its own real screen size instead of assuming 1080x2400 as
 the reference framework does.
@@ -26,7 +26,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from episodelake.collectors.actions import ParsedAction
+from episodelake.collectors.record.actions import ParsedAction
 from episodelake.lake.errors import LakeError
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from episodelake.collectors.actions import CoordinateScale, ParsedAction, normalise_arguments
 from episodelake.collectors.devices.base import Screen
+from episodelake.collectors.record.actions import CoordinateScale, ParsedAction, normalise_arguments
 
 #: Our system buttons and the server's action types for them.
 BUTTON_ACTIONS = {"back": "navigate_back", "home": "navigate_home", "menu": "app_switch",

@@ -30,7 +30,6 @@ from typing import Any, NoReturn
 
 import httpx
 
-from episodelake.collectors.actions import ParsedAction
 from episodelake.collectors.devices.base import (
     ActionFailed,
     ActionResult,
@@ -43,6 +42,7 @@ from episodelake.collectors.devices.base import (
     Task,
 )
 from episodelake.collectors.devices.jsonaction import to_json_action
+from episodelake.collectors.record.actions import ParsedAction
 
 log = logging.getLogger(__name__)
 

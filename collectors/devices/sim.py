@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from episodelake.collectors.actions import ParsedAction
 from episodelake.collectors.collect import Observation, Reply, StepScore
 from episodelake.collectors.devices.base import (
     ActionFailed,
@@ -28,6 +27,7 @@ from episodelake.collectors.devices.base import (
     Task,
 )
 from episodelake.collectors.envserver import TaskInfo
+from episodelake.collectors.record.actions import ParsedAction
 from episodelake.collectors.sim import tasks as sim_tasks
 from episodelake.collectors.sim.geometry import HEIGHT, WIDTH
 from episodelake.collectors.sim.judge import RuleJudge

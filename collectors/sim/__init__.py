@@ -11,7 +11,7 @@ lake can use :mod:`.anchor` without loading the phone):
 - :mod:`.policy`: ``DemoPolicy(task, NoiseConfig.demo(), seed)`` answering in MAI-UI text;
 - :mod:`.judge`: ``RuleJudge().judge(goal, before, action, after) -> (score, reason)``.
 
-Anchor keys for its screens come from :mod:`episodelake.collectors.anchor`, shared with
+Anchor keys for its screens come from :mod:`episodelake.collectors.record.anchor`, shared with
 every other device.
 
 Modules below those: ``state`` (plain data), ``catalog`` (the fixed world), ``widgets``

@@ -19,7 +19,7 @@ import math
 import random
 from dataclasses import dataclass, replace
 
-from episodelake.collectors.actions import format_tool_call
+from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.sim.geometry import HEIGHT, WIDTH, to_coordinate, to_pixels
 from episodelake.collectors.sim.phone import Phone, describe, hit
 from episodelake.collectors.sim.state import APPS

@@ -20,8 +20,8 @@ from PIL import Image, ImageDraw
 
 from episodelake.api.app import create_app
 from episodelake.api.settings import Settings
-from episodelake.collectors.actions import format_tool_call
-from episodelake.collectors.recorder import Recorder
+from episodelake.collectors.record.actions import format_tool_call
+from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.lake import Lake
 
 TASKS = {

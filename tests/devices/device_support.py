@@ -13,10 +13,10 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from episodelake.collectors.actions import format_tool_call, parse_response
 from episodelake.collectors.collect import Reply
 from episodelake.collectors.devices.base import Task
 from episodelake.collectors.devices.sim import SimDevice
+from episodelake.collectors.record.actions import format_tool_call, parse_response
 
 
 class LiveServer:

@@ -9,7 +9,6 @@ from types import SimpleNamespace
 import factories
 import pytest
 
-from episodelake.collectors.actions import format_tool_call, parse_response
 from episodelake.collectors.devices import adb
 from episodelake.collectors.devices.base import (
     ActionFailed,
@@ -17,6 +16,7 @@ from episodelake.collectors.devices.base import (
     EnvironmentLost,
     Screen,
 )
+from episodelake.collectors.record.actions import format_tool_call, parse_response
 
 PORTRAIT = Screen(1080, 2400)
 

@@ -17,7 +17,7 @@ from fake_adbd import FakeAdbd
 from episodelake.collectors.collect import run_episode
 from episodelake.collectors.devices import adb
 from episodelake.collectors.devices.base import DeviceUnavailable, Task
-from episodelake.collectors.recorder import Recorder
+from episodelake.collectors.record.recorder import Recorder
 
 pytestmark = pytest.mark.skipif(shutil.which("adb") is None, reason="adb is not installed "
                                 "(apt-get install adb)")

@@ -21,7 +21,7 @@ from episodelake.collectors.collect import (
 from episodelake.collectors.devices.base import Task
 from episodelake.collectors.devices.sim import OraclePolicy, SimDevice, SimJudge
 from episodelake.collectors.model_client import ModelClient, ModelOptions
-from episodelake.collectors.recorder import Recorder
+from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.errors import InvalidInput
 
 

@@ -8,11 +8,11 @@ import pytest
 from device_support import elake
 from fastapi.testclient import TestClient
 
-from episodelake.collectors.actions import format_tool_call, parse_response
 from episodelake.collectors.devices.base import Screen
 from episodelake.collectors.devices.jsonaction import from_json_action, to_json_action
 from episodelake.collectors.devices.sim import SimDevice, task_infos
 from episodelake.collectors.envserver import create_app, is_loopback, serve
+from episodelake.collectors.record.actions import format_tool_call, parse_response
 from episodelake.lake.errors import InvalidInput
 
 

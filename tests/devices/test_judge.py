@@ -18,7 +18,7 @@ from episodelake.collectors.judge import (
     select_episodes,
 )
 from episodelake.collectors.model_client import ModelClient, ModelOptions
-from episodelake.collectors.recorder import Recorder
+from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import curation
 from episodelake.lake.errors import InvalidInput, NotFound
 

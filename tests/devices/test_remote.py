@@ -15,7 +15,7 @@ from episodelake.collectors.devices.base import DeviceError, DeviceUnavailable, 
 from episodelake.collectors.devices.remote import RemoteDevice, RemoteOptions, read_server_file
 from episodelake.collectors.devices.sim import SimDevice, task_infos
 from episodelake.collectors.envserver import create_app
-from episodelake.collectors.recorder import Recorder
+from episodelake.collectors.record.recorder import Recorder
 
 FAST = RemoteOptions(health_timeout_s=2, init_timeout_s=5, screenshot_timeout_s=2,
                      step_timeouts_s=(2,), eval_timeout_s=2, tear_down_timeout_s=2,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import factories
 import pytest
 
-from episodelake.collectors.recorder import Recorder
+from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.errors import InvalidInput
 from episodelake.lake.updates import update_columns
 

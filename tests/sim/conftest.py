@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from episodelake.collectors.anchor import ui_tree_hash
+from episodelake.collectors.record.anchor import ui_tree_hash
 from episodelake.collectors.sim.phone import Phone
 from episodelake.collectors.sim.tasks import Task, all_tasks
 from episodelake.collectors.sim.widgets import Screen

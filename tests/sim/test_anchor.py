@@ -8,7 +8,7 @@ import random
 import pytest
 from PIL import Image
 
-from episodelake.collectors.anchor import (
+from episodelake.collectors.record.anchor import (
     AnchorKeyer,
     group_anchor_keys,
     hamming,

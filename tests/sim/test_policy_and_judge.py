@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from episodelake.collectors.actions import format_tool_call
-from episodelake.collectors.actions import parse_response as parse
+from episodelake.collectors.record.actions import format_tool_call
+from episodelake.collectors.record.actions import parse_response as parse
 from episodelake.collectors.sim.judge import RuleJudge
 from episodelake.collectors.sim.phone import Phone
 from episodelake.collectors.sim.policy import (

@@ -8,12 +8,12 @@ import pickle
 import pytest
 import torch
 
-from episodelake.collectors.actions import parse_response
 from episodelake.collectors.collect import Observation
 from episodelake.collectors.devices.sim import SimDevice
-from episodelake.lake.prompts import HistoryStep
+from episodelake.collectors.record.actions import parse_response
 from episodelake.collectors.sim.phone import Phone
 from episodelake.collectors.sim.tasks import get_task
+from episodelake.lake.prompts import HistoryStep
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.policies.tiny import (
     CELLS,

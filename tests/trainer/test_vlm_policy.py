@@ -8,8 +8,8 @@ import torch
 
 from episodelake.collectors.collect import Observation
 from episodelake.collectors.devices.sim import SimDevice
-from episodelake.lake.prompts import HistoryStep
 from episodelake.collectors.sim.phone import Phone
+from episodelake.lake.prompts import HistoryStep
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.policies.vlm import IMAGE_TOKEN, VLMPolicy
 from episodelake.trainer.ppo import ppo_loss

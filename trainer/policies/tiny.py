@@ -39,10 +39,11 @@ from PIL import Image
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from episodelake.collectors.actions import GRID, ParsedAction, format_tool_call, parse_response
 from episodelake.collectors.collect import Observation, Reply
 from episodelake.collectors.devices.base import Device
+from episodelake.collectors.record.actions import ParsedAction, format_tool_call, parse_response
 from episodelake.collectors.sim.state import APPS
+from episodelake.lake.action_space import GRID
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.ppo import TokenLogProbs
 

@@ -33,9 +33,9 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from episodelake.collectors.actions import history_step
 from episodelake.collectors.collect import Observation, Reply
 from episodelake.collectors.parallel import InProcessAgent
+from episodelake.collectors.record.actions import history_step
 from episodelake.lake.prompts import build_messages
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.ppo import TokenLogProbs

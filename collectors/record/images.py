@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
-from episodelake.collectors.anchor import phash64
+from episodelake.collectors.record.anchor import phash64
 from episodelake.lake.errors import InvalidInput
 from episodelake.lake.images import sniff_format
 

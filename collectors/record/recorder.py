@@ -44,8 +44,8 @@ from typing import Protocol
 import numpy as np
 import pyarrow as pa
 
-from episodelake.collectors.actions import parse_response
-from episodelake.collectors.images import prepare_image
+from episodelake.collectors.record.actions import parse_response
+from episodelake.collectors.record.images import prepare_image
 from episodelake.lake import Lake, WriterOptions, layout, schema
 from episodelake.lake.errors import Conflict, InvalidInput, NotFound
 from episodelake.lake.layout import check_id
@@ -244,7 +244,7 @@ def build_step_row(
     if tree is not None:
         from xml.etree.ElementTree import ParseError
 
-        from episodelake.collectors.anchor import ui_tree_hash
+        from episodelake.collectors.record.anchor import ui_tree_hash
 
         try:
             row["ui_tree_hash"] = ui_tree_hash(tree)
@@ -466,7 +466,7 @@ class Recorder:
         self.lake = lake if isinstance(lake, Lake) else Lake(lake)
         self.writer = self.lake.writer(options)
         if anchor == "default":
-            from episodelake.collectors.anchor import AnchorKeyer as DefaultKeyer
+            from episodelake.collectors.record.anchor import AnchorKeyer as DefaultKeyer
 
             anchor = DefaultKeyer()
         self.anchor = anchor

@@ -1,63 +1,7 @@
-"""Agent responses to action records, and action records back to response text.
-
-Every path that reads a model response (the recorder, the ClawGUI importer, the API, the
-trainer's policies) goes through :func:`parse_response`, so one response means the same action
-everywhere, and a response that cannot be read is stored as ``unparsed`` with the reason
-instead of being guessed into a ``wait`` as the reference framework does.
-
-The action record
------------------
-Responses become the stored action record described in :mod:`episodelake.lake.action_space`
-(``action_type``, ``action`` in the MAI-UI vocabulary on the 0-999 grid, ``x, y, x2, y2`` as
-fractions of the screenshot). A coordinate outside its format's range makes the action
-invalid, with the reason in ``error``; the clamped point is kept so a viewer can still show
-where the model pointed. An action with a missing or bad argument keeps its ``action_type``
-and is marked invalid with an error such as ``"click: missing 'coordinate'"``.
-
-Formats
--------
-``mai-ui``
-    ``<thinking>...</thinking>`` then ``<tool_call>{"name": "mobile_use", "arguments":
-    {...}}</tool_call>``. ``arguments`` may be an object, a JSON string, or absent (the action
-    at the top level). Coordinates on the 0-999 grid. camelCase keys (``startCoordinate``) are
-    read as snake_case. The default, and what :func:`format_tool_call` writes.
-``gui-owl``
-    An ``Action: <description>`` line, then the same tool call. Its prompt calls the screen
-    1000x1000 while the environment divides by 999, so 1000 is accepted (and clamped).
-    ``swipe`` with ``coordinate`` and ``coordinate2`` is a drag; ``terminate`` status
-    ``failure`` is ``fail``. Detected by the ``Action:`` line or those arguments.
-``qwen-vl``
-    Qwen-VL's ``mobile_use`` / ``computer_use`` tool call, coordinates in absolute pixels of
-    the image the model saw: pass ``image_size=(width, height)``; without it a coordinate
-    cannot be placed and the action is invalid. ``left_click``, ``double_click``, ``key`` with
-    a system key, and Back/Home/Menu/Enter buttons map onto our actions. A ``mobile_use`` call
-    looks exactly like MAI-UI's, so auto-detection only picks this format for
-    ``computer_use``; collectors that run a Qwen-VL model pass ``fmt="qwen-vl"``.
-``ui-tars``
-    ``Thought: ...`` then ``Action: click(start_box='(x,y)')`` (or ``point='<point>x
-    y</point>'``, or a 4-number box, whose centre is taken), ``long_press``, ``left_double``,
-    ``drag(start_box, end_box)``, ``type(content='')``, ``scroll(direction=...)``,
-    ``open_app(app_name='')``, ``press_home()``, ``press_back()``, ``hotkey(key='enter')``,
-    ``wait()``, ``finished()``; coordinates on a 0-1000 scale. ``scroll`` names where the view
-    moves, so ``scroll(direction='down')`` is a finger swipe ``up``.
-
-Fallbacks
----------
-When a format's structure is broken, and only then: the JSON is retried with fullwidth
-punctuation made ASCII, trailing text after the object dropped, and missing closing braces
-added; then the text outside ``<thinking>`` (or the broken tool call's body) is searched for
-``click(x, y)`` and ``click at x, y`` (also tap, long_press, double_tap). A fallback is used
-only when it finds exactly one distinct action; two different candidates make the response
-``unparsed`` with both named. Fallback results carry ``fmt="fallback"``.
-
-Adding a format
----------------
-``register_format(name, parser, detect=...)``: ``parser(text, image_size)`` returns a
-:class:`ParsedAction` (use :func:`parse_tool_call_text` or :func:`normalise_arguments` with a
-:class:`CoordinateScale` to share the validation); ``detect(text)`` says whether
-``fmt="auto"`` should use it. Formats are tried in registration order. Document each new
-format under *Formats* above: a test checks that every registered name appears there.
-"""
+"""What every response format shares: the action record a parser returns, the format
+registry, argument validation onto the stored vocabulary, the ``<tool_call>`` reader (MAI-UI,
+GUI-Owl and Qwen-VL all write one), and the fallbacks for broken structure. The package
+docstring (:mod:`episodelake.collectors.record.actions`) describes the formats."""
 
 from __future__ import annotations
 
@@ -153,10 +97,6 @@ class CoordinateScale:
         """Numbers already on our 0-999 grid are stored as the model wrote them."""
         return self.width_units == GRID and self.height_units == GRID
 
-
-MAI_UI_SCALE = CoordinateScale(GRID, GRID, GRID, GRID)
-GUI_OWL_SCALE = CoordinateScale(GRID, GRID, 1000, 1000)
-UI_TARS_SCALE = CoordinateScale(1000, 1000, 1000, 1000)
 
 #: ``parser(text, image_size) -> ParsedAction``.
 FormatParser = Callable[[str, tuple[int, int] | None], ParsedAction]
@@ -425,7 +365,6 @@ _BUILDERS: dict[str, Callable[[_Builder, dict], None]] = {
 
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 _THINKING = re.compile(r"<(thinking|think)>(.*?)(?:</\1>|(?=<tool_call>)|$)", re.DOTALL)
-_ACTION_LINE = re.compile(r"^\s*Action\s*:", re.MULTILINE)
 _CODE_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 
 
@@ -434,11 +373,11 @@ def parse_tool_call_text(text: str, *, scale: CoordinateScale | None, fmt: str) 
     thinking = _thinking(text)
     match = _TOOL_CALL.search(text)
     if match is None:
-        return _fallback(_outside_thinking(text), scale, thinking, "no <tool_call> block", fmt)
+        return fallback(outside_thinking(text), scale, thinking, "no <tool_call> block", fmt)
     body = _CODE_FENCE.sub("", match.group(1).strip())
     call, problem = _load_json_object(body)
     if call is None:
-        return _fallback(body, scale, thinking, f"tool call is not valid JSON ({problem})", fmt)
+        return fallback(body, scale, thinking, f"tool call is not valid JSON ({problem})", fmt)
     arguments = call.get("arguments", call)
     if isinstance(arguments, str):
         try:
@@ -467,7 +406,7 @@ def _thinking(text: str) -> str | None:
     return (head.strip() or None) if found else None
 
 
-def _outside_thinking(text: str) -> str:
+def outside_thinking(text: str) -> str:
     return _THINKING.sub(" ", text)
 
 
@@ -515,7 +454,7 @@ _FALLBACK_PATTERNS = (
 )
 
 
-def _fallback(
+def fallback(
     text: str, scale: CoordinateScale | None, thinking: str | None, why: str, fmt: str
 ) -> ParsedAction:
     """Recover an action from free text when exactly one distinct candidate is present."""
@@ -540,115 +479,7 @@ def _fallback(
 
 
 # ---------------------------------------------------------------------------------------------
-# UI-TARS
-
-_UI_TARS_ACTION = re.compile(r"Action\s*:\s*([a-z_]+)\s*\((.*)", re.DOTALL)
-_UI_TARS_DETECT = re.compile(r"Action\s*:\s*[a-z_]+\s*\(\s*(?:\)|[a-z_]+\s*=)")
-_UI_TARS_ARG = re.compile(r"""(\w+)\s*=\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")""", re.DOTALL)
-_UI_TARS_THOUGHT = re.compile(r"^\s*Thought\s*:\s*", re.IGNORECASE)
-_UI_TARS_SIMPLE = {
-    "click": "click",
-    "left_single": "click",
-    "left_double": "double_tap",
-    "double_click": "double_tap",
-    "long_press": "long_press",
-    "type": "type",
-    "open_app": "open",
-    "wait": "wait",
-}
-_UI_TARS_KEYS = {"press_home": "home", "press_back": "back", "press_enter": "enter"}
-_SCROLL_TO_SWIPE = {"down": "up", "up": "down", "left": "right", "right": "left"}
-
-
-def _parse_ui_tars(text: str, image_size: tuple[int, int] | None) -> ParsedAction:
-    match = _UI_TARS_ACTION.search(text)
-    thinking = _UI_TARS_THOUGHT.sub("", text[: match.start()] if match else "").strip() or None
-    if match is None:
-        return _fallback(text, UI_TARS_SCALE, thinking, "no 'Action: name(...)' line", "ui-tars")
-    name = match.group(1).lower()
-    kwargs = {
-        key: _unescape(single if single else double)
-        for key, single, double in _UI_TARS_ARG.findall(match.group(2))
-    }
-    arguments, problem = _ui_tars_arguments(name, kwargs)
-    if arguments is None:
-        return unparsed(
-            problem, thinking=thinking, action={"action": name, **kwargs}, fmt="ui-tars"
-        )
-    return normalise_arguments(arguments, scale=UI_TARS_SCALE, fmt="ui-tars", thinking=thinking)
-
-
-def _ui_tars_arguments(name: str, kwargs: dict[str, str]) -> tuple[dict | None, str | None]:
-    """UI-TARS keyword arguments in our vocabulary (numbers still on UI-TARS's scale)."""
-    start = kwargs.get("start_box", kwargs.get("point", kwargs.get("start_point")))
-    end = kwargs.get("end_box", kwargs.get("end_point"))
-    if name in _UI_TARS_SIMPLE:
-        ours = _UI_TARS_SIMPLE[name]
-        args: dict[str, Any] = {
-            "action": ours,
-            "text": kwargs.get("content", kwargs.get("app_name")),
-        }
-        if ours in POINT_ACTIONS:
-            args = {"action": ours, "coordinate": _box_point(start)}
-        return args, None
-    if name == "drag":
-        return {
-            "action": "drag",
-            "start_coordinate": _box_point(start),
-            "end_coordinate": _box_point(end),
-        }, None
-    if name == "scroll":
-        direction = kwargs.get("direction", "").strip().lower()
-        return {
-            "action": "swipe",
-            "direction": _SCROLL_TO_SWIPE.get(direction, direction or None),
-            "coordinate": _box_point(start),
-        }, None
-    if name in _UI_TARS_KEYS:
-        return {"action": "system_button", "button": _UI_TARS_KEYS[name]}, None
-    if name == "hotkey":
-        return {"action": "system_button", "button": kwargs.get("key")}, None
-    if name == "finished":
-        return {"action": "terminate", "status": "success"}, None
-    return None, f"unsupported UI-TARS action {name!r}"
-
-
-def _box_point(value: str | None) -> Any:
-    """A UI-TARS box or point as [x, y]: two numbers as is, four as the box's centre."""
-    if value is None:
-        return None
-    numbers = [to_number(n) for n in re.findall(NUMBER, value)]
-    if len(numbers) == 2:
-        return numbers
-    if len(numbers) == 4:
-        return [(numbers[0] + numbers[2]) / 2, (numbers[1] + numbers[3]) / 2]
-    return value
-
-
-def _unescape(value: str) -> str:
-    return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), value)
-
-
-# ---------------------------------------------------------------------------------------------
-# Writing
-
-
-def format_tool_call(action: Mapping[str, Any], thinking: str | None = None) -> str:
-    """MAI-UI response text for `action` (a dict in our vocabulary), as a policy would write.
-
-    ``parse_response(format_tool_call(a, t))`` gives back `a` and `t`.
-    """
-    if not isinstance(action.get("action"), str):
-        raise ValueError(
-            f"action: needs an 'action' name, e.g. {{'action': 'click', 'coordinate': [500, 300]}},"
-            f" got {dict(action)!r}"
-        )
-    if thinking is not None and "</thinking>" in thinking:
-        raise ValueError("thinking: must not contain '</thinking>'")
-    call = json.dumps({"name": "mobile_use", "arguments": dict(action)}, ensure_ascii=False)
-    parts = [f"<thinking>\n{thinking}\n</thinking>"] if thinking else []
-    parts.append(f"<tool_call>\n{call}\n</tool_call>")
-    return "\n".join(parts)
+# History steps
 
 
 def history_step(response: str, image: Any = None) -> HistoryStep:
@@ -668,41 +499,3 @@ def _snake_case(key: str) -> str:
 
 def _clamp(value: float) -> float:
     return min(1.0, max(0.0, value))
-
-
-# ---------------------------------------------------------------------------------------------
-# Built-in formats, in detection order
-
-
-def _detect_qwen(text: str) -> bool:
-    return "<tool_call>" in text and re.search(r'"name"\s*:\s*"computer_use"', text) is not None
-
-
-def _detect_gui_owl(text: str) -> bool:
-    if "<tool_call>" not in text:
-        return False
-    before, _, body = text.partition("<tool_call>")
-    return (
-        bool(_ACTION_LINE.search(_outside_thinking(before)))
-        or '"coordinate2"' in body
-        or '"failure"' in body
-    )
-
-
-def _parse_qwen(text: str, image_size: tuple[int, int] | None) -> ParsedAction:
-    scale = CoordinateScale.pixels(*image_size) if image_size else None
-    return parse_tool_call_text(text, scale=scale, fmt="qwen-vl")
-
-
-register_format("qwen-vl", _parse_qwen, detect=_detect_qwen)
-register_format(
-    "gui-owl",
-    lambda text, _size: parse_tool_call_text(text, scale=GUI_OWL_SCALE, fmt="gui-owl"),
-    detect=_detect_gui_owl,
-)
-register_format(
-    "mai-ui",
-    lambda text, _size: parse_tool_call_text(text, scale=MAI_UI_SCALE, fmt="mai-ui"),
-    detect=lambda text: "<tool_call>" in text,
-)
-register_format("ui-tars", _parse_ui_tars, detect=lambda text: bool(_UI_TARS_DETECT.search(text)))
