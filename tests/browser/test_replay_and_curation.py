@@ -8,6 +8,11 @@ import re
 import httpx
 import pytest
 from conftest import shot
+from webapp_support import ServerThread, screen
+
+from episodelake.api.settings import Settings, default_static_dir
+from episodelake.collectors.record.actions import format_tool_call
+from episodelake.collectors.record.recorder import Recorder
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -134,3 +139,47 @@ def test_errors_are_shown_not_a_blank_page(page):
     page.goto(page.base + "/nowhere")
     page.get_by_role("alert").get_by_text("No page at /nowhere").wait_for()
     shot(page, "08-errors")
+
+
+SVG_STATE = """() => {
+  const svg = document.querySelector('[data-testid=overlay]');
+  const g = svg.querySelector('[data-marker]');
+  const at = (role) => { const c = svg.querySelector(`circle[data-point=${role}]`);
+                         return c ? [+c.getAttribute('cx'), +c.getAttribute('cy')] : null; };
+  const tip = svg.querySelector('polygon[data-point=end]');
+  const badge = document.querySelector('[data-testid=badge]');
+  return {kind: g ? g.dataset.marker : 'none', start: at('start'), end: at('end'),
+          tip: tip ? tip.getAttribute('points').split(' ')[0].split(',').map(Number) : null,
+          lines: g ? g.querySelectorAll('line').length : 0,
+          badge: badge ? [badge.className, badge.textContent] : null};
+}"""
+
+
+def test_overlay_draws_the_steps_action_view(browser, tmp_path):
+    """The SVG overlay draws the API's description: a drag without its end (its start dot and
+    a problem badge, as ?annotated=1 draws it) and a swipe given only a direction."""
+    actions = [{"action": "drag", "start_coordinate": [100, 200]}, {"action": "swipe", "direction": "left"}]
+    with Recorder(tmp_path / "lake", run_id="run-1") as rec:
+        ep = rec.start_episode("odd", "odd actions", episode_id="odd-0")
+        for k, action in enumerate(actions):
+            ep.log_step(screen(0, k), format_tool_call(action))
+        ep.finish(success=False)
+    with ServerThread(Settings(lake=tmp_path / "lake", static_dir=default_static_dir())) as srv:
+        steps = httpx.get(srv.url + "/api/episodes/odd-0").json()["steps"]
+        page = browser.new_page()
+        try:
+            for s in steps:
+                page.goto(f"{srv.url}/episodes/odd-0/steps/{s['step']}")
+                screen_at(page, s["step"])
+                view, svg = s["action_view"], page.evaluate(SVG_STATE)
+                pts = [pytest.approx([p["x"] * s["width"], p["y"] * s["height"]]) for p in view["marker"]["points"]]
+                assert svg["kind"] == view["marker"]["kind"] and svg["start"] == pts[0]
+                if view["marker"]["kind"] == "drag":
+                    assert len(pts) == 1 and svg["end"] is None and svg["lines"] == 0
+                    assert svg["badge"] == [f"badge badge-{view['badge']}", view["summary"]]
+                    assert view["badge"] == "problem" and view["summary"] == "drag (100, 200) -> (?)"
+                else:
+                    assert svg["tip"] == pts[1] and svg["badge"] is None and view["summary"] == "swipe left"
+                shot(page, f"overlay-{view['marker']['kind']}")
+        finally:
+            page.close()

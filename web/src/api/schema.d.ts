@@ -535,6 +535,52 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * ActionMarker
+         * @description What is drawn on the screen, where. `points` by kind: click, long_press and
+         *     double_tap their point; swipe its start and end; drag its start and end, or only its
+         *     start when the end is missing; none no points.
+         */
+        ActionMarker: {
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "click" | "long_press" | "double_tap" | "swipe" | "drag" | "none";
+            /** Points */
+            points: components["schemas"]["ActionPoint"][];
+        };
+        /** ActionPoint */
+        ActionPoint: {
+            /**
+             * X
+             * @description fraction of the screenshot's width
+             */
+            x: number;
+            /**
+             * Y
+             * @description fraction of the screenshot's height
+             */
+            y: number;
+        };
+        /**
+         * ActionView
+         * @description How a step's action is shown: the web app's overlay and `?annotated=1` both draw
+         *     this one description, so the two can never disagree.
+         */
+        ActionView: {
+            /**
+             * Badge
+             * @description draw `summary` as a badge in the top-left corner, in this kind's colours; null when the marker says it all
+             */
+            badge: ("text" | "button" | "finish" | "wait" | "problem") | null;
+            marker: components["schemas"]["ActionMarker"];
+            /**
+             * Summary
+             * @description one line for people, the same text the judge reads
+             */
+            summary: string;
+        };
         /** AnchorGroup */
         AnchorGroup: {
             /** Anchor Key */
@@ -870,10 +916,11 @@ export interface components {
         };
         /** GroupDetail */
         GroupDetail: {
-            /** Advantages Available */
-            advantages_available: boolean;
-            /** Advantages Note */
-            advantages_note: string | null;
+            /**
+             * Advantages Note
+             * @description which advantages and returns these are (the trainer's defaults)
+             */
+            advantages_note: string;
             /**
              * Anchors
              * @description anchor-state groups, most shared first
@@ -1422,6 +1469,7 @@ export interface components {
             action_type?: string | null;
             /** Action Valid */
             action_valid?: boolean | null;
+            action_view: components["schemas"]["ActionView"];
             /** Anchor Key */
             anchor_key?: string | null;
             /** Episode Id */
@@ -1478,6 +1526,7 @@ export interface components {
             action_type?: string | null;
             /** Action Valid */
             action_valid?: boolean | null;
+            action_view: components["schemas"]["ActionView"];
             /** Anchor Key */
             anchor_key?: string | null;
             /** Episode Id */

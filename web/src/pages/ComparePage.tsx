@@ -5,7 +5,6 @@ import { api, call, type EpisodeDetail, type Step } from "../api/client";
 import { Screen } from "../components/Screen";
 import { Async } from "../components/Status";
 import { mark } from "../components/TaskTree";
-import { summary } from "../components/actions";
 import { isTyping, useApi } from "../hooks";
 import { Link, enc, navigate, useLocation } from "../router";
 
@@ -74,8 +73,8 @@ function Aligned({ a, b }: { a: EpisodeDetail; b: EpisodeDetail }) {
         </thead>
         <tbody>
           {Array.from({ length }, (_, i) => {
-            const sa = a.steps[i] ? summary(a.steps[i]) : "—";
-            const sb = b.steps[i] ? summary(b.steps[i]) : "—";
+            const sa = a.steps[i] ? a.steps[i].action_view.summary : "—";
+            const sb = b.steps[i] ? b.steps[i].action_view.summary : "—";
             return (
               <tr key={i} className={`${i === index ? "current" : ""} ${sa !== sb ? "differs" : ""}`} onClick={() => go(i)}>
                 <td>{i}</td>
@@ -102,7 +101,7 @@ function Column({ detail, step, annotated }: { detail: EpisodeDetail; step?: Ste
       {step ? (
         <>
           <Screen step={step} annotated={annotated} maxHeight="calc(100vh - 360px)" />
-          <p className="action-summary">{summary(step)}</p>
+          <p className="action-summary">{step.action_view.summary}</p>
           <p className="muted">step reward {step.step_reward ?? "—"} {step.step_reward_reason ? `· ${step.step_reward_reason}` : ""}</p>
         </>
       ) : (

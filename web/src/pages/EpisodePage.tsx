@@ -9,7 +9,6 @@ import { Screen, prefetch } from "../components/Screen";
 import { Async } from "../components/Status";
 import { StepPanel } from "../components/StepPanel";
 import { TaskTree, mark } from "../components/TaskTree";
-import { summary } from "../components/actions";
 import { isTyping, useApi } from "../hooks";
 import { Link, enc, navigate, useLocation, withQuery } from "../router";
 
@@ -108,7 +107,7 @@ function Replay({ detail, stepParam, reload }: { detail: EpisodeDetail; stepPara
               <button type="button" onClick={() => go(index + 1)} disabled={index === steps.length - 1} aria-label="next step">
                 ▶
               </button>
-              <span className="action-summary">{summary(current)}</span>
+              <span className="action-summary">{current.action_view.summary}</span>
               <label className="toggle">
                 <input type="checkbox" checked={annotated} onChange={toggle} data-testid="overlay-toggle" /> annotated
               </label>

@@ -49,7 +49,7 @@ export function GroupPage({ id }: { id: string }) {
         {(g) => (
           <>
             <h2>Group {g.group_id}</h2>
-            <p className={g.advantages_available ? "muted" : "warning"}>{g.advantages_note}</p>
+            <p className="muted">{g.advantages_note}</p>
             <p className="muted">
               {g.episodes.length} episodes:{" "}
               {g.episodes.map((e) => (
