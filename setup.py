@@ -1,7 +1,8 @@
 """Maps the product's top-level folders onto one package name, `episodelake`.
 
-`lake/` installs as `episodelake.lake`, `collectors/sim/` as `episodelake.collectors.sim`, and
-so on; `episodelake` itself is a namespace package. Everything else lives in pyproject.toml.
+`lake/` installs as `episodelake.lake`, `collectors/envs/sim/` as
+`episodelake.collectors.envs.sim`, and so on; `episodelake` itself is a namespace package.
+Everything else lives in pyproject.toml.
 """
 
 from setuptools import find_packages, setup

@@ -23,6 +23,9 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from episodelake.collectors.envs.sim.phone import Phone
+from episodelake.collectors.envs.sim.policy import DemoPolicy, NoiseConfig
+from episodelake.collectors.envs.sim.tasks import sample_tasks
 from episodelake.collectors.record.anchor import (
     DEFAULT_THRESHOLD,
     AnchorKeyer,
@@ -31,9 +34,6 @@ from episodelake.collectors.record.anchor import (
     phash64,
     ui_tree_hash,
 )
-from episodelake.collectors.sim.phone import Phone
-from episodelake.collectors.sim.policy import DemoPolicy, NoiseConfig
-from episodelake.collectors.sim.tasks import sample_tasks
 
 THRESHOLDS = (0, 2, 4, 8)
 #: More mistakes than the demo mix, so groups visit many screens several times.

@@ -25,8 +25,8 @@ import urllib.request
 
 from common import line, workdir
 
-from episodelake.collectors.devices.base import Task
-from episodelake.collectors.devices.remote import RemoteOptions
+from episodelake.collectors.envs.base import Task
+from episodelake.collectors.envs.remote import RemoteOptions
 from episodelake.collectors.parallel import (
     RandomSpec,
     RemoteSpec,
@@ -36,8 +36,8 @@ from episodelake.collectors.parallel import (
 )
 from episodelake.lake import Lake
 
-SERVER = ("from episodelake.collectors.envserver import serve;"
-          "from episodelake.collectors.devices.sim import SimDevice, task_infos;"
+SERVER = ("from episodelake.collectors.envs.server import serve;"
+          "from episodelake.collectors.envs.sim.device import SimDevice, task_infos;"
           "serve({{f'sim-{{i}}': SimDevice(0, name=f'sim-{{i}}') for i in range({n})}},"
           " task_infos(), port={port})")
 

@@ -38,13 +38,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from episodelake.collectors.devices.base import (
+from episodelake.collectors.envs.base import (
     ActionFailed,
     Device,
     DeviceError,
     DeviceUnavailable,
     EnvironmentLost,
     Evaluation,
+    StepJudge,
+    StepScore,
     Task,
 )
 from episodelake.collectors.model_client import ModelClient
@@ -107,32 +109,6 @@ class Agent(Protocol):
     history_length: int
 
     def act(self, observation: Observation) -> Reply: ...
-
-
-# --- step judges -----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class StepScore:
-    """A judge's verdict on one step: the step reward and why, and the environment reward
-    (the task's own outcome, usually given on the final step only)."""
-
-    step_reward: float | None = None
-    reason: str | None = None
-    reward: float | None = None
-
-
-class StepJudge(Protocol):
-    """Scores each step as it is recorded, from state the agent never sees (the simulated
-    phone's rule judge). It reads that state through the device, so the loop stays one."""
-
-    def before(self, device: Device) -> Any:
-        """What the judge needs of the state before the action (called after the agent
-        replied, just before the action is carried out)."""
-        ...
-
-    def score(self, device: Device, before: Any, action: ParsedAction, final: bool) -> StepScore:
-        """The step's verdict, the action carried out; `final` when the episode ends here."""
-        ...
 
 
 class ModelPolicy:

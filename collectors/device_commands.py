@@ -173,7 +173,7 @@ def _run(args, workers, tasks, settings) -> int:
 # --- commands ---------------------------------------------------------------------------------
 
 def cmd_collect_adb(args) -> int:
-    from episodelake.collectors.devices import adb
+    from episodelake.collectors.envs import adb
     from episodelake.collectors.parallel import AdbSpec
 
     if args.list:
@@ -197,7 +197,7 @@ def cmd_collect_adb(args) -> int:
 
 
 def cmd_collect_remote(args) -> int:
-    from episodelake.collectors.devices.remote import RemoteOptions, read_server_file
+    from episodelake.collectors.envs.remote import RemoteOptions, read_server_file
     from episodelake.collectors.parallel import split_servers
 
     urls = args.server or read_server_file(args.server_file)
@@ -208,8 +208,8 @@ def cmd_collect_remote(args) -> int:
 
 
 def cmd_collect_sim(args) -> int:
+    from episodelake.collectors.envs.sim.tasks import sample_tasks
     from episodelake.collectors.parallel import SimSpec
-    from episodelake.collectors.sim.tasks import sample_tasks
 
     settings = _settings(args)
     sampled = [t.id for t in sample_tasks(args.sample, args.seed)] if args.sample else []
@@ -219,8 +219,8 @@ def cmd_collect_sim(args) -> int:
 
 
 def cmd_serve_env(args) -> None:
-    from episodelake.collectors.devices.sim import SimDevice, task_infos
-    from episodelake.collectors.envserver import serve
+    from episodelake.collectors.envs.server import serve
+    from episodelake.collectors.envs.sim.device import SimDevice, task_infos
 
     tasks = task_infos()
     if args.list_tasks:

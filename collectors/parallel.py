@@ -55,11 +55,10 @@ from episodelake.collectors.collect import (
     EpisodeSummary,
     ModelPolicy,
     RandomPolicy,
-    StepJudge,
     collect_one,
 )
-from episodelake.collectors.devices.base import Device, DeviceUnavailable, Task
-from episodelake.collectors.devices.remote import RemoteOptions
+from episodelake.collectors.envs.base import Device, DeviceUnavailable, StepJudge, Task
+from episodelake.collectors.envs.remote import RemoteOptions
 from episodelake.collectors.model_client import ModelClient, ModelOptions
 from episodelake.collectors.record.anchor import AnchorKeyer
 from episodelake.collectors.record.recorder import Recorder
@@ -67,7 +66,7 @@ from episodelake.lake import Lake
 from episodelake.lake.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from episodelake.collectors.sim.policy import NoiseConfig
+    from episodelake.collectors.envs.sim.policy import NoiseConfig
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +82,7 @@ class SimSpec:
     with_ui_tree: bool = True
 
     def open(self) -> Device:
-        from episodelake.collectors.devices.sim import SimDevice
+        from episodelake.collectors.envs.sim.device import SimDevice
 
         return SimDevice(self.seed, name=self.name, with_ui_tree=self.with_ui_tree)
 
@@ -96,7 +95,7 @@ class AdbSpec:
     apps: dict[str, str] = field(default_factory=dict)
 
     def open(self) -> Device:
-        from episodelake.collectors.devices import adb
+        from episodelake.collectors.envs import adb
 
         return adb.connect(self.serial, dry_run=self.dry_run, with_ui_tree=self.with_ui_tree,
                            apps=self.apps)
@@ -108,7 +107,7 @@ class RemoteSpec:
     options: RemoteOptions = RemoteOptions()
 
     def open(self) -> Device:
-        from episodelake.collectors.devices.remote import RemoteDevice
+        from episodelake.collectors.envs.remote import RemoteDevice
 
         return RemoteDevice(self.urls, options=self.options)
 
@@ -145,7 +144,7 @@ class OracleSpec:
     seed: int = 0
 
     def open(self, device: Device) -> Agent:
-        from episodelake.collectors.devices.sim import OraclePolicy
+        from episodelake.collectors.envs.sim.device import OraclePolicy
 
         # any other device is refused by OraclePolicy itself, with the flag to use instead
         return OraclePolicy(device, self.noise, self.seed)  # type: ignore[arg-type]

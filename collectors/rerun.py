@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from statistics import NormalDist
 
 from episodelake.collectors.collect import EpisodeSummary
-from episodelake.collectors.devices.base import Task
+from episodelake.collectors.envs.base import Task
 from episodelake.collectors.parallel import (
     AdbSpec,
     AgentSpec,
@@ -272,7 +272,7 @@ def agent_spec(spec: RerunSpec) -> AgentSpec:
     if kind == "oracle":
         return OracleSpec(seed=spec.seed)
     if kind == "noisy":
-        from episodelake.collectors.sim.policy import NoiseConfig
+        from episodelake.collectors.envs.sim.policy import NoiseConfig
 
         return OracleSpec(NoiseConfig.demo().scaled(spec.noise), spec.seed)
     if kind == "random":
@@ -360,7 +360,7 @@ def run_rerun(lake: Lake, spec: RerunSpec, progress: Progress | None = None, *,
 
 
 def _check_sim_tasks(set_info: dict, tasks: list[TaskResult]) -> None:
-    from episodelake.collectors.sim.tasks import get_task
+    from episodelake.collectors.envs.sim.tasks import get_task
 
     unknown = []
     for t in tasks:

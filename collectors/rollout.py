@@ -10,7 +10,7 @@ CPU-bound), a whole group per process so its anchor keys are clustered by one ke
 Any agent plays (`act(Observation) -> Reply`, given as a spec opened in each worker): the
 trainer's policy reads the goal, the screenshots and its history; the demo policy reads the
 phone through the simulated device. Each step is judged by the rule-based step judge
-(:class:`~episodelake.collectors.devices.sim.SimJudge`), so rollouts carry step rewards and
+(:class:`~episodelake.collectors.envs.sim.device.SimJudge`), so rollouts carry step rewards and
 reasons like a PRM-judged rollout.
 """
 
@@ -25,10 +25,10 @@ from pathlib import Path
 from tqdm import tqdm
 
 from episodelake.collectors.collect import EpisodeSummary
-from episodelake.collectors.devices.base import Task
-from episodelake.collectors.devices.sim import SimJudge
+from episodelake.collectors.envs.base import Task
+from episodelake.collectors.envs.sim.device import SimJudge
+from episodelake.collectors.envs.sim.tasks import get_task
 from episodelake.collectors.parallel import AgentSpec, OracleSpec, RunSettings, SimSpec, run_batch
-from episodelake.collectors.sim.tasks import get_task
 from episodelake.lake import Lake
 
 #: The episodes ``device`` of every rollout: the phone is rebuilt from each episode's seed,
@@ -119,7 +119,7 @@ def demo_agent(noise_name: str = "demo") -> OracleSpec:
     fails a realistic share of episodes with every mistake kind, "light" half as often."""
     from dataclasses import replace
 
-    from episodelake.collectors.sim.policy import NoiseConfig
+    from episodelake.collectors.envs.sim.policy import NoiseConfig
 
     if noise_name not in NOISE_LEVELS:
         raise ValueError(f"noise must be one of {NOISE_LEVELS}, not {noise_name!r}")
@@ -133,7 +133,7 @@ def demo_agent(noise_name: str = "demo") -> OracleSpec:
 
 def task_ids(tasks: Sequence[str] | int, seed: int = 0) -> tuple[str, ...]:
     """Explicit task ids, or `n` tasks sampled from the registry."""
-    from episodelake.collectors.sim.tasks import sample_tasks
+    from episodelake.collectors.envs.sim.tasks import sample_tasks
 
     if isinstance(tasks, int):
         return tuple(t.id for t in sample_tasks(tasks, seed))

@@ -8,8 +8,10 @@ import json
 import pytest
 
 from episodelake.collectors.collect import RandomPolicy, run_episode
-from episodelake.collectors.devices.base import Task
-from episodelake.collectors.devices.sim import OraclePolicy, SimDevice
+from episodelake.collectors.envs.base import Task
+from episodelake.collectors.envs.sim.device import OraclePolicy, SimDevice
+from episodelake.collectors.envs.sim.policy import NoiseConfig
+from episodelake.collectors.envs.sim.tasks import sample_tasks
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.collectors.rerun import (
     RerunSpec,
@@ -20,8 +22,6 @@ from episodelake.collectors.rerun import (
     run_rerun,
     wilson,
 )
-from episodelake.collectors.sim.policy import NoiseConfig
-from episodelake.collectors.sim.tasks import sample_tasks
 from episodelake.lake import Lake, curation
 from episodelake.lake.errors import InvalidInput
 from episodelake.lake.export import SetEpisodesMissing

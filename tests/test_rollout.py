@@ -7,7 +7,7 @@ import re
 
 from test_cli import elake
 
-from episodelake.collectors.devices.sim import SimJudge
+from episodelake.collectors.envs.sim.device import SimJudge
 from episodelake.collectors.parallel import RunSettings, SimSpec, run_batch
 from episodelake.collectors.rollout import (
     RolloutSpec,

@@ -8,8 +8,8 @@ import pytest
 from device_support import FakeModel, LiveServer
 from fastapi import FastAPI
 
-from episodelake.collectors.devices.sim import SimDevice, task_infos
-from episodelake.collectors.envserver import create_app
+from episodelake.collectors.envs.server import create_app
+from episodelake.collectors.envs.sim.device import SimDevice, task_infos
 
 
 @pytest.fixture

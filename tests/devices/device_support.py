@@ -14,8 +14,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from episodelake.collectors.collect import Reply
-from episodelake.collectors.devices.base import Task
-from episodelake.collectors.devices.sim import SimDevice
+from episodelake.collectors.envs.base import Task
+from episodelake.collectors.envs.sim.device import SimDevice
 from episodelake.collectors.record.actions import format_tool_call, parse_response
 
 

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import factories
 import pytest
 
-from episodelake.collectors.devices import adb
-from episodelake.collectors.devices.base import (
+from episodelake.collectors.envs import adb
+from episodelake.collectors.envs.base import (
     ActionFailed,
     DeviceUnavailable,
     EnvironmentLost,

@@ -18,8 +18,8 @@ from episodelake.collectors.collect import (
     load_tasks,
     run_episode,
 )
-from episodelake.collectors.devices.base import Task
-from episodelake.collectors.devices.sim import OraclePolicy, SimDevice, SimJudge
+from episodelake.collectors.envs.base import Task
+from episodelake.collectors.envs.sim.device import OraclePolicy, SimDevice, SimJudge
 from episodelake.collectors.model_client import ModelClient, ModelOptions
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.errors import InvalidInput

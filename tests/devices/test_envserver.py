@@ -8,10 +8,10 @@ import pytest
 from device_support import elake
 from fastapi.testclient import TestClient
 
-from episodelake.collectors.devices.base import Screen
-from episodelake.collectors.devices.jsonaction import from_json_action, to_json_action
-from episodelake.collectors.devices.sim import SimDevice, task_infos
-from episodelake.collectors.envserver import create_app, is_loopback, serve
+from episodelake.collectors.envs.base import Screen
+from episodelake.collectors.envs.jsonaction import from_json_action, to_json_action
+from episodelake.collectors.envs.server import create_app, is_loopback, serve
+from episodelake.collectors.envs.sim.device import SimDevice, task_infos
 from episodelake.collectors.record.actions import format_tool_call, parse_response
 from episodelake.lake.errors import InvalidInput
 

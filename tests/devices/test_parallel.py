@@ -10,8 +10,8 @@ import pytest
 from device_support import elake
 
 from episodelake.collectors.collect import EpisodeSummary
-from episodelake.collectors.devices.base import DeviceUnavailable, Task
-from episodelake.collectors.devices.remote import RemoteOptions
+from episodelake.collectors.envs.base import DeviceUnavailable, Task
+from episodelake.collectors.envs.remote import RemoteOptions
 from episodelake.collectors.parallel import (
     BatchReport,
     OracleSpec,

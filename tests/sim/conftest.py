@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from episodelake.collectors.envs.sim.phone import Phone
+from episodelake.collectors.envs.sim.tasks import Task, all_tasks
+from episodelake.collectors.envs.sim.widgets import Screen
 from episodelake.collectors.record.anchor import ui_tree_hash
-from episodelake.collectors.sim.phone import Phone
-from episodelake.collectors.sim.tasks import Task, all_tasks
-from episodelake.collectors.sim.widgets import Screen
 
 MAX_STEPS = 40
 

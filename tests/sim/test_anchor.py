@@ -8,6 +8,8 @@ import random
 import pytest
 from PIL import Image
 
+from episodelake.collectors.envs.sim.navigation import tap
+from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.record.anchor import (
     AnchorKeyer,
     group_anchor_keys,
@@ -15,8 +17,6 @@ from episodelake.collectors.record.anchor import (
     phash64,
     ui_tree_hash,
 )
-from episodelake.collectors.sim.navigation import tap
-from episodelake.collectors.sim.phone import Phone
 
 
 def screen(seed: int, *actions: dict) -> Phone:

@@ -9,10 +9,10 @@ import xml.etree.ElementTree as ET
 import pytest
 from PIL import Image
 
-from episodelake.collectors.sim.geometry import IMAGE_SIZE, to_coordinate
-from episodelake.collectors.sim.navigation import find, tap
-from episodelake.collectors.sim.phone import Phone
-from episodelake.collectors.sim.state import STEP_SECONDS, WAIT_SECONDS
+from episodelake.collectors.envs.sim.geometry import IMAGE_SIZE, to_coordinate
+from episodelake.collectors.envs.sim.navigation import find, tap
+from episodelake.collectors.envs.sim.phone import Phone
+from episodelake.collectors.envs.sim.state import STEP_SECONDS, WAIT_SECONDS
 
 
 def go(phone: Phone, *actions: dict) -> None:

@@ -6,16 +6,16 @@ from collections import Counter
 
 import pytest
 
-from episodelake.collectors.record.actions import format_tool_call
-from episodelake.collectors.record.actions import parse_response as parse
-from episodelake.collectors.sim.judge import RuleJudge
-from episodelake.collectors.sim.phone import Phone
-from episodelake.collectors.sim.policy import (
+from episodelake.collectors.envs.sim.judge import RuleJudge
+from episodelake.collectors.envs.sim.phone import Phone
+from episodelake.collectors.envs.sim.policy import (
     NOISE_KINDS,
     DemoPolicy,
     NoiseConfig,
 )
-from episodelake.collectors.sim.tasks import get_task, sample_tasks
+from episodelake.collectors.envs.sim.tasks import get_task, sample_tasks
+from episodelake.collectors.record.actions import format_tool_call
+from episodelake.collectors.record.actions import parse_response as parse
 
 TASK = "message_send[contact=Jon Park,text=On my way]"
 

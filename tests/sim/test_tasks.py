@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from episodelake.collectors.sim.navigation import tap
-from episodelake.collectors.sim.phone import Phone
-from episodelake.collectors.sim.state import Alarm, Note
-from episodelake.collectors.sim.tasks import (
+from episodelake.collectors.envs.sim.navigation import tap
+from episodelake.collectors.envs.sim.phone import Phone
+from episodelake.collectors.envs.sim.state import Alarm, Note
+from episodelake.collectors.envs.sim.tasks import (
     DIFFICULTIES,
     TEMPLATES,
     all_tasks,

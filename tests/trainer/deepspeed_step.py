@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from episodelake.collectors.sim.phone import Phone
+from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.trainer.config import DEFAULT_DEEPSPEED_CONFIG
 from episodelake.trainer.engine import build_engine
 from episodelake.trainer.policies.base import Sample

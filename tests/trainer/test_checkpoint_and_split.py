@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from episodelake.collectors.sim import tasks as sim_tasks
+from episodelake.collectors.envs.sim import tasks as sim_tasks
 from episodelake.trainer import checkpoint
 from episodelake.trainer.config import TrainConfig
 from episodelake.trainer.loop import sample_tasks, split_tasks

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from episodelake.collectors.collect import Observation
-from episodelake.collectors.devices.sim import SimDevice
+from episodelake.collectors.envs.sim.device import SimDevice
+from episodelake.collectors.envs.sim.phone import Phone
+from episodelake.collectors.envs.sim.tasks import get_task
 from episodelake.collectors.record.actions import parse_response
-from episodelake.collectors.sim.phone import Phone
-from episodelake.collectors.sim.tasks import get_task
 from episodelake.lake.prompts import HistoryStep
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.policies.tiny import (

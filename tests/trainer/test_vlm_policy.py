@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from episodelake.collectors.collect import Observation
-from episodelake.collectors.devices.sim import SimDevice
-from episodelake.collectors.sim.phone import Phone
+from episodelake.collectors.envs.sim.device import SimDevice
+from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.lake.prompts import HistoryStep
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.policies.vlm import IMAGE_TOKEN, VLMPolicy

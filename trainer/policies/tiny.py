@@ -40,9 +40,9 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from episodelake.collectors.collect import Observation, Reply
-from episodelake.collectors.devices.base import Device
+from episodelake.collectors.envs.base import Device
+from episodelake.collectors.envs.sim.state import APPS
 from episodelake.collectors.record.actions import ParsedAction, format_tool_call, parse_response
-from episodelake.collectors.sim.state import APPS
 from episodelake.lake.action_space import GRID
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.ppo import TokenLogProbs

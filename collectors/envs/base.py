@@ -1,0 +1,192 @@
+"""The `Device` interface: what the collection loop needs from a phone, whatever drives it.
+
+A device shows a screen (`screenshot`, optionally `ui_tree`), reports its size and rotation
+(`screen`), and carries out one parsed action at a time (`execute`). Task lifecycle
+(`start_task`, `evaluate`, `end_task`) has defaults for devices that know no tasks (a real
+phone only has the goal the user typed); environments with a task registry (the simulated
+phone, a MobileWorld server) override them.
+
+Actions arrive as :class:`~episodelake.collectors.record.actions.ParsedAction`, the same record the
+steps table stores: points are fractions of the screenshot (``x``, ``y``, ``x2``, ``y2``), so
+every implementation converts with its own real screen size instead of assuming 1080x2400 as
+the reference framework does.
+
+Errors form one family under :class:`DeviceError` (a `LakeError`, so the CLI prints one line):
+- :class:`DeviceUnavailable`: nothing to drive (no device, unauthorized, no healthy server);
+  the next step is in the message.
+- :class:`EnvironmentLost`: the device or server stopped answering mid-episode; the episode
+  is recorded as aborted with its steps and the next episode may go elsewhere.
+- :class:`ActionFailed`: this one action could not be carried out (rejected by the server,
+  missing input method); the step is kept with the reason and the episode goes on.
+
+An environment may also have a step judge (:class:`StepJudge`, e.g. the simulated phone's
+rule judge): it scores each step from state the agent never sees, read through the device,
+as :class:`Evaluation` scores the whole episode.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from episodelake.collectors.record.actions import ParsedAction
+from episodelake.lake.errors import LakeError
+
+
+class DeviceError(LakeError):
+    status = 502
+
+
+class DeviceUnavailable(DeviceError):
+    status = 503
+
+
+class EnvironmentLost(DeviceError):
+    status = 503
+
+
+class ActionFailed(DeviceError):
+    status = 422
+
+
+@dataclass(frozen=True)
+class Screen:
+    """The screen as the agent sees it: pixel size in the current orientation, rotation 0-3
+    (quarter turns, as Android's ``Display.getRotation``)."""
+
+    width: int
+    height: int
+    rotation: int = 0
+
+    def __post_init__(self) -> None:
+        if self.width <= 0 or self.height <= 0:
+            raise ValueError(f"screen size must be positive, got {self.width}x{self.height}")
+        if self.rotation not in (0, 1, 2, 3):
+            raise ValueError(f"rotation must be 0, 1, 2 or 3 quarter turns, got {self.rotation}")
+
+    def pixel(self, fx: float, fy: float) -> tuple[int, int]:
+        """A point given as fractions of the screen, in whole pixels inside the screen."""
+        return (min(max(int(fx * self.width), 0), self.width - 1),
+                min(max(int(fy * self.height), 0), self.height - 1))
+
+
+@dataclass(frozen=True)
+class Task:
+    """One episode to run: a task name (a registry key where the device has a registry) and
+    the goal text (fetched from the registry when None). Episodes sharing `group_id` form one
+    GRPO/GiGPO group.
+
+    `seed` pins the episode's randomness where the device and agent have any (the simulated
+    phone's start state, a sampling agent's stream): the same task and seed give the same
+    episode whichever worker runs it. None leaves both to their own seeds."""
+
+    name: str
+    goal: str | None = None
+    group_id: str | None = None
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """What the device said about an action: its result text (the env server's ``result``)
+    and the low-level commands it ran or, in a dry run, would have run."""
+
+    result: str = ""
+    commands: list[Any] = field(default_factory=list)
+    dry_run: bool = False
+
+    def info(self) -> dict[str, Any]:
+        """The part of a step's ``info`` column that describes how the action was carried out."""
+        out: dict[str, Any] = {"result": self.result}
+        if self.commands:
+            out["commands"] = self.commands
+        if self.dry_run:
+            out["dry_run"] = True
+        return out
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A task evaluator's verdict on the whole episode (score in [0, 1] and why)."""
+
+    score: float
+    reason: str = ""
+
+
+class Device(ABC):
+    """A phone the collection loop can drive. Not thread-safe: one episode at a time."""
+
+    #: Value of the episodes ``env`` column (sim | adb | mobileworld ...).
+    env: str = "device"
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """The device's identity for the episodes ``device`` column (a serial, a URL...)."""
+
+    @abstractmethod
+    def screen(self) -> Screen: ...
+
+    @abstractmethod
+    def screenshot(self) -> bytes:
+        """The current screen as encoded image bytes (PNG unless the device sends another)."""
+
+    def ui_tree(self) -> str | None:
+        """The accessibility tree as text, where the device can give one."""
+        return None
+
+    @abstractmethod
+    def execute(self, action: ParsedAction) -> ActionResult:
+        """Carry out one valid action. Raises ActionFailed or EnvironmentLost."""
+
+    def start_task(self, task: Task) -> str:
+        """Prepare the device for `task` and return its goal. Without a task registry the
+        goal is the task's own text."""
+        goal = task.goal or task.name
+        if not goal.strip():
+            raise DeviceUnavailable("a task needs a goal: pass --task \"what the agent should do\"")
+        return goal
+
+    def episode_extra(self, task: Task) -> dict[str, Any]:
+        """What the device knows about the episode it just set up that a reader may want
+        (stored in ``episodes.extra``; the simulated phone's seed and task difficulty)."""
+        return {}
+
+    def evaluate(self, task: Task) -> Evaluation | None:
+        """Score the finished task, or None where no evaluator exists (success stays unknown)."""
+        return None
+
+    def end_task(self, task: Task) -> None:
+        """Release what `start_task` set up (nothing, for a device without tasks)."""
+        return None
+
+    def close(self) -> None:
+        """Release the connection to the device (nothing to release by default)."""
+        return None
+
+
+# --- step judges: an environment's privileged verdict on each step -------------------------
+
+@dataclass(frozen=True)
+class StepScore:
+    """A judge's verdict on one step: the step reward and why, and the environment reward
+    (the task's own outcome, usually given on the final step only)."""
+
+    step_reward: float | None = None
+    reason: str | None = None
+    reward: float | None = None
+
+
+class StepJudge(Protocol):
+    """Scores each step as it is recorded, from state the agent never sees (the simulated
+    phone's rule judge). It reads that state through the device, so the loop stays one."""
+
+    def before(self, device: Device) -> Any:
+        """What the judge needs of the state before the action (called after the agent
+        replied, just before the action is carried out)."""
+        ...
+
+    def score(self, device: Device, before: Any, action: ParsedAction, final: bool) -> StepScore:
+        """The step's verdict, the action carried out; `final` when the episode ends here."""
+        ...

@@ -1,0 +1,43 @@
+"""Pieces several apps share: avatar colours, toggle rows, the contact picker list."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Iterable
+
+from episodelake.collectors.envs.sim.geometry import Rect
+from episodelake.collectors.envs.sim.state import Contact
+from episodelake.collectors.envs.sim.widgets import Handler, ListBuilder
+
+AVATAR_COLORS = (
+    (219, 68, 55), (244, 160, 0), (15, 157, 88), (66, 133, 244), (171, 71, 188),
+    (0, 172, 193), (255, 112, 67), (92, 107, 192), (124, 179, 66), (141, 110, 99),
+)
+
+SWITCH_SIZE = Rect(0, 0, 150, 84)
+
+
+def avatar_color(name: str) -> tuple[int, int, int]:
+    """A stable colour per name (crc32, not hash(), which changes between processes)."""
+    return AVATAR_COLORS[zlib.crc32(name.encode()) % len(AVATAR_COLORS)]
+
+
+def toggle_row(lst: ListBuilder, title: str, name: str, checked: bool, toggle: Handler, *,
+               subtitle: str = "", glyph: str = "") -> None:
+    """A settings row whose switch and whole row both flip the same setting."""
+    switch = lst.ui.switch(SWITCH_SIZE, f"{name}_switch", checked, toggle)
+    lst.row(title, name=name, subtitle=subtitle, on_click=toggle, trailing=switch, glyph=glyph)
+
+
+def contact_rows(lst: ListBuilder, contacts: Iterable[Contact], prefix: str,
+                 on_pick: Callable[[Contact], Handler],
+                 on_long_press: Callable[[Contact], Handler] | None = None) -> None:
+    """Contacts in alphabetical order under letter headers; row ids are ``<prefix>_<id>``."""
+    letter = ""
+    for contact in sorted(contacts, key=lambda c: c.name):
+        if contact.name[0] != letter:
+            letter = contact.name[0]
+            lst.header(letter, height=90)
+        lst.row(contact.name, name=f"{prefix}_{contact.id}", on_click=on_pick(contact),
+                on_long_press=on_long_press(contact) if on_long_press else None,
+                avatar=contact.name[0], avatar_color=avatar_color(contact.name), height=160)
