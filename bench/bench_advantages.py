@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from episodelake.trainer.advantages import compute_advantages
+from episodelake.trainer.advantages import REFERENCE_ADVANTAGES, compute_advantages
 from episodelake.trainer.reference_advantages import reference_advantages
 
 GROUP_SIZE = 8
@@ -91,14 +91,14 @@ def timed(run: Callable[[], object]) -> Timing:
 
 def time_sql(con: duckdb.DuckDBPyConnection, repeats: int = 3) -> Timing:
     """The best of `repeats` runs over the connection's ``episodes`` and ``steps`` tables."""
-    runs = [timed(lambda: compute_advantages(con, algo="gigpo")) for _ in range(repeats)]
+    runs = [timed(lambda: compute_advantages(con, REFERENCE_ADVANTAGES)) for _ in range(repeats)]
     return min(runs, key=lambda t: t.wall)
 
 
 def time_python(episodes: pa.Table, steps: pa.Table) -> Timing:
     episode_rows = episodes.to_pylist()
     step_rows = steps.to_pylist()
-    return timed(lambda: reference_advantages(episode_rows, step_rows, algo="gigpo"))
+    return timed(lambda: reference_advantages(episode_rows, step_rows, REFERENCE_ADVANTAGES))
 
 
 def subsample(episodes: pa.Table, steps: pa.Table, target_steps: int) -> tuple[pa.Table, pa.Table]:

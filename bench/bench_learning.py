@@ -59,7 +59,7 @@ def initial_success(lake: Lake, config: TrainConfig) -> float:
 def run(algo: str, settings: dict, folder: Path, verbose: bool = False) -> dict:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format=f"%(levelname)s {algo}: %(message)s", force=True)  # --serial
-    config = TrainConfig(algo=algo, run_id=f"bench-{algo}", **settings)
+    config = TrainConfig(advantages={"algo": algo}, run_id=f"bench-{algo}", **settings)
     lake = Lake(folder / algo)
     started = time.perf_counter()
     start = initial_success(lake, config)

@@ -10,7 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from episodelake.trainer.advantages import OUTPUT_COLUMNS, AdvantageConfig, compute_advantages
+from episodelake.lake.errors import InvalidInput
+from episodelake.trainer.advantages import (
+    OUTPUT_COLUMNS,
+    REFERENCE_ADVANTAGES,
+    AdvantageConfig,
+    compute_advantages,
+)
 from episodelake.trainer.reference_advantages import reference_advantages
 
 EPISODES_SCHEMA = pa.schema(
@@ -33,11 +39,12 @@ CON = duckdb.connect()
 
 
 def sql_rows(episodes: list[dict], steps: list[dict], **params) -> list[dict]:
+    """The SQL path's rows; the hand-built cases below start from the reference's settings."""
     result = compute_advantages(
         CON,
+        REFERENCE_ADVANTAGES.replace(**params),
         episodes=pa.Table.from_pylist(episodes, schema=EPISODES_SCHEMA),
         steps=pa.Table.from_pylist(steps, schema=STEPS_SCHEMA),
-        **params,
     )
     return sorted(result.table.to_pylist(), key=lambda row: (row["episode_id"], row["step"]))
 
@@ -125,7 +132,8 @@ configs = st.builds(
 def test_sql_matches_the_plain_python_specification(batch, params):
     episodes, steps = batch
     assert_same(
-        sql_rows(episodes, steps, **params), reference_advantages(episodes, steps, **params)
+        sql_rows(episodes, steps, **params),
+        reference_advantages(episodes, steps, AdvantageConfig(**params)),
     )
 
 
@@ -227,9 +235,9 @@ def test_dynamic_sampling_drops_groups_with_equal_rewards():
     episodes, steps = equal_reward_batch()
     result = compute_advantages(
         duckdb.connect(),
+        AdvantageConfig(dynamic_sampling=True),
         episodes=pa.Table.from_pylist(episodes, schema=EPISODES_SCHEMA),
         steps=pa.Table.from_pylist(steps, schema=STEPS_SCHEMA),
-        dynamic_sampling=True,
     )
     assert set(result.table["episode_id"].to_pylist()) == {"b1", "b2"}  # group "mixed"
     summary = {row["group_id"]: row for row in result.group_summary.to_pylist()}
@@ -276,7 +284,8 @@ def test_unpaid_revisits_stop_a_loop_from_farming_the_judge():
     assert unpaid[("loop", 0)] == 1.0 and unpaid[("loop", 3)] == 0.0  # the eval, unchanged
     assert [unpaid[("direct", t)] for t in range(3)] == [1.0, 1.0, 1.0]
     assert_same(sql_rows(episodes, steps, revisit_rewards=False, **options),
-                reference_advantages(episodes, steps, revisit_rewards=False, **options))
+                reference_advantages(episodes, steps,
+                                     REFERENCE_ADVANTAGES.replace(revisit_rewards=False, **options)))
 
 
 def test_missing_steps_still_discount():
@@ -347,13 +356,16 @@ def test_empty_selection():
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        ({"algo": "ppo"}, "algo: 'ppo' is not one of"),
-        ({"mode": "std"}, "mode: 'std' is not one of"),
-        ({"gamma": 1.5}, r"gamma: must be in \[0, 1\]"),
-        ({"epsilon": 0.0}, "epsilon: must be > 0"),
-        ({"invalid_penalty": math.nan}, "invalid_penalty: must be a finite number"),
+        ({"algo": "ppo"}, "algo: input should be 'gigpo' or 'grpo', not 'ppo'"),
+        ({"mode": "std"}, "mode: input should be 'mean_norm' or 'mean_std_norm', not 'std'"),
+        ({"gamma": 1.5}, "gamma: input should be less than or equal to 1, not 1.5"),
+        ({"epsilon": 0.0}, "epsilon: input should be greater than 0, not 0.0"),
+        ({"invalid_penalty": math.nan}, "invalid_penalty: input should be a finite number, not nan"),
+        ({"invalid_penalty": -0.1}, "invalid_penalty: input should be greater than or equal to 0"),
+        ({"gama": 0.9}, "gama: no such setting"),
     ],
 )
 def test_bad_configuration_is_named(params, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(InvalidInput) as caught:
         AdvantageConfig(**params)
+    assert message in str(caught.value)

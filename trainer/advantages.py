@@ -80,12 +80,15 @@ import math
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import cached_property
+from typing import Any, Literal
 
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
+from pydantic import ConfigDict, Field
+
+from episodelake.lake.spec_model import SpecModel
 
 ALGOS = ("gigpo", "grpo")
 MODES = ("mean_norm", "mean_std_norm")
@@ -108,32 +111,53 @@ EQUAL_REWARD_TOLERANCE = 1e-9
 _SMALLEST_POWER = 1e-300
 
 
-@dataclass(frozen=True)
-class AdvantageConfig:
-    """The knobs of the advantage computation, validated once (the trainer config embeds it)."""
+class AdvantageConfig(SpecModel):
+    """The settings of the advantage equations above: their only definition, with their
+    defaults and checks.
 
-    algo: str = "gigpo"  # "gigpo": episode + anchor-state terms; "grpo": episode term only
-    mode: str = "mean_norm"  # "mean_norm": v - mean; "mean_std_norm": (v - mean) / (std + eps)
-    gamma: float = 0.95  # discount of the step returns, in [0, 1]
-    step_advantage_w: float = 1.0  # weight of the step term in A = A^E + w * A^S
-    invalid_penalty: float = 0.1  # subtracted from a row whose action was invalid
-    normalize_step_rewards: bool = True  # divide intermediate step rewards by (L - 1)
-    revisit_rewards: bool = True  # pay steps that lead back to a state already visited
-    dynamic_sampling: bool = False  # drop groups whose episode rewards are all equal (DAPO)
-    epsilon: float = 1e-6  # added to the std in mean_std_norm
+    `compute_advantages`, the plain-Python specification, `TrainConfig.advantages` and
+    `elake train`'s flags all take this model. Its defaults are the trainer's tuned set
+    (`TUNED_ADVANTAGES`); `REFERENCE_ADVANTAGES` is the reference trainer's, which differs in
+    two settings (why: trainer/README.md).
+    """
 
-    def __post_init__(self) -> None:
-        if self.algo not in ALGOS:
-            raise ValueError(f"algo: {self.algo!r} is not one of {ALGOS}")
-        if self.mode not in MODES:
-            raise ValueError(f"mode: {self.mode!r} is not one of {MODES}")
-        if not 0.0 <= self.gamma <= 1.0:
-            raise ValueError(f"gamma: must be in [0, 1], got {self.gamma}")
-        if self.epsilon <= 0.0:
-            raise ValueError(f"epsilon: must be > 0 (it keeps std = 0 finite), got {self.epsilon}")
-        for name in ("step_advantage_w", "invalid_penalty"):
-            if not math.isfinite(getattr(self, name)):
-                raise ValueError(f"{name}: must be a finite number, got {getattr(self, name)}")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    algo: Literal[ALGOS] = Field(  # type: ignore[valid-type]
+        "gigpo", description="advantage estimator: gigpo (episode + anchor-state terms) or grpo "
+        "(episode term only)")
+    mode: Literal[MODES] = Field(  # type: ignore[valid-type]
+        "mean_norm", description="normalisation: v - mean, or (v - mean) / (std + epsilon)")
+    gamma: float = Field(0.95, ge=0.0, le=1.0, description="discount of the step returns")
+    step_advantage_w: float = Field(1.0, description="weight of the anchor-state term "
+                                    "(gigpo only): A = A^E + w * A^S")
+    invalid_penalty: float = Field(0.1, ge=0.0, description="subtracted from steps whose "
+                                   "action was invalid")
+    normalize_step_rewards: bool = Field(
+        False, description="divide intermediate step rewards by the episode's steps minus one, "
+        "as the reference does; off by default (on with --reference-defaults): it pays one good "
+        "step and an immediate stop as much as a whole task's progress, and policies learn to "
+        "stop early")
+    revisit_rewards: bool = Field(
+        False, description="pay a step's judge reward also when it leads back to a state the "
+        "episode was already in (anchor_key), as the reference does; off by default (on with "
+        "--reference-defaults): a loop such as open Settings, back, open Settings is paid "
+        "once, so a policy cannot farm the judge instead of doing the task")
+    dynamic_sampling: bool = Field(False, description="drop groups whose episodes all got the "
+                                   "same reward (DAPO's dynamic sampling)")
+    epsilon: float = Field(1e-6, gt=0.0, description="added to the std in mean_std_norm "
+                           "(keeps std = 0 finite)")
+
+    def replace(self, **changes: Any) -> AdvantageConfig:
+        """These settings with `changes`, checked like any other."""
+        return type(self)(**{**self.model_dump(), **changes})
+
+
+#: The trainer's defaults (`elake train` without advantage flags).
+TUNED_ADVANTAGES = AdvantageConfig()
+#: The reference trainer's equations (`elake train --reference-defaults`): step rewards
+#: normalised by the episode's length, revisits paid.
+REFERENCE_ADVANTAGES = TUNED_ADVANTAGES.replace(normalize_step_rewards=True, revisit_rewards=True)
 
 
 class AdvantageResult:
@@ -242,38 +266,20 @@ class AdvantageResult:
 
 def compute_advantages(
     con: duckdb.DuckDBPyConnection,
+    config: AdvantageConfig = TUNED_ADVANTAGES,
     *,
     steps: str | pa.Table = "steps",
     episodes: str | pa.Table = "episodes",
     where: str | None = None,
-    algo: str = "gigpo",
-    mode: str = "mean_norm",
-    gamma: float = 0.95,
-    step_advantage_w: float = 1.0,
-    invalid_penalty: float = 0.1,
-    normalize_step_rewards: bool = True,
-    revisit_rewards: bool = True,
-    dynamic_sampling: bool = False,
-    epsilon: float = 1e-6,
 ) -> AdvantageResult:
-    """Advantages for every step of the selected episodes (equations in the module docstring).
+    """Advantages for every step of the selected episodes (equations in the module docstring),
+    with `config`'s settings (the trainer's defaults unless given).
 
     `steps` and `episodes` are table or view names on `con` (the lake's SQL views) or Arrow
     tables. `where` is a SQL predicate over the episodes' columns choosing the episodes, e.g.
     ``"run_id = 'r7' AND policy_version = '12'"``; it is trusted SQL from the trainer, not
     user input.
     """
-    config = AdvantageConfig(
-        algo=algo,
-        mode=mode,
-        gamma=gamma,
-        step_advantage_w=step_advantage_w,
-        invalid_penalty=invalid_penalty,
-        normalize_step_rewards=normalize_step_rewards,
-        revisit_rewards=revisit_rewards,
-        dynamic_sampling=dynamic_sampling,
-        epsilon=epsilon,
-    )
     with (
         _relation(con, episodes, "episodes") as episodes_sql,
         _relation(con, steps, "steps") as steps_sql,

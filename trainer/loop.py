@@ -28,7 +28,7 @@ import random
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -114,7 +114,7 @@ def train(config: TrainConfig, lake: Lake, *, progress: bool = True) -> TrainRes
 # --- set-up ----------------------------------------------------------------------------------
 
 def _new_run_id(config: TrainConfig) -> str:
-    return f"train-{config.algo}-{config.policy}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    return f"train-{config.advantages.algo}-{config.policy}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
 
 
 def _resume_point(config: TrainConfig, run_id: str, root: Path) -> tuple[int, Path | None]:
@@ -130,8 +130,8 @@ def _resume_point(config: TrainConfig, run_id: str, root: Path) -> tuple[int, Pa
                           "--resume to continue it, or choose another --run-id")
     state = checkpoint.read_state(folder)
     stored = TrainConfig.from_json(json.dumps(state["config"]))
-    changed = sorted(f.name for f in fields(TrainConfig)
-                     if f.name not in RESUMABLE and getattr(stored, f.name) != getattr(config, f.name))
+    before, now = stored.settings(), config.settings()
+    changed = sorted(name for name in now if name not in RESUMABLE and before[name] != now[name])
     if changed:
         raise ConfigError(f"resume: run {run_id} was started with different {', '.join(changed)} "
                           f"(stored in {folder / checkpoint.STATE_FILE}); only "
@@ -259,8 +259,7 @@ def step_advantages(lake: Lake, report: RolloutReport, config: TrainConfig,
             con.execute("CREATE TEMP VIEW outcome_steps AS "
                         "SELECT * REPLACE (NULL::DOUBLE AS step_reward) FROM steps")
             steps = "outcome_steps"
-        result = compute_advantages(con, steps=steps, episodes="episodes",
-                                    **config.advantage_options())
+        result = compute_advantages(con, config.advantages, steps=steps, episodes="episodes")
         con.register("advantages", result.table)
         images = (", coalesce(list(s.image) OVER shown, []) AS history_images"
                   if history_length else "")

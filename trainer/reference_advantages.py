@@ -3,8 +3,9 @@
 :mod:`episodelake.trainer.advantages` computes the same numbers in SQL; this module exists so
 the SQL has something independent to be checked against (the property tests) and timed
 against (``bench/bench_advantages.py``). It reads like the equations, with loops over dicts and
-no shared code with the SQL path; the trainer never calls it. The equations themselves are
-written out in :mod:`episodelake.trainer.advantages`.
+no code shared with the SQL path but the settings' one definition (`AdvantageConfig`); the
+trainer never calls it. The equations themselves are written out in
+:mod:`episodelake.trainer.advantages`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from episodelake.trainer.advantages import REFERENCE_ADVANTAGES, AdvantageConfig
+
 #: Episode rewards closer than this count as equal for dynamic sampling.
 EQUAL_REWARD_TOLERANCE = 1e-9
 
@@ -21,18 +24,14 @@ EQUAL_REWARD_TOLERANCE = 1e-9
 def reference_advantages(
     episodes: Iterable[Mapping[str, Any]],
     steps: Iterable[Mapping[str, Any]],
-    *,
-    algo: str = "gigpo",
-    mode: str = "mean_norm",
-    gamma: float = 0.95,
-    step_advantage_w: float = 1.0,
-    invalid_penalty: float = 0.1,
-    normalize_step_rewards: bool = True,
-    revisit_rewards: bool = True,
-    dynamic_sampling: bool = False,
-    epsilon: float = 1e-6,
+    config: AdvantageConfig = REFERENCE_ADVANTAGES,
 ) -> list[dict[str, Any]]:
-    """One dict per kept step, sorted by (episode_id, step), with the SQL path's columns."""
+    """One dict per kept step, sorted by (episode_id, step), with the SQL path's columns; the
+    reference trainer's settings unless `config` says otherwise."""
+    algo, mode, gamma, epsilon = config.algo, config.mode, config.gamma, config.epsilon
+    step_advantage_w, invalid_penalty = config.step_advantage_w, config.invalid_penalty
+    normalize_step_rewards, revisit_rewards = config.normalize_step_rewards, config.revisit_rewards
+    dynamic_sampling = config.dynamic_sampling
     episode_info = {e["episode_id"]: e for e in episodes if e.get("group_id") is not None}
     steps_of: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for step in steps:

@@ -22,7 +22,6 @@ from episodelake.lake.errors import InvalidInput, NotFound
 from episodelake.lake.lake import Lake
 from episodelake.lake.layout import check_id
 from episodelake.trainer import advantages
-from episodelake.trainer.config import TrainConfig
 
 router = APIRouter(tags=["groups"])
 
@@ -35,15 +34,14 @@ def trainer_values(lake: Lake, group_id: str, gamma: float) -> tuple[dict[tuple[
     knobs, with this gamma). A gamma the trainer refuses for these episodes is refused here
     too, rather than answered with numbers no training step would compute.
     """
-    config = TrainConfig(gamma=gamma)
+    config = advantages.TUNED_ADVANTAGES.replace(gamma=gamma)
     episodes = lake.sql(f"SELECT {', '.join(advantages.EPISODE_COLUMNS)} FROM episodes WHERE group_id = ?",
                         [group_id])
     steps = lake.sql(f"SELECT {', '.join('s.' + c for c in advantages.STEP_COLUMNS)} FROM steps s "
                      "JOIN episodes e USING (episode_id) WHERE e.group_id = ?", [group_id])
     con = duckdb.connect()
     try:
-        result = advantages.compute_advantages(con, steps=steps, episodes=episodes,
-                                               **config.advantage_options())
+        result = advantages.compute_advantages(con, config, steps=steps, episodes=episodes)
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
     finally:

@@ -50,8 +50,8 @@ def test_group_page_shows_what_a_training_step_computes(lake):
     episodes = lake.sql("SELECT * FROM episodes WHERE group_id = 'g-wifi_on'")
     steps = lake.sql("SELECT s.* EXCLUDE (image) FROM steps s JOIN episodes e USING (episode_id) "
                      "WHERE e.group_id = 'g-wifi_on'")
-    expected = compute_advantages(con, steps=steps, episodes=episodes,
-                                  **TrainConfig(gamma=0.9).advantage_options())
+    expected = compute_advantages(con, TrainConfig().advantages.replace(gamma=0.9),
+                                  steps=steps, episodes=episodes)
     for row in expected.table.to_pylist():  # DuckDB's parallel sums vary in the last bit
         got = values[(row["episode_id"], row["step"])]["advantage"]
         assert got == pytest.approx(row["advantage"], rel=1e-12, abs=1e-12)

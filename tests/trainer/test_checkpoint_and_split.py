@@ -35,7 +35,7 @@ def test_held_out_tasks_are_unseen_values_of_trained_templates():
     assert sorted(train + held_out) == sorted(t.id for t in easy)
     trained_templates = {sim_tasks.get_task(t).name for t in train}
     assert {sim_tasks.get_task(t).name for t in held_out} <= trained_templates
-    assert split_tasks(TrainConfig(algo="grpo")) == (train, held_out)  # same seed, same split
+    assert split_tasks(TrainConfig(advantages={"algo": "grpo"})) == (train, held_out)  # same seed, same split
     assert split_tasks(TrainConfig(seed=1)) != (train, held_out)
 
 

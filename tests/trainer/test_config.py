@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 
 import pytest
 
 from episodelake.lake.errors import LakeError
-from episodelake.trainer.config import (
+from episodelake.trainer.advantages import (
     REFERENCE_ADVANTAGES,
-    ConfigError,
-    TrainConfig,
-    add_arguments,
-    from_arguments,
+    TUNED_ADVANTAGES,
+    AdvantageConfig,
+    compute_advantages,
 )
+from episodelake.trainer.config import ConfigError, TrainConfig, add_arguments, from_arguments
+from episodelake.trainer.reference_advantages import reference_advantages
 
 
 def test_defaults_depend_on_the_policy(tmp_path):
@@ -35,10 +35,11 @@ def test_defaults_depend_on_the_policy(tmp_path):
     ({"minibatch_size": 64, "micro_batch_size": 48}, "--minibatch-size"),
     ({"resume": True}, "--run-id"),
     ({"holdout": 0.0}, "--eval-repeats 0"),
-    ({"algo": "ppo"}, "gigpo"),
-    ({"gamma": 1.5}, "[0, 1]"),
+    ({"advantages": {"algo": "ppo"}}, "algo: input should be 'gigpo' or 'grpo', not 'ppo'"),
+    ({"advantages": {"gamma": 1.5}}, "gamma: input should be less than or equal to 1"),
     ({"clip_eps": 0.3, "clip_eps_high": 0.2}, "--clip-eps"),
-    ({"tasks": 0}, ">= 1"),
+    ({"tasks": 0}, "tasks: input should be greater than or equal to 1, not 0"),
+    ({"gamma": 0.9}, "gamma: no such setting"),  # advantage settings live in `advantages`
 ])
 def test_conflicts_are_refused_with_the_fix(settings, names):
     with pytest.raises(ConfigError) as caught:
@@ -52,59 +53,91 @@ def test_flags_round_trip_to_the_defaults():
     add_arguments(parser)
     assert from_arguments(parser.parse_args([])) == TrainConfig()
     args = parser.parse_args(["--algo", "grpo", "--group-size", "4", "--no-step-rewards",
-                              "--lr", "0.01"])
+                              "--lr", "0.01", "--gamma", "0.9"])
     config = from_arguments(args)
-    assert (config.algo, config.group_size, config.step_rewards, config.lr) == \
+    assert (config.advantages.algo, config.group_size, config.step_rewards, config.lr) == \
         ("grpo", 4, False, 0.01)
+    assert config.advantages == TUNED_ADVANTAGES.replace(algo="grpo", gamma=0.9)
 
 
-def test_every_field_documents_itself():
-    for f in dataclasses.fields(TrainConfig):
-        assert len(f.metadata.get("help", "")) > 10, f.name
+def test_every_setting_documents_itself_and_has_a_flag():
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    flags = {action.dest: action for action in parser._actions}
+    for model in (TrainConfig, AdvantageConfig):
+        for name, field in model.model_fields.items():
+            if name == "advantages":
+                continue
+            assert len(field.description or "") > 10, name
+            assert field.description in flags[name].help, name
 
 
 def test_json_round_trip():
-    config = TrainConfig(algo="grpo", tasks=3)
+    config = TrainConfig(advantages=AdvantageConfig(algo="grpo"), tasks=3)
     assert TrainConfig.from_json(config.to_json()) == config
     with pytest.raises(ConfigError, match="unknown setting"):
         TrainConfig.from_json('{"taks": 3}')
 
 
+def test_a_config_stored_with_flat_advantage_settings_reads_the_same():
+    """Runs and checkpoints recorded before the settings were nested still resume."""
+    stored = ('{"algo": "grpo", "gamma": 0.9, "normalize_step_rewards": true, "revisit_rewards": '
+              'true, "reference_defaults": false, "tasks": 3, "lr": 0.003}')
+    config = TrainConfig.from_json(stored)
+    assert config.tasks == 3
+    assert config.advantages == REFERENCE_ADVANTAGES.replace(algo="grpo", gamma=0.9)
+
+
 # -- the advantage settings: tuned defaults or the reference's -------------------------------------
+def test_advantage_defaults_are_defined_once():
+    """AdvantageConfig's defaults are the trainer's (no second set in TrainConfig or in
+    compute_advantages); the reference set differs from them in exactly two named settings."""
+    assert TrainConfig().advantages == AdvantageConfig() == TUNED_ADVANTAGES
+    assert TrainConfig.model_fields["advantages"].default is TUNED_ADVANTAGES
+    assert compute_advantages.__defaults__ == (TUNED_ADVANTAGES,)
+    assert reference_advantages.__defaults__ == (REFERENCE_ADVANTAGES,)
+    differ = {k for k, v in REFERENCE_ADVANTAGES.model_dump().items()
+              if v != getattr(TUNED_ADVANTAGES, k)}
+    assert differ == {"normalize_step_rewards", "revisit_rewards"}
+    assert (REFERENCE_ADVANTAGES.normalize_step_rewards, REFERENCE_ADVANTAGES.revisit_rewards) == \
+        (True, True)
+
+
 def test_tuned_advantage_defaults_and_the_reference_set():
     tuned = TrainConfig()
-    assert (tuned.normalize_step_rewards, tuned.revisit_rewards) == (False, False)
+    assert (tuned.advantages.normalize_step_rewards, tuned.advantages.revisit_rewards) == (False, False)
     assert tuned.advantage_summary().startswith("advantages: tuned defaults (")
     assert "normalize_step_rewards=False" in tuned.advantage_summary()
-    reference = TrainConfig(reference_defaults=True)
-    options = reference.advantage_options()
-    # exactly compute_advantages' own defaults, which are the reference trainer's
-    assert {k: options[k] for k in REFERENCE_ADVANTAGES} == REFERENCE_ADVANTAGES
-    assert (reference.normalize_step_rewards, reference.revisit_rewards) == (True, True)
+    reference = TrainConfig(advantages=REFERENCE_ADVANTAGES)
     assert reference.advantage_summary().startswith("advantages: reference defaults (")
     assert "revisit_rewards=True" in reference.advantage_summary()
-    assert TrainConfig(gamma=0.9).advantage_summary().startswith("advantages: custom settings")
-    assert TrainConfig(normalize_step_rewards=True).normalize_step_rewards is True  # explicit wins
+    custom = TrainConfig(advantages=TUNED_ADVANTAGES.replace(gamma=0.9))
+    assert custom.advantage_summary().startswith("advantages: custom settings")
     assert TrainConfig.from_json(reference.to_json()) == reference
 
 
-@pytest.mark.parametrize(("settings", "names"), [
-    ({"revisit_rewards": False}, "drop --no-revisit-rewards or --reference-defaults"),
-    ({"normalize_step_rewards": False}, "--normalize-step-rewards"),
-    ({"gamma": 0.9}, "(--gamma 0.95), not with 0.9"),
-    ({"mode": "mean_std_norm"}, "--mode"),
-    ({"dynamic_sampling": True}, "--no-dynamic-sampling"),
+def parse(*argv: str) -> TrainConfig:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return from_arguments(parser.parse_args(list(argv)))
+
+
+@pytest.mark.parametrize(("flags", "names"), [
+    (["--no-revisit-rewards"], "drop --no-revisit-rewards or --reference-defaults"),
+    (["--no-normalize-step-rewards"], "--normalize-step-rewards"),
+    (["--gamma", "0.9"], "(--gamma 0.95), not with 0.9"),
+    (["--mode", "mean_std_norm"], "--mode"),
+    (["--dynamic-sampling"], "--no-dynamic-sampling"),
 ])
-def test_reference_defaults_refuse_a_setting_that_changes_the_equations(settings, names):
+def test_reference_defaults_refuse_a_setting_that_changes_the_equations(flags, names):
     with pytest.raises(ConfigError) as caught:
-        TrainConfig(reference_defaults=True, **settings)
+        parse("--reference-defaults", *flags)
     assert names in str(caught.value)
 
 
 def test_reference_defaults_flag():
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    assert from_arguments(parser.parse_args(["--reference-defaults"])) == TrainConfig(reference_defaults=True)
-    config = from_arguments(parser.parse_args(["--normalize-step-rewards"]))
-    assert (config.normalize_step_rewards, config.revisit_rewards) == (True, False)
-    assert from_arguments(parser.parse_args(["--no-revisit-rewards"])).revisit_rewards is False
+    assert parse("--reference-defaults") == TrainConfig(advantages=REFERENCE_ADVANTAGES)
+    assert parse("--reference-defaults", "--gamma", "0.95").advantages == REFERENCE_ADVANTAGES
+    config = parse("--normalize-step-rewards")
+    assert (config.advantages.normalize_step_rewards, config.advantages.revisit_rewards) == (True, False)
+    assert parse("--no-revisit-rewards").advantages.revisit_rewards is False

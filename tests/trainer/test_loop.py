@@ -35,7 +35,7 @@ def test_two_iterations_record_episodes_metrics_and_a_checkpoint(lake):
                                        "checkpoint"}
     assert sum(metrics["anchor_group_sizes"].values()) == \
         metrics["advantages"]["steps"]
-    assert json.loads(runs[0]["config"])["algo"] == "gigpo"
+    assert json.loads(runs[0]["config"])["advantages"]["algo"] == "gigpo"
     episodes = lake.sql("SELECT policy_version, count(*) AS n, count(DISTINCT group_id) AS groups "
                         "FROM episodes WHERE run_id = 't' GROUP BY ALL ORDER BY 1").to_pylist()
     assert episodes == [{"policy_version": "0", "n": 4, "groups": 2},
@@ -51,7 +51,7 @@ def test_two_iterations_record_episodes_metrics_and_a_checkpoint(lake):
 
 def test_samples_join_advantages_to_the_recorded_steps(lake):
     # revisits paid: every intermediate row's reward is then the judge's score as recorded
-    config = small(iterations=1, eval_repeats=0, holdout=0.0, revisit_rewards=True)
+    config = small(iterations=1, eval_repeats=0, holdout=0.0, advantages={"revisit_rewards": True})
     policy = loop.build_policy(config)
     report = loop.rollout(lake, policy, ["wifi_on"], config, run_id="j", version="0",
                           batch="b", seed=1, progress=False)

@@ -11,6 +11,7 @@ import pytest
 from episodelake.api.cli import main
 from episodelake.collectors.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 from episodelake.trainer import loop
+from episodelake.trainer.advantages import REFERENCE_ADVANTAGES
 from episodelake.trainer.config import TrainConfig
 from episodelake.trainer.reference_advantages import reference_advantages
 
@@ -40,7 +41,7 @@ def test_reference_defaults_are_the_reference_equations(rollouts):
     steps = steps.to_pylist()
     assert len({s["anchor_key"] for s in steps}) < len(steps)  # shared anchor states: a real test
     assert any(s["step_reward"] for s in steps)
-    ours = advantages(lake, report, TrainConfig(reference_defaults=True))
+    ours = advantages(lake, report, TrainConfig(advantages=REFERENCE_ADVANTAGES))
     expected = {(r["episode_id"], r["step"]): r["advantage"]
                 for r in reference_advantages(episodes.to_pylist(), steps)}  # its defaults
     assert ours.keys() == expected.keys() and len(ours) == len(steps)
