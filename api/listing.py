@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass, fields
 from datetime import datetime
+
+from pydantic import ConfigDict, Field, field_validator
 
 from episodelake.lake.errors import InvalidInput
 from episodelake.lake.lake import Lake
+from episodelake.lake.layout import check_id
+from episodelake.lake.spec_model import SpecModel
 
 #: Sortable columns and the SQL type their cursor value is cast back to.
 SORTS = {
@@ -36,21 +39,32 @@ SORTS = {
 WHERE_MAX_EPISODES = 10_000_000
 
 
-@dataclass(frozen=True)
-class EpisodeFilter:
-    task: str | None = None
-    success: bool | None = None
-    unjudged: bool = False
-    run_id: str | None = None
-    policy_version: str | None = None
-    group_id: str | None = None
-    env: str | None = None
-    tag: str | None = None
-    set_id: str | None = None
-    zero_step_reward: bool = False
-    min_length: int | None = None
-    max_length: int | None = None
-    where: str | None = None
+class EpisodeFilter(SpecModel):
+    """Which episodes a view shows. The API takes it as query parameters (its OpenAPI
+    document lists these fields); every field set narrows the selection (AND). Other query
+    parameters (a route's own, such as `sort`) are not the filter's: it ignores them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task: str | None = Field(None, max_length=500, description="task_name")
+    success: bool | None = Field(None, description="judged outcome")
+    unjudged: bool = Field(False, description="only episodes not judged yet")
+    run_id: str | None = Field(None, max_length=200, description="the run that recorded it")
+    policy_version: str | None = Field(None, max_length=200, description="the checkpoint that acted")
+    group_id: str | None = Field(None, max_length=200, description="its GRPO/GiGPO episode group")
+    env: str | None = Field(None, max_length=200, description="where it ran: sim, adb, ...")
+    tag: str | None = Field(None, max_length=200, description="one of the episode's tags")
+    set_id: str | None = Field(None, max_length=200, description="member of this set")
+    zero_step_reward: bool = Field(False, description="some step has step_reward = 0")
+    min_length: int | None = Field(None, ge=0, le=1_000_000, description="at least this many steps")
+    max_length: int | None = Field(None, ge=0, le=1_000_000, description="at most this many steps")
+    where: str | None = Field(None, max_length=4000, description="SQL condition over episodes "
+                              "columns, run in the sandbox")
+
+    @field_validator("set_id")
+    @classmethod
+    def _set_id(cls, value: str | None) -> str | None:
+        return value if value is None else check_id(value, "set_id")
 
 
 def _equals(column: str):
@@ -78,11 +92,11 @@ _CLAUSES = {
 def where_clause(lake: Lake, filt: EpisodeFilter, *, timeout_s: float) -> tuple[str, list]:
     """SQL text (`TRUE` when nothing filters) and its parameters, for `episodes e`."""
     parts, params = [], []
-    for f in fields(filt):
-        value = getattr(filt, f.name)
-        if value is None or f.name == "where":
+    for name in type(filt).model_fields:
+        value = getattr(filt, name)
+        if value is None or name == "where":
             continue
-        clause = _CLAUSES[f.name](value)
+        clause = _CLAUSES[name](value)
         if clause:
             parts.append(clause[0])
             params += clause[1]

@@ -19,8 +19,7 @@ from episodelake.api.errors import ErrorDetail
 from episodelake.collectors.rerun import RerunSpec
 from episodelake.lake import schema
 from episodelake.lake.curation import MAX_NAME, MAX_TEXT
-from episodelake.lake.export.spec import GRANULARITIES, ExportSpec
-from episodelake.lake.prompts import STYLES
+from episodelake.lake.export.spec import ExportOptions
 
 
 def _py_type(t: pa.DataType) -> Any:
@@ -289,33 +288,9 @@ class ExportFormatInfo(BaseModel):
     summary: str
 
 
-class ExportCreate(BaseModel):
-    """The export spec (see `episodelake.lake.export.spec.ExportSpec`); the server picks the folder."""
-
-    model_config = ConfigDict(extra="forbid")
-    format: str = Field(min_length=1, max_length=100, description="a format from GET /api/export-formats")
-    set: str | None = Field(None, min_length=1, max_length=MAX_NAME, description="a set's name or id")
-    where: str | None = Field(None, max_length=4000, description="SQL condition over episodes JOIN steps, "
-                              "run in the sandbox")
-    tag: str | None = Field(None, max_length=200, description="read the lake as of this tag")
-    include_failed: bool = Field(_default(ExportSpec, "include_failed"),
-                                 description="keep failed episodes too (default: success = true only)")
-    good_steps_only: bool = Field(_default(ExportSpec, "good_steps_only"),
-                                  description="only target steps whose step_reward is 1")
-    include_invalid: bool = _default(ExportSpec, "include_invalid")
-    granularity: Literal[GRANULARITIES] = _default(ExportSpec, "granularity")  # type: ignore[valid-type]
-    style: Literal[STYLES] = _default(ExportSpec, "style")  # type: ignore[valid-type]
-    history_length: int | None = Field(_default(ExportSpec, "history_length"), ge=0, le=1000,
-                                       description="previous steps shown as text; null shows all")
-    history_images: int = Field(_default(ExportSpec, "history_images"), ge=0, le=100)
-    max_pixels: int | None = Field(_default(ExportSpec, "max_pixels"), ge=64 * 64, le=100_000_000,
-                                   description="downscale larger images; null copies them as stored")
-    val_fraction: float = Field(_default(ExportSpec, "val_fraction"), ge=0, lt=1,
-                                description="share of tasks held out for validation")
-    seed: int = Field(_default(ExportSpec, "seed"), ge=0, le=2**31 - 1)
-    dedup: bool = _default(ExportSpec, "dedup")
-    name: str = Field(_default(ExportSpec, "name"), min_length=1, max_length=200,
-                      description="dataset name, where a format names its dataset")
+class ExportCreate(ExportOptions):
+    """An export's options (`episodelake.lake.export.spec.ExportOptions`, where each field is
+    defined); the server picks the folder and writes image paths relative to it."""
 
 
 class ExportSummary(BaseModel):

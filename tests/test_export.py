@@ -303,10 +303,27 @@ def test_a_set_whose_episodes_were_deleted_names_them(tmp_path):
 @pytest.mark.parametrize(("option", "value", "field"), [
     ("granularity", "turn", "granularity"), ("history_images", -1, "history_images"),
     ("val_fraction", 1.0, "val_fraction"), ("max_pixels", 10, "max_pixels"), ("tag", "../x", "tag"),
+    ("history_images", True, "history_images"), ("seed", "3", "seed"), ("dedup", 1, "dedup"),
+    ("max_images", 0, "max_images"), ("where", "x" * 4001, "where"), ("colour", "red", "colour"),
 ])
 def test_bad_options_name_the_field(tmp_path, option, value, field):
-    with pytest.raises(InvalidInput, match=field):
+    with pytest.raises(InvalidInput, match=f"^{field}"):
         ExportSpec(format="swift", out=tmp_path, **{option: value})
+
+
+def test_the_command_line_options_are_the_spec_fields(capsys, monkeypatch):
+    """`elake export sft` has one option per field of `ExportSpec`, its help the field's
+    description; an option not given leaves the spec's default."""
+    from episodelake.api import cli
+
+    monkeypatch.setenv("COLUMNS", "1000")  # no wrapping inside a description
+    with pytest.raises(SystemExit):
+        cli.main(["export", "sft", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    for name, field in ExportSpec.model_fields.items():
+        assert f"--{name.replace('_', '-')}" in shown, name
+        assert " ".join(field.description.split()) in shown, name
+    assert "--no-dedup" in shown and "(default 3)" in shown
 
 
 # -- bookkeeping and progress ------------------------------------------------------------------

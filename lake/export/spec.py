@@ -1,96 +1,102 @@
-"""`ExportSpec`: everything that decides an export's content, validated in one place.
+"""`ExportSpec`: everything that decides an export's content, defined and validated once.
 
-The spec (less `out`) goes into the manifest, so the same spec on the same lake tag gives the
-same bytes. Defaults live here only; the CLI and the API pass through what the user set.
+`ExportOptions` holds what decides the samples; `ExportSpec` adds where they are written. The
+API's request body is `ExportOptions` itself (the server picks the folder), so its OpenAPI
+document shows these fields' ranges and descriptions; the command line builds the spec from
+the same fields. Defaults live here only. The spec (less `out`) goes into the manifest, so the
+same spec on the same lake tag gives the same bytes.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
+from pydantic import ConfigDict, Field, model_validator
+
+from episodelake.lake.curation import MAX_NAME
 from episodelake.lake.errors import InvalidInput
 from episodelake.lake.layout import check_id
 from episodelake.lake.prompts import STYLES
+from episodelake.lake.spec_model import SpecModel
 
 GRANULARITIES = ("step", "episode")
+#: The longest `where` condition accepted (a condition, not a program).
+MAX_WHERE = 4000
 
 
-@dataclass(frozen=True)
-class ExportSpec:
-    #: A registered format name (see `episodelake.lake.export.formats.FORMATS`).
-    format: str
-    #: The folder to write; created, or replaced when an earlier export wrote it.
-    out: Path
-    #: A set's name or id: only its live members are exported.
-    set: str | None = None
-    #: A SQL condition over `episodes JOIN steps USING (episode_id)` (columns of either
-    #: table, unqualified or as e.<col> / s.<col>); it picks the steps that become samples.
-    where: str | None = None
-    #: Keep episodes whatever their outcome (default: only `success = true`).
-    include_failed: bool = False
-    #: Keep only target steps whose judge's step_reward is 1 (history keeps every step).
-    good_steps_only: bool = False
-    #: Keep target steps whose response did not parse into an action (default: skip them).
-    include_invalid: bool = False
-    #: `step`: one sample per step; `episode`: one multi-turn conversation per episode.
-    granularity: str = "step"
-    #: Prompt layout from `episodelake.lake.prompts` (`episode` needs `mai-ui`).
-    style: str = "mai-ui"
-    #: Previous steps shown in a step sample (as text); None shows all, as collectors do.
-    history_length: int | None = None
-    #: Of those, how many most recent ones also show their screenshot.
-    history_images: int = 3
-    #: Share of tasks (not samples) held out for validation; no task is in both splits.
-    val_fraction: float = 0.1
-    #: Seeds the task split: the same seed puts a task in the same split in every export.
-    seed: int = 0
-    #: Drop samples identical to an earlier one (same text, same image bytes).
-    dedup: bool = True
-    #: Downscale images above this many pixels (re-encoded then); None copies them as stored.
-    max_pixels: int | None = None
-    #: Read the lake as of this tag (default: a set's pinned tag, else the latest versions).
-    tag: str | None = None
-    #: Dataset name used where a format names its dataset (LLaMA-Factory's dataset_info).
-    name: str = "episodelake"
-    #: Most images in one sample. An episode sample with more steps is split into
-    #: consecutive conversations of at most this many steps, each showing the episode's
-    #: earlier steps as text (as the collectors' prompts do), so every step is still trained
-    #: once; a step sample must fit (its history screenshots plus its own). None: the
-    #: format's own limit (openai: 10), else no limit.
-    max_images: int | None = None
-    #: Write image paths relative to the export folder (portable: move or copy the folder,
-    #: then point the training tool at it) instead of absolute (readable from any working
-    #: directory, as long as the folder stays where it was exported). Formats that embed
-    #: their images (trl, openai) are not affected.
-    relative_paths: bool = False
+class ExportOptions(SpecModel):
+    """What an export reads from the lake and how it turns steps into samples."""
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "out", Path(self.out))
-        if self.granularity not in GRANULARITIES:
-            raise InvalidInput(f"granularity must be one of {', '.join(GRANULARITIES)}, not {self.granularity!r}")
-        if self.style not in STYLES:
-            raise InvalidInput(f"style must be one of {', '.join(STYLES)}, not {self.style!r}")
+    # Strict: a number is never taken for a boolean, nor a string for a number.
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    format: str = Field(min_length=1, max_length=100,
+                        description="a registered format name (GET /api/export-formats, "
+                        "`elake export sft --list-formats`)")
+    set: str | None = Field(None, min_length=1, max_length=MAX_NAME,
+                            description="a set's name or id: only its live members are exported")
+    where: str | None = Field(None, max_length=MAX_WHERE,
+                              description="a SQL condition over `episodes JOIN steps USING "
+                              "(episode_id)` (columns of either table, unqualified or as e.<col> / "
+                              "s.<col>), run in the SQL sandbox; it picks the steps that become "
+                              "samples")
+    include_failed: bool = Field(False, description="keep episodes whatever their outcome "
+                                 "(default: only `success = true`)")
+    good_steps_only: bool = Field(False, description="keep only target steps whose judge's "
+                                  "step_reward is 1 (the history keeps every step)")
+    include_invalid: bool = Field(False, description="keep target steps whose response did not "
+                                  "parse into an action (default: skip them)")
+    granularity: Literal[GRANULARITIES] = Field(  # type: ignore[valid-type]
+        "step", description="step: one sample per step; episode: one multi-turn conversation "
+        "per episode")
+    style: Literal[STYLES] = Field(  # type: ignore[valid-type]
+        "mai-ui", description="prompt layout (`episodelake.lake.prompts`); granularity "
+        "episode needs mai-ui")
+    history_length: int | None = Field(None, ge=0, le=1000,
+                                       description="previous steps shown in a step sample (as "
+                                       "text); unset shows all, as collectors do")
+    history_images: int = Field(3, ge=0, le=100, description="of those, how many most recent "
+                                "ones also show their screenshot")
+    max_pixels: int | None = Field(None, ge=64 * 64, le=100_000_000,
+                                   description="downscale images above this many pixels "
+                                   "(re-encoded then); unset copies them as stored")
+    max_images: int | None = Field(None, ge=1, le=1000,
+                                   description="most images in one sample. An episode sample "
+                                   "with more steps is split into consecutive conversations of at "
+                                   "most this many steps, each showing the episode's earlier steps "
+                                   "as text (as the collectors' prompts do), so every step is "
+                                   "still trained once; a step sample must fit (its history "
+                                   "screenshots plus its own). Unset: the format's own limit "
+                                   "(openai: 10), else no limit")
+    val_fraction: float = Field(0.1, ge=0, lt=1, description="share of tasks (not samples) held "
+                                "out for validation; no task is in both splits")
+    seed: int = Field(0, ge=0, le=2**31 - 1, description="seeds the task split: the same seed "
+                      "puts a task in the same split in every export")
+    dedup: bool = Field(True, description="drop samples identical to an earlier one (same text, "
+                        "same image bytes)")
+    tag: str | None = Field(None, max_length=200, description="read the lake as of this tag "
+                            "(default: a set's pinned tag, else the latest versions)")
+    name: str = Field("episodelake", min_length=1, max_length=200,
+                      description="dataset name, where a format names its dataset "
+                      "(LLaMA-Factory's dataset_info)")
+
+    @model_validator(mode="after")
+    def _check(self) -> ExportOptions:
+        """Combinations no single field can refuse; each message names the field to change."""
         if self.granularity == "episode" and self.style != "mai-ui":
             raise InvalidInput(f"style {self.style!r} is single-turn; granularity 'episode' needs style 'mai-ui'")
         if self.granularity == "episode" and self.good_steps_only:
             raise InvalidInput("good_steps_only picks target steps; use it with granularity 'step'")
-        for field in ("history_length", "history_images", "max_pixels", "seed", "max_images"):
-            value = getattr(self, field)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-                raise InvalidInput(f"{field} must be a non-negative integer, not {value!r}")
-        if self.max_pixels is not None and self.max_pixels < 64 * 64:
-            raise InvalidInput(f"max_pixels must be at least {64 * 64}, not {self.max_pixels}")
-        self._resolve_max_images()
-        if not isinstance(self.val_fraction, (int, float)) or not 0 <= self.val_fraction < 1:
-            raise InvalidInput(f"val_fraction must be in [0, 1), not {self.val_fraction!r}")
-        if self.set is not None and (not isinstance(self.set, str) or not self.set.strip()):
+        if self.set is not None and not self.set.strip():
             raise InvalidInput(f"set must be a set's name or id, not {self.set!r}")
         if self.tag is not None:
             check_id(self.tag, "tag")
         check_id(self.name, "name")
         if self.where is not None and not self.where.strip():
             object.__setattr__(self, "where", None)
+        self._resolve_max_images()
+        return self
 
     def _resolve_max_images(self) -> None:
         """Take the format's image limit when none is given; refuse what breaks either limit."""
@@ -100,8 +106,6 @@ class ExportSpec:
         limit = fmt.max_images if fmt is not None else None
         if self.max_images is None:
             object.__setattr__(self, "max_images", limit)
-        elif self.max_images < 1:
-            raise InvalidInput(f"max_images must be at least 1, not {self.max_images}")
         elif limit is not None and self.max_images > limit:
             raise InvalidInput(f"max_images: {self.format} accepts at most {limit} images per "
                                f"sample, not {self.max_images}; use {limit} or less")
@@ -116,8 +120,19 @@ class ExportSpec:
                 f"{shown + 1} images per sample, and {where} at most {self.max_images}; "
                 f"use --history-images {self.max_images - 1} or less")
 
+
+class ExportSpec(ExportOptions):
+    """An export: its options and the folder it writes."""
+
+    out: Path = Field(strict=False, description="the folder to write; created, or replaced when "
+                      "an earlier export wrote it")
+    relative_paths: bool = Field(False, description="write image paths relative to the export "
+                                 "folder (portable: move or copy the folder, then point the "
+                                 "training tool at it) instead of absolute (readable from any "
+                                 "working directory, as long as the folder stays where it was "
+                                 "exported). Formats that embed their images (trl, openai) are "
+                                 "not affected")
+
     def recorded(self) -> dict:
         """The spec as the manifest records it (no output path: two folders compare equal)."""
-        out = asdict(self)
-        out.pop("out")
-        return out
+        return self.model_dump(exclude={"out"})

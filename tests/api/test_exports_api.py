@@ -16,8 +16,9 @@ from test_read_api import error_of
 from test_security import raw_get
 
 from episodelake.api.jobs import Jobs
-from episodelake.lake.errors import Conflict
+from episodelake.lake.errors import Conflict, InvalidInput
 from episodelake.lake.export import ExportSpec, run_export
+from episodelake.lake.export.spec import ExportOptions
 
 
 def wait_finished(client: httpx.Client, url: str, timeout_s: float = 60) -> dict:
@@ -178,3 +179,35 @@ def test_stopping_interrupts_a_running_job_at_its_next_report(lake):
     job = jobs.get("exp-s")
     assert job["status"] == "interrupted" and job["error"]["type"] == "Interrupted"
     assert "server stopped" in job["error"]["message"] and job["finished_at"] is not None
+
+
+# -- the request body is the export spec ------------------------------------------------------
+def test_the_request_body_is_the_export_spec_with_its_constraints(client):
+    """POST /api/exports takes `ExportOptions` itself: OpenAPI shows the spec's own types,
+    ranges and descriptions (nothing restated), and only `out`/`relative_paths`, which the
+    server decides, are not the caller's."""
+    doc = client.get("/openapi.json").json()
+    body = doc["paths"]["/api/exports"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    schema = doc["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]]
+    model = {name: {k: v for k, v in prop.items() if not (k == "default" and v is None)}
+             for name, prop in ExportOptions.model_json_schema()["properties"].items()}
+    assert schema["properties"] == model  # OpenAPI leaves out null defaults
+    assert schema["additionalProperties"] is False
+    assert set(ExportSpec.model_fields) - set(schema["properties"]) == {"out", "relative_paths"}
+    for name, field in ExportOptions.model_fields.items():
+        assert len(field.description or "") > 10 and schema["properties"][name]["description"] == field.description
+    props = schema["properties"]
+    assert (props["history_images"]["minimum"], props["history_images"]["maximum"]) == (0, 100)
+    assert props["val_fraction"]["exclusiveMaximum"] == 1 and props["where"]["anyOf"][0]["maxLength"] == 4000
+    assert props["max_pixels"]["anyOf"][0]["minimum"] == 64 * 64
+    assert props["granularity"]["enum"] == ["step", "episode"] and props["history_images"]["default"] == 3
+
+
+def test_a_combination_is_refused_with_the_same_message_as_in_python(client, tmp_path):
+    bad = {"format": "swift", "granularity": "episode", "good_steps_only": True}
+    with pytest.raises(InvalidInput) as caught:
+        ExportSpec(out=tmp_path, **bad)
+    r = client.post("/api/exports", json=bad)
+    assert r.status_code == 422 and error_of(r) == {"type": "InvalidInput", "message": str(caught.value)}
+    r = client.post("/api/exports", json={"format": "openai", "max_images": 11})
+    assert r.status_code == 422 and "openai accepts at most 10 images" in error_of(r)["message"]

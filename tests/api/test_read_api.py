@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from PIL import Image
 from webapp_support import TASKS, screen
 
+from episodelake.api.listing import EpisodeFilter, list_episodes
 from episodelake.api.models import ActionView
 from episodelake.api.overlay import draw_action
+from episodelake.lake.errors import InvalidInput
 
 
 def error_of(response) -> dict:
@@ -54,6 +57,56 @@ def test_episode_filters(client):
     assert sorted(get(group_id="g-wifi_on", env="sim", run_id="run-1")) == ["wifi_on-0", "wifi_on-1", "wifi_on-2"]
     assert get(env="adb") == []
     assert sorted(get(where="episode_length = 5 AND task_name LIKE 'wifi%'")) == ["wifi_on-1"]
+
+
+#: One narrowing value per filter field (a new field needs one here: the test checks that).
+FILTER_CASES = {
+    "task": "wifi_on", "success": False, "unjudged": True, "run_id": "no-such-run",
+    "policy_version": "30", "group_id": "g-wifi_on", "env": "adb", "tag": "smoke",
+    "set_id": "no-such-set", "zero_step_reward": True, "min_length": 6, "max_length": 4,
+    "where": "episode_length = 5",
+}
+
+
+def test_each_filter_field_round_trips(client, lake):
+    """Each field of `EpisodeFilter`, sent as its query parameter, selects what the same
+    filter selects in Python, and narrows the selection."""
+    assert set(FILTER_CASES) == set(EpisodeFilter.model_fields)
+    everything = sorted(ids(client.get("/api/episodes").json()))
+    for name, value in FILTER_CASES.items():
+        filt = EpisodeFilter(**{name: value})
+        assert EpisodeFilter.model_validate({name: str(value).lower() if isinstance(value, bool)
+                                             else str(value)}) == filt
+        rows, _, total = list_episodes(lake, filt, sort="episode_id", descending=False, limit=100,
+                                       cursor=None, timeout_s=30)
+        wanted = [r["episode_id"] for r in rows]
+        page = client.get("/api/episodes", params={name: value, "sort": "episode_id",
+                                                   "order": "asc"}).json()
+        assert ids(page) == wanted and page["total"] == total == len(wanted), name
+        assert wanted != everything, name
+        tasks = client.get("/api/tasks", params={name: value}).json()
+        assert sum(t["episodes"] for t in tasks) == total, name
+        assert client.get("/api/stats", params={name: value}).json()["episodes"] == total, name
+
+
+def test_the_filters_query_parameters_are_the_model(client):
+    """Every route that takes the filter documents its fields as the model states them."""
+    doc = client.get("/openapi.json").json()
+    for path in ("/api/episodes", "/api/tasks", "/api/stats", "/api/groups"):
+        params = {p["name"]: p for p in doc["paths"][path]["get"]["parameters"]}
+        for name, field in EpisodeFilter.model_fields.items():
+            assert params[name]["description"] == field.description, (path, name)
+    params = {p["name"]: p for p in doc["paths"]["/api/episodes"]["get"]["parameters"]}
+    assert params["min_length"]["schema"]["anyOf"][0]["maximum"] == 1_000_000
+    assert params["where"]["schema"]["anyOf"][0]["maxLength"] == 4000
+
+
+def test_a_bad_filter_value_is_named(client):
+    for query, field in ((("set_id", "../x"),), "set_id"), ((("max_length", "-1"),), "max_length"):
+        r = client.get("/api/episodes", params=dict(query))
+        assert r.status_code == 422 and error_of(r)["message"].startswith(field), r.text
+    with pytest.raises(InvalidInput, match="set_id '../x' is not a valid id"):
+        EpisodeFilter(set_id="../x")
 
 
 def test_where_fragment_goes_through_the_sandbox(client):

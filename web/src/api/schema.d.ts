@@ -723,93 +723,105 @@ export interface components {
         };
         /**
          * ExportCreate
-         * @description The export spec (see `episodelake.lake.export.spec.ExportSpec`); the server picks the folder.
+         * @description An export's options (`episodelake.lake.export.spec.ExportOptions`, where each field is
+         *     defined); the server picks the folder and writes image paths relative to it.
          */
         ExportCreate: {
             /**
              * Dedup
+             * @description drop samples identical to an earlier one (same text, same image bytes)
              * @default true
              */
             dedup: boolean;
             /**
              * Format
-             * @description a format from GET /api/export-formats
+             * @description a registered format name (GET /api/export-formats, `elake export sft --list-formats`)
              */
             format: string;
             /**
              * Good Steps Only
-             * @description only target steps whose step_reward is 1
+             * @description keep only target steps whose judge's step_reward is 1 (the history keeps every step)
              * @default false
              */
             good_steps_only: boolean;
             /**
              * Granularity
+             * @description step: one sample per step; episode: one multi-turn conversation per episode
              * @default step
              * @enum {string}
              */
             granularity: "step" | "episode";
             /**
              * History Images
+             * @description of those, how many most recent ones also show their screenshot
              * @default 3
              */
             history_images: number;
             /**
              * History Length
-             * @description previous steps shown as text; null shows all
+             * @description previous steps shown in a step sample (as text); unset shows all, as collectors do
              */
             history_length?: number | null;
             /**
              * Include Failed
-             * @description keep failed episodes too (default: success = true only)
+             * @description keep episodes whatever their outcome (default: only `success = true`)
              * @default false
              */
             include_failed: boolean;
             /**
              * Include Invalid
+             * @description keep target steps whose response did not parse into an action (default: skip them)
              * @default false
              */
             include_invalid: boolean;
             /**
+             * Max Images
+             * @description most images in one sample. An episode sample with more steps is split into consecutive conversations of at most this many steps, each showing the episode's earlier steps as text (as the collectors' prompts do), so every step is still trained once; a step sample must fit (its history screenshots plus its own). Unset: the format's own limit (openai: 10), else no limit
+             */
+            max_images?: number | null;
+            /**
              * Max Pixels
-             * @description downscale larger images; null copies them as stored
+             * @description downscale images above this many pixels (re-encoded then); unset copies them as stored
              */
             max_pixels?: number | null;
             /**
              * Name
-             * @description dataset name, where a format names its dataset
+             * @description dataset name, where a format names its dataset (LLaMA-Factory's dataset_info)
              * @default episodelake
              */
             name: string;
             /**
              * Seed
+             * @description seeds the task split: the same seed puts a task in the same split in every export
              * @default 0
              */
             seed: number;
             /**
              * Set
-             * @description a set's name or id
+             * @description a set's name or id: only its live members are exported
              */
             set?: string | null;
             /**
              * Style
+             * @description prompt layout (`episodelake.lake.prompts`); granularity episode needs mai-ui
              * @default mai-ui
              * @enum {string}
              */
             style: "mai-ui" | "gui-owl";
             /**
              * Tag
-             * @description read the lake as of this tag
+             * @description read the lake as of this tag (default: a set's pinned tag, else the latest versions)
              */
             tag?: string | null;
             /**
              * Val Fraction
-             * @description share of tasks held out for validation
+             * @description share of tasks (not samples) held out for validation; no task is in both splits
              * @default 0.1
              */
             val_fraction: number;
             /**
              * Where
-             * @description SQL condition over episodes JOIN steps, run in the sandbox
+             * @description a SQL condition over `episodes JOIN steps USING (episode_id)` (columns of either table, unqualified or as e.<col> / s.<col>), run in the SQL sandbox; it picks the steps that become samples
              */
             where?: string | null;
         };
@@ -1693,19 +1705,19 @@ export interface operations {
     episodes_api_episodes_get: {
         parameters: {
             query?: {
-                sort?: "created_at" | "finished_at" | "episode_length" | "episode_reward" | "eval_score" | "task_name" | "policy_version" | "episode_id";
-                order?: "asc" | "desc";
-                limit?: number | null;
-                cursor?: string | null;
                 /** @description task_name */
                 task?: string | null;
                 /** @description judged outcome */
                 success?: boolean | null;
                 /** @description only episodes not judged yet */
                 unjudged?: boolean;
+                /** @description the run that recorded it */
                 run_id?: string | null;
+                /** @description the checkpoint that acted */
                 policy_version?: string | null;
+                /** @description its GRPO/GiGPO episode group */
                 group_id?: string | null;
+                /** @description where it ran: sim, adb, ... */
                 env?: string | null;
                 /** @description one of the episode's tags */
                 tag?: string | null;
@@ -1713,10 +1725,16 @@ export interface operations {
                 set_id?: string | null;
                 /** @description some step has step_reward = 0 */
                 zero_step_reward?: boolean;
+                /** @description at least this many steps */
                 min_length?: number | null;
+                /** @description at most this many steps */
                 max_length?: number | null;
                 /** @description SQL condition over episodes columns, run in the sandbox */
                 where?: string | null;
+                sort?: "created_at" | "finished_at" | "episode_length" | "episode_reward" | "eval_score" | "task_name" | "policy_version" | "episode_id";
+                order?: "asc" | "desc";
+                limit?: number | null;
+                cursor?: string | null;
             };
             header?: never;
             path?: never;
@@ -2639,16 +2657,19 @@ export interface operations {
     groups_api_groups_get: {
         parameters: {
             query?: {
-                limit?: number;
                 /** @description task_name */
                 task?: string | null;
                 /** @description judged outcome */
                 success?: boolean | null;
                 /** @description only episodes not judged yet */
                 unjudged?: boolean;
+                /** @description the run that recorded it */
                 run_id?: string | null;
+                /** @description the checkpoint that acted */
                 policy_version?: string | null;
+                /** @description its GRPO/GiGPO episode group */
                 group_id?: string | null;
+                /** @description where it ran: sim, adb, ... */
                 env?: string | null;
                 /** @description one of the episode's tags */
                 tag?: string | null;
@@ -2656,10 +2677,13 @@ export interface operations {
                 set_id?: string | null;
                 /** @description some step has step_reward = 0 */
                 zero_step_reward?: boolean;
+                /** @description at least this many steps */
                 min_length?: number | null;
+                /** @description at most this many steps */
                 max_length?: number | null;
                 /** @description SQL condition over episodes columns, run in the sandbox */
                 where?: string | null;
+                limit?: number;
             };
             header?: never;
             path?: never;
@@ -4122,9 +4146,13 @@ export interface operations {
                 success?: boolean | null;
                 /** @description only episodes not judged yet */
                 unjudged?: boolean;
+                /** @description the run that recorded it */
                 run_id?: string | null;
+                /** @description the checkpoint that acted */
                 policy_version?: string | null;
+                /** @description its GRPO/GiGPO episode group */
                 group_id?: string | null;
+                /** @description where it ran: sim, adb, ... */
                 env?: string | null;
                 /** @description one of the episode's tags */
                 tag?: string | null;
@@ -4132,7 +4160,9 @@ export interface operations {
                 set_id?: string | null;
                 /** @description some step has step_reward = 0 */
                 zero_step_reward?: boolean;
+                /** @description at least this many steps */
                 min_length?: number | null;
+                /** @description at most this many steps */
                 max_length?: number | null;
                 /** @description SQL condition over episodes columns, run in the sandbox */
                 where?: string | null;
@@ -4217,9 +4247,13 @@ export interface operations {
                 success?: boolean | null;
                 /** @description only episodes not judged yet */
                 unjudged?: boolean;
+                /** @description the run that recorded it */
                 run_id?: string | null;
+                /** @description the checkpoint that acted */
                 policy_version?: string | null;
+                /** @description its GRPO/GiGPO episode group */
                 group_id?: string | null;
+                /** @description where it ran: sim, adb, ... */
                 env?: string | null;
                 /** @description one of the episode's tags */
                 tag?: string | null;
@@ -4227,7 +4261,9 @@ export interface operations {
                 set_id?: string | null;
                 /** @description some step has step_reward = 0 */
                 zero_step_reward?: boolean;
+                /** @description at least this many steps */
                 min_length?: number | null;
+                /** @description at most this many steps */
                 max_length?: number | null;
                 /** @description SQL condition over episodes columns, run in the sandbox */
                 where?: string | null;
