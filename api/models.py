@@ -16,7 +16,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from episodelake.api.errors import ErrorDetail
-from episodelake.collectors.rerun import RerunSpec
+from episodelake.collectors.jobs.rerun import RerunSpec
 from episodelake.lake import schema
 from episodelake.lake.curation import MAX_NAME, MAX_TEXT
 from episodelake.lake.export.spec import ExportOptions

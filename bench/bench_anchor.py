@@ -23,8 +23,8 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from episodelake.collectors.agents.oracle import DemoPolicy, NoiseConfig
 from episodelake.collectors.envs.sim.phone import Phone
-from episodelake.collectors.envs.sim.policy import DemoPolicy, NoiseConfig
 from episodelake.collectors.envs.sim.tasks import sample_tasks
 from episodelake.collectors.record.anchor import (
     DEFAULT_THRESHOLD,

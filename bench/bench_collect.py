@@ -27,7 +27,7 @@ from common import line, workdir
 
 from episodelake.collectors.envs.base import Task
 from episodelake.collectors.envs.remote import RemoteOptions
-from episodelake.collectors.parallel import (
+from episodelake.collectors.jobs.batch import (
     RandomSpec,
     RemoteSpec,
     RunSettings,

@@ -12,7 +12,7 @@ import os
 
 from common import line, workdir
 
-from episodelake.collectors.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
+from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 from episodelake.lake import Lake
 
 

@@ -1,7 +1,7 @@
 """`elake collect adb|remote|sim`, `elake serve-env --sim`, `elake judge`: episodes from devices.
 
 Every `collect` kind builds worker specs (device + policy) and runs them through
-:func:`~episodelake.collectors.parallel.run_batch`, the batch runner every episode job shares:
+:func:`~episodelake.collectors.jobs.batch.run_batch`, the batch runner every episode job shares:
 one worker by default, `--workers N` threads (collection waits on devices, not CPUs), or Ray
 actors with `--ray`.
 """
@@ -120,14 +120,14 @@ def _add_run(p: argparse.ArgumentParser, *, task_help: str, parallel: bool) -> N
 # --- building the run -------------------------------------------------------------------------
 
 def _settings(args):
-    from episodelake.collectors.parallel import RunSettings
+    from episodelake.collectors.jobs.batch import RunSettings
 
     run_id = args.run_id or datetime.now(UTC).strftime("collect-%Y%m%dT%H%M%S")
     return RunSettings(run_id, max_steps=args.max_steps, tags=tuple(args.tag))
 
 
 def _tasks(args, run_id: str, extra: Sequence[str] = ()):
-    from episodelake.collectors.collect import grouped_tasks, load_tasks
+    from episodelake.collectors.jobs.tasks import grouped_tasks, load_tasks
 
     tasks = grouped_tasks([(t, None, args.repeat) for t in [*args.task, *extra]], run_id)
     if args.task_file:
@@ -138,7 +138,7 @@ def _tasks(args, run_id: str, extra: Sequence[str] = ()):
 
 
 def _policy(args):
-    from episodelake.collectors.parallel import ModelSpec, OracleSpec, RandomSpec
+    from episodelake.collectors.jobs.batch import ModelSpec, OracleSpec, RandomSpec
 
     builtin = getattr(args, "policy", None)
     if builtin and args.model_url:
@@ -155,7 +155,7 @@ def _policy(args):
 
 
 def _run(args, workers, tasks, settings) -> int:
-    from episodelake.collectors.parallel import run_batch
+    from episodelake.collectors.jobs.batch import run_batch
 
     print(f"collecting {len(tasks)} episode(s) with {len(workers)} worker(s) into {args.lake} "
           f"(run {settings.run_id}; Ctrl-C aborts running episodes, keeping their steps)")
@@ -174,7 +174,7 @@ def _run(args, workers, tasks, settings) -> int:
 
 def cmd_collect_adb(args) -> int:
     from episodelake.collectors.envs import adb
-    from episodelake.collectors.parallel import AdbSpec
+    from episodelake.collectors.jobs.batch import AdbSpec
 
     if args.list:
         for device in adb.list_devices():
@@ -198,7 +198,7 @@ def cmd_collect_adb(args) -> int:
 
 def cmd_collect_remote(args) -> int:
     from episodelake.collectors.envs.remote import RemoteOptions, read_server_file
-    from episodelake.collectors.parallel import split_servers
+    from episodelake.collectors.jobs.batch import split_servers
 
     urls = args.server or read_server_file(args.server_file)
     policy = _policy(args)
@@ -209,7 +209,7 @@ def cmd_collect_remote(args) -> int:
 
 def cmd_collect_sim(args) -> int:
     from episodelake.collectors.envs.sim.tasks import sample_tasks
-    from episodelake.collectors.parallel import SimSpec
+    from episodelake.collectors.jobs.batch import SimSpec
 
     settings = _settings(args)
     sampled = [t.id for t in sample_tasks(args.sample, args.seed)] if args.sample else []
@@ -236,8 +236,9 @@ def cmd_serve_env(args) -> None:
 
 
 def cmd_judge(args) -> None:
-    from episodelake.collectors.judge import JudgeCache, StepJudge, backfill, select_episodes
-    from episodelake.collectors.model_client import ModelClient, ModelOptions
+    from episodelake.collectors.agents.judge import JudgeCache, StepJudge
+    from episodelake.collectors.agents.model_client import ModelClient, ModelOptions
+    from episodelake.collectors.jobs.backfill import backfill, select_episodes
     from episodelake.lake.lake import Lake
 
     lake = Lake(args.lake, create=False)

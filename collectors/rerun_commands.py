@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from episodelake.collectors.rerun import ENVS
+from episodelake.collectors.jobs.rerun import ENVS
 
 _EPILOG = """examples:
   elake rerun --set login-failures --policy oracle --env sim --n 3
@@ -39,7 +39,13 @@ def register(commands) -> None:
 def cmd_rerun(args) -> int:
     from tqdm import tqdm
 
-    from episodelake.collectors.rerun import RerunSpec, get_rerun, list_reruns, render, run_rerun
+    from episodelake.collectors.jobs.rerun import (
+        RerunSpec,
+        get_rerun,
+        list_reruns,
+        render,
+        run_rerun,
+    )
     from episodelake.lake.errors import InvalidInput
     from episodelake.lake.lake import Lake
 

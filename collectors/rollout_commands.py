@@ -40,7 +40,7 @@ def register(commands) -> None:
 
 
 def cmd_rollout(args) -> None:
-    from episodelake.collectors.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
+    from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 
     ids = task_ids(args.task or args.tasks, seed=args.seed)
     spec = RolloutSpec(ids, group_size=args.group_size, max_steps=args.max_steps,
@@ -55,7 +55,7 @@ def new_run_id(kind: str) -> str:
 
 
 def cmd_demo(args) -> None:
-    from episodelake.collectors.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
+    from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 
     lake = Lake(args.lake)
     if lake.dataset("episodes").count_rows():

@@ -7,13 +7,12 @@ import json
 
 import pytest
 
-from episodelake.collectors.collect import RandomPolicy, run_episode
+from episodelake.collectors.agents.oracle import NoiseConfig, OraclePolicy
+from episodelake.collectors.agents.random import RandomPolicy
 from episodelake.collectors.envs.base import Task
-from episodelake.collectors.envs.sim.device import OraclePolicy, SimDevice
-from episodelake.collectors.envs.sim.policy import NoiseConfig
+from episodelake.collectors.envs.sim.device import SimDevice
 from episodelake.collectors.envs.sim.tasks import sample_tasks
-from episodelake.collectors.record.recorder import Recorder
-from episodelake.collectors.rerun import (
+from episodelake.collectors.jobs.rerun import (
     RerunSpec,
     get_rerun,
     list_reruns,
@@ -22,6 +21,8 @@ from episodelake.collectors.rerun import (
     run_rerun,
     wilson,
 )
+from episodelake.collectors.loop import run_episode
+from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake, curation
 from episodelake.lake.errors import InvalidInput
 from episodelake.lake.export import SetEpisodesMissing

@@ -8,8 +8,8 @@ import re
 from test_cli import elake
 
 from episodelake.collectors.envs.sim.device import SimJudge
-from episodelake.collectors.parallel import RunSettings, SimSpec, run_batch
-from episodelake.collectors.rollout import (
+from episodelake.collectors.jobs.batch import RunSettings, SimSpec, run_batch
+from episodelake.collectors.jobs.rollout import (
     RolloutSpec,
     demo_agent,
     rollout_tasks,

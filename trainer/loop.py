@@ -38,7 +38,7 @@ import torch
 from tqdm import tqdm
 
 from episodelake.collectors.envs.sim import tasks as sim_tasks
-from episodelake.collectors.rollout import RolloutReport, RolloutSpec, run_rollouts
+from episodelake.collectors.jobs.rollout import RolloutReport, RolloutSpec, run_rollouts
 from episodelake.lake import Lake
 from episodelake.lake.layout import check_id
 from episodelake.trainer import checkpoint

@@ -14,7 +14,13 @@ from fastapi import APIRouter
 from episodelake.api.deps import JobsDep, LakeDep, SettingsDep, WhoDep
 from episodelake.api.jobs import ACTIVE
 from episodelake.api.models import RerunCreate, RerunDetail, RerunSummary
-from episodelake.collectors.rerun import RerunSpec, get_rerun, list_reruns, new_rerun_id, run_rerun
+from episodelake.collectors.jobs.rerun import (
+    RerunSpec,
+    get_rerun,
+    list_reruns,
+    new_rerun_id,
+    run_rerun,
+)
 from episodelake.lake.errors import InvalidInput, NotFound
 from episodelake.lake.lake import Lake
 from episodelake.lake.layout import check_id

@@ -15,9 +15,9 @@ from test_read_api import error_of
 from webapp_support import ServerThread, screen
 
 from episodelake.api.settings import Settings
+from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.collectors.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 from episodelake.lake.lake import Lake
 
 TRAIN_RUN = "train-api-1"

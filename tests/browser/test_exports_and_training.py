@@ -14,7 +14,7 @@ import httpx
 import pytest
 from conftest import shot
 
-from episodelake.collectors.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
+from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

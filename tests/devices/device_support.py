@@ -13,9 +13,9 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from episodelake.collectors.collect import Reply
 from episodelake.collectors.envs.base import Task
 from episodelake.collectors.envs.sim.device import SimDevice
+from episodelake.collectors.loop import Reply
 from episodelake.collectors.record.actions import format_tool_call, parse_response
 
 

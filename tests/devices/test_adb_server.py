@@ -14,9 +14,9 @@ import pytest
 from device_support import ScriptedPolicy, elake
 from fake_adbd import FakeAdbd
 
-from episodelake.collectors.collect import run_episode
 from episodelake.collectors.envs import adb
 from episodelake.collectors.envs.base import DeviceUnavailable, Task
+from episodelake.collectors.loop import run_episode
 from episodelake.collectors.record.recorder import Recorder
 
 pytestmark = pytest.mark.skipif(shutil.which("adb") is None, reason="adb is not installed "

@@ -11,16 +11,14 @@ import factories
 import pytest
 from device_support import elake
 
-from episodelake.collectors.collect import (
-    ModelPolicy,
-    RandomPolicy,
-    Reply,
-    load_tasks,
-    run_episode,
-)
+from episodelake.collectors.agents.model import ModelPolicy
+from episodelake.collectors.agents.model_client import ModelClient, ModelOptions
+from episodelake.collectors.agents.oracle import OraclePolicy
+from episodelake.collectors.agents.random import RandomPolicy
 from episodelake.collectors.envs.base import Task
-from episodelake.collectors.envs.sim.device import OraclePolicy, SimDevice, SimJudge
-from episodelake.collectors.model_client import ModelClient, ModelOptions
+from episodelake.collectors.envs.sim.device import SimDevice, SimJudge
+from episodelake.collectors.jobs.tasks import load_tasks
+from episodelake.collectors.loop import Reply, run_episode
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.errors import InvalidInput
 

@@ -9,15 +9,14 @@ import factories
 import pytest
 from device_support import elake
 
-from episodelake.collectors.judge import (
+from episodelake.collectors.agents.judge import (
     JudgeCache,
     StepJudge,
     StepToJudge,
-    backfill,
     parse_verdict,
-    select_episodes,
 )
-from episodelake.collectors.model_client import ModelClient, ModelOptions
+from episodelake.collectors.agents.model_client import ModelClient, ModelOptions
+from episodelake.collectors.jobs.backfill import backfill, select_episodes
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import curation
 from episodelake.lake.errors import InvalidInput, NotFound

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from episodelake.collectors.model_client import (
+from episodelake.collectors.agents.model_client import (
     ModelClient,
     ModelError,
     ModelOptions,

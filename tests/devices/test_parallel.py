@@ -9,10 +9,9 @@ import importlib.util
 import pytest
 from device_support import elake
 
-from episodelake.collectors.collect import EpisodeSummary
 from episodelake.collectors.envs.base import DeviceUnavailable, Task
 from episodelake.collectors.envs.remote import RemoteOptions
-from episodelake.collectors.parallel import (
+from episodelake.collectors.jobs.batch import (
     BatchReport,
     OracleSpec,
     RandomSpec,
@@ -23,6 +22,7 @@ from episodelake.collectors.parallel import (
     split_servers,
     work_units,
 )
+from episodelake.collectors.loop import EpisodeSummary
 from episodelake.lake.errors import InvalidInput
 
 TASKS = [Task("wifi_on"), Task("bluetooth_on"), Task("wifi_off"), Task("bluetooth_off"),

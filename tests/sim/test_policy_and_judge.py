@@ -6,13 +6,13 @@ from collections import Counter
 
 import pytest
 
-from episodelake.collectors.envs.sim.judge import RuleJudge
-from episodelake.collectors.envs.sim.phone import Phone
-from episodelake.collectors.envs.sim.policy import (
+from episodelake.collectors.agents.oracle import (
     NOISE_KINDS,
     DemoPolicy,
     NoiseConfig,
 )
+from episodelake.collectors.envs.sim.judge import RuleJudge
+from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.tasks import get_task, sample_tasks
 from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.actions import parse_response as parse

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from episodelake.api.cli import main
-from episodelake.collectors.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
+from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 from episodelake.trainer import loop
 from episodelake.trainer.advantages import REFERENCE_ADVANTAGES
 from episodelake.trainer.config import TrainConfig

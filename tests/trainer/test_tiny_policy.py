@@ -8,10 +8,10 @@ import pickle
 import pytest
 import torch
 
-from episodelake.collectors.collect import Observation
 from episodelake.collectors.envs.sim.device import SimDevice
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.tasks import get_task
+from episodelake.collectors.loop import Observation
 from episodelake.collectors.record.actions import parse_response
 from episodelake.lake.prompts import HistoryStep
 from episodelake.trainer.policies.base import Sample

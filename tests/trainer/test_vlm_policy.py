@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from episodelake.collectors.collect import Observation
 from episodelake.collectors.envs.sim.device import SimDevice
 from episodelake.collectors.envs.sim.phone import Phone
+from episodelake.collectors.loop import Observation
 from episodelake.lake.prompts import HistoryStep
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.policies.vlm import IMAGE_TOKEN, VLMPolicy

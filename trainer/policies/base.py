@@ -1,7 +1,7 @@
 """What the trainer asks of a policy, and the recorded step it learns from.
 
 A policy acts like any agent of the episode loop (``act(Observation) -> Reply``, see
-:mod:`episodelake.collectors.collect`), so its rollouts are recorded exactly as any other
+:mod:`episodelake.collectors.loop`), so its rollouts are recorded exactly as any other
 agent's, and additionally scores recorded responses: ``prepare`` turns steps read back from
 the lake into model inputs once per iteration, ``score`` gives the per-token
 log-probabilities of the recorded responses under the current weights.
@@ -16,8 +16,8 @@ from typing import Any, Protocol
 
 import torch
 
-from episodelake.collectors.collect import Agent
-from episodelake.collectors.parallel import AgentSpec
+from episodelake.collectors.jobs.batch import AgentSpec
+from episodelake.collectors.loop import Agent
 from episodelake.trainer.ppo import TokenLogProbs
 
 

@@ -39,9 +39,9 @@ from PIL import Image
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from episodelake.collectors.collect import Observation, Reply
 from episodelake.collectors.envs.base import Device
 from episodelake.collectors.envs.sim.state import APPS
+from episodelake.collectors.loop import Observation, Reply
 from episodelake.collectors.record.actions import ParsedAction, format_tool_call, parse_response
 from episodelake.lake.action_space import GRID
 from episodelake.trainer.policies.base import Sample

@@ -33,8 +33,8 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from episodelake.collectors.collect import Observation, Reply
-from episodelake.collectors.parallel import InProcessAgent
+from episodelake.collectors.jobs.batch import InProcessAgent
+from episodelake.collectors.loop import Observation, Reply
 from episodelake.collectors.record.actions import history_step
 from episodelake.lake.prompts import build_messages
 from episodelake.trainer.policies.base import Sample

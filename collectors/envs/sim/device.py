@@ -8,15 +8,15 @@ phone's internal state.
 
 The phone's internal state is privileged: agents never see it in their observation. Two
 things read it through this device instead of through a loop of their own:
-:class:`OraclePolicy` (the registry's oracle with optional mistakes, the demo policy) and
-:class:`SimJudge` (the rule-based step judge, a step-judge hook of the episode loop).
+:class:`~episodelake.collectors.agents.oracle.OraclePolicy` (the registry's oracle with
+optional mistakes, the demo policy) and :class:`SimJudge` (the rule-based step judge, a
+step-judge hook of the episode loop).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from episodelake.collectors.collect import Observation, Reply
 from episodelake.collectors.envs.base import (
     ActionFailed,
     ActionResult,
@@ -32,7 +32,6 @@ from episodelake.collectors.envs.sim import tasks as sim_tasks
 from episodelake.collectors.envs.sim.geometry import HEIGHT, WIDTH
 from episodelake.collectors.envs.sim.judge import RuleJudge
 from episodelake.collectors.envs.sim.phone import Phone
-from episodelake.collectors.envs.sim.policy import DemoPolicy, NoiseConfig
 from episodelake.collectors.envs.sim.state import PhoneState
 from episodelake.collectors.record.actions import ParsedAction
 from episodelake.lake.errors import InvalidInput
@@ -93,40 +92,6 @@ class SimDevice(Device):
 
     def end_task(self, task: Task) -> None:
         self.task = None
-
-
-class OraclePolicy:
-    """The sim's demo policy on `device`: the registry's oracle, plus the mistakes of
-    `noise` (none by default), answering in MAI-UI text. Each step's `info` names the
-    mistake behind it, if any. It reads the phone through the device it was opened on,
-    which is why it plays only the simulated phone."""
-
-    history_length = 0
-
-    def __init__(self, device: SimDevice, noise: NoiseConfig | None = None, seed: int = 0):
-        if not isinstance(device, SimDevice):
-            raise InvalidInput("the oracle policy plays only on the simulated phone (--sim)")
-        self.device = device
-        self.noise = noise or NoiseConfig()
-        self.seed = seed
-        self.name = "oracle" if self.noise == NoiseConfig() else "demo-policy"
-        self._policy: DemoPolicy | None = None
-        self._episodes = 0
-
-    def act(self, observation: Observation) -> Reply:
-        task = self.device.task
-        if task is None:
-            raise DeviceError("no task is running: the oracle needs one (start_task)")
-        if observation.step == 0 or self._policy is None or self._policy.task is not task:
-            # a fresh random stream per episode: the episode's own seed where it has one,
-            # else the next of this policy's, so either way it is reproducible
-            self._episodes += 1
-            seed = observation.seed
-            if seed is None:
-                seed = self.seed * 100_003 + self._episodes
-            self._policy = DemoPolicy(task, self.noise, seed=seed)
-        decision = self._policy.decide(self.device.phone)
-        return Reply(decision.response, info={"noise": decision.noise} if decision.noise else None)
 
 
 class SimJudge:

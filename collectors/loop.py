@@ -5,7 +5,7 @@ response is parsed -> the action is carried out on the device -> an optional ste
 scores the step from state the agent never sees -> the step is logged. Rollouts on the
 simulated phone (`elake demo`, `elake rollout`, the trainer), collection from devices
 (`elake collect`) and re-runs all call :func:`run_episode`, mostly through
-:func:`~episodelake.collectors.parallel.run_batch`; one loop means one meaning for every
+:func:`~episodelake.collectors.jobs.batch.run_batch`; one loop means one meaning for every
 stored column, whichever job wrote it.
 
 An episode ends on ``terminate`` or ``answer``, at ``max_steps``, or when the device is
@@ -24,18 +24,18 @@ rejection in ``info.error`` and the episode goes on.
 Agents see only what a deployed agent would (goal, screenshots, their own earlier
 responses). An agent that needs privileged state (the simulated phone's oracle) takes it
 from the device it was opened on; a judge that needs it reads it through the device too
-(:class:`StepJudge`). Neither needs a loop of its own.
+(:class:`~episodelake.collectors.envs.base.StepJudge`). Neither needs a loop of its own. This
+module defines what every agent implements (:class:`Agent`: `Observation` in, `Reply` out);
+the agents themselves are in :mod:`episodelake.collectors.agents`, and the jobs that run
+batches of episodes in :mod:`episodelake.collectors.jobs`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import random
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 from episodelake.collectors.envs.base import (
@@ -49,13 +49,11 @@ from episodelake.collectors.envs.base import (
     StepScore,
     Task,
 )
-from episodelake.collectors.model_client import ModelClient
-from episodelake.collectors.record.actions import ParsedAction, format_tool_call, parse_response
+from episodelake.collectors.record.actions import ParsedAction, parse_response
 from episodelake.collectors.record.recorder import EpisodeHandle, Recorder
 from episodelake.lake.action_space import action_summary
 from episodelake.lake.errors import InvalidInput
-from episodelake.lake.images import sniff_format
-from episodelake.lake.prompts import HistoryStep, build_messages, data_url_part
+from episodelake.lake.prompts import HistoryStep
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +61,7 @@ log = logging.getLogger(__name__)
 FINAL_ACTIONS = ("terminate", "answer")
 
 
-# --- agents ---------------------------------------------------------------------------------
+# --- what an agent sees and answers ----------------------------------------------------------
 
 @dataclass(frozen=True)
 class Observation:
@@ -109,106 +107,6 @@ class Agent(Protocol):
     history_length: int
 
     def act(self, observation: Observation) -> Reply: ...
-
-
-class ModelPolicy:
-    """An agent model behind an OpenAI-compatible server, prompted as MAI-UI or GUI-Owl."""
-
-    def __init__(self, client: ModelClient, *, style: str = "mai-ui", history_length: int = 3):
-        self.client = client
-        self.style = style
-        self.history_length = history_length
-        self.name = client.model
-
-    def act(self, observation: Observation) -> Reply:
-        images = {**observation.images, observation.step: observation.screenshot}
-
-        def inline(step: int) -> dict[str, Any]:
-            data = images[step]
-            return data_url_part(data, f"image/{sniff_format(data)}")
-
-        def reference(step: int) -> dict[str, Any]:
-            return {"type": "image", "image": {"step": step}}
-
-        def messages(image_part: Any) -> list[dict[str, Any]]:
-            return build_messages(observation.goal, observation.history,
-                                  screenshot=observation.step, style=self.style,
-                                  history_length=self.history_length, image_part=image_part)
-
-        return Reply(self.client.complete(messages(inline)), messages(reference))
-
-
-class RandomPolicy:
-    """Uniformly random MAI-UI actions: no model, for smoke tests of the infrastructure and
-    throughput benchmarks. Terminates with probability `terminate_p` per step."""
-
-    name = "random"
-    history_length = 0
-
-    def __init__(self, seed: int = 0, terminate_p: float = 0.05):
-        self._rng = random.Random(seed)
-        self.terminate_p = terminate_p
-
-    def act(self, observation: Observation) -> Reply:
-        if observation.step == 0 and observation.seed is not None:
-            self._rng = random.Random(observation.seed)  # the episode replays from its seed
-        rng = self._rng
-        if rng.random() < self.terminate_p:
-            action: dict[str, Any] = {"action": "terminate", "status": "fail"}
-        else:
-            point = [rng.randrange(1000), rng.randrange(100, 1000)]
-            action = rng.choice([
-                {"action": "click", "coordinate": point},
-                {"action": "swipe", "direction": rng.choice(["up", "down", "left", "right"]),
-                 "coordinate": point},
-                {"action": "system_button", "button": "back"},
-                {"action": "wait"},
-            ])
-        return Reply(format_tool_call(action, thinking=f"random step {observation.step}"))
-
-
-# --- tasks ------------------------------------------------------------------------------------
-
-def load_tasks(path: Path | str, *, repeat: int = 1, run_id: str = "run") -> list[Task]:
-    """Tasks from a file: one task a line, either plain text (a task name for devices with a
-    task registry, the goal itself for a phone) or a JSON object with ``name`` and/or ``goal``
-    and optionally ``repeat`` (episodes of that task, one group). Blank and # lines skipped."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise InvalidInput(f"cannot read task file {path}: {exc}") from None
-    entries: list[tuple[str, str | None, int]] = []
-    for number, line in enumerate(lines, 1):
-        text = line.strip()
-        if not text or text.startswith("#"):
-            continue
-        if not text.startswith("{"):
-            entries.append((text, None, repeat))
-            continue
-        try:
-            item = json.loads(text)
-            name = item.get("name") or item.get("goal")
-            times = int(item.get("repeat", repeat))
-        except (ValueError, AttributeError, TypeError) as exc:
-            raise InvalidInput(f"{path}:{number}: not a task line ({exc}); write a task name, a "
-                               'goal, or {"name": ..., "goal": ..., "repeat": N}') from None
-        if not isinstance(name, str) or not name.strip() or times < 1:
-            raise InvalidInput(f"{path}:{number}: a task needs a non-empty name or goal and "
-                               "repeat >= 1")
-        entries.append((name, item.get("goal"), times))
-    if not entries:
-        raise InvalidInput(f"task file {path} holds no task")
-    return grouped_tasks(entries, run_id)
-
-
-def grouped_tasks(entries: Iterable[tuple[str, str | None, int]], run_id: str) -> list[Task]:
-    """One Task per episode: each entry (name, goal, repeat) repeated, its episodes sharing a
-    group id (the GRPO/GiGPO episode group)."""
-    tasks: list[Task] = []
-    for index, (name, goal, times) in enumerate(entries):
-        group = f"{run_id}.g{index}" if times > 1 else None
-        tasks += [Task(name, goal, group)] * times
-    return tasks
 
 
 # --- the loop ---------------------------------------------------------------------------------

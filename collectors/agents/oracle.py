@@ -1,4 +1,6 @@
-"""A scripted demo policy: the task's oracle plus the mistakes real GUI agents make.
+"""The simulated phone's oracle as an agent: the task's solution plus the mistakes real GUI
+agents make (:class:`DemoPolicy`), played through the episode loop by :class:`OraclePolicy`,
+which reads the phone through the simulated device it was opened on.
 
 It answers in the MAI-UI format (``<thinking>`` then a ``<tool_call>`` with the
 ``mobile_use`` arguments, coordinates on the 0-999 scale), so the same parser and viewer
@@ -19,11 +21,15 @@ import math
 import random
 from dataclasses import dataclass, replace
 
+from episodelake.collectors.envs.base import DeviceError
+from episodelake.collectors.envs.sim.device import SimDevice
 from episodelake.collectors.envs.sim.geometry import HEIGHT, WIDTH, to_coordinate, to_pixels
 from episodelake.collectors.envs.sim.phone import Phone, describe, hit
 from episodelake.collectors.envs.sim.state import APPS
 from episodelake.collectors.envs.sim.tasks import Task
+from episodelake.collectors.loop import Observation, Reply
 from episodelake.collectors.record.actions import format_tool_call
+from episodelake.lake.errors import InvalidInput
 
 Action = dict[str, object]
 NOISE_KINDS = ("grounding", "planning", "premature_terminate", "loop")
@@ -181,3 +187,37 @@ class DemoPolicy:
             return f"{context} The goal is reached." if action["status"] == "success" else \
                 f"{context} I cannot reach the goal from here."
         return f"{context} I will {kind}."
+
+
+class OraclePolicy:
+    """The sim's demo policy on `device`: the registry's oracle, plus the mistakes of
+    `noise` (none by default), answering in MAI-UI text. Each step's `info` names the
+    mistake behind it, if any. It reads the phone through the device it was opened on,
+    which is why it plays only the simulated phone."""
+
+    history_length = 0
+
+    def __init__(self, device: SimDevice, noise: NoiseConfig | None = None, seed: int = 0):
+        if not isinstance(device, SimDevice):
+            raise InvalidInput("the oracle policy plays only on the simulated phone (--sim)")
+        self.device = device
+        self.noise = noise or NoiseConfig()
+        self.seed = seed
+        self.name = "oracle" if self.noise == NoiseConfig() else "demo-policy"
+        self._policy: DemoPolicy | None = None
+        self._episodes = 0
+
+    def act(self, observation: Observation) -> Reply:
+        task = self.device.task
+        if task is None:
+            raise DeviceError("no task is running: the oracle needs one (start_task)")
+        if observation.step == 0 or self._policy is None or self._policy.task is not task:
+            # a fresh random stream per episode: the episode's own seed where it has one,
+            # else the next of this policy's, so either way it is reproducible
+            self._episodes += 1
+            seed = observation.seed
+            if seed is None:
+                seed = self.seed * 100_003 + self._episodes
+            self._policy = DemoPolicy(task, self.noise, seed=seed)
+        decision = self._policy.decide(self.device.phone)
+        return Reply(decision.response, info={"noise": decision.noise} if decision.noise else None)

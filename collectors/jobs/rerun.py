@@ -28,9 +28,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from statistics import NormalDist
 
-from episodelake.collectors.collect import EpisodeSummary
 from episodelake.collectors.envs.base import Task
-from episodelake.collectors.parallel import (
+from episodelake.collectors.jobs.batch import (
     AdbSpec,
     AgentSpec,
     DeviceSpec,
@@ -42,6 +41,7 @@ from episodelake.collectors.parallel import (
     SimSpec,
     run_batch,
 )
+from episodelake.collectors.loop import EpisodeSummary
 from episodelake.lake.errors import InvalidInput, NotFound
 from episodelake.lake.export.selection import check_members_present, resolve_set, set_episode_ids
 from episodelake.lake.lake import Lake
@@ -272,7 +272,7 @@ def agent_spec(spec: RerunSpec) -> AgentSpec:
     if kind == "oracle":
         return OracleSpec(seed=spec.seed)
     if kind == "noisy":
-        from episodelake.collectors.envs.sim.policy import NoiseConfig
+        from episodelake.collectors.agents.oracle import NoiseConfig
 
         return OracleSpec(NoiseConfig.demo().scaled(spec.noise), spec.seed)
     if kind == "random":

@@ -3,8 +3,8 @@
 This is the collection half of online RL (and what `elake demo`, `elake rollout` and the
 trainer run): every rollout of a task in one batch shares a `group_id` (the GRPO/GiGPO
 episode group) and has a seed of its own, so a batch replays exactly. The episodes run in
-the one episode loop (:func:`~episodelake.collectors.collect.run_episode`) through
-:func:`~episodelake.collectors.parallel.run_batch` with worker processes (the sim is
+the one episode loop (:func:`~episodelake.collectors.loop.run_episode`) through
+:func:`~episodelake.collectors.jobs.batch.run_batch` with worker processes (the sim is
 CPU-bound), a whole group per process so its anchor keys are clustered by one keyer.
 
 Any agent plays (`act(Observation) -> Reply`, given as a spec opened in each worker): the
@@ -24,11 +24,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from episodelake.collectors.collect import EpisodeSummary
 from episodelake.collectors.envs.base import Task
 from episodelake.collectors.envs.sim.device import SimJudge
 from episodelake.collectors.envs.sim.tasks import get_task
-from episodelake.collectors.parallel import AgentSpec, OracleSpec, RunSettings, SimSpec, run_batch
+from episodelake.collectors.jobs.batch import AgentSpec, OracleSpec, RunSettings, SimSpec, run_batch
+from episodelake.collectors.loop import EpisodeSummary
 from episodelake.lake import Lake
 
 #: The episodes ``device`` of every rollout: the phone is rebuilt from each episode's seed,
@@ -119,7 +119,7 @@ def demo_agent(noise_name: str = "demo") -> OracleSpec:
     fails a realistic share of episodes with every mistake kind, "light" half as often."""
     from dataclasses import replace
 
-    from episodelake.collectors.envs.sim.policy import NoiseConfig
+    from episodelake.collectors.agents.oracle import NoiseConfig
 
     if noise_name not in NOISE_LEVELS:
         raise ValueError(f"noise must be one of {NOISE_LEVELS}, not {noise_name!r}")

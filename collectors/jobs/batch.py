@@ -50,23 +50,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from episodelake.collectors.collect import (
-    Agent,
-    EpisodeSummary,
-    ModelPolicy,
-    RandomPolicy,
-    collect_one,
-)
+from episodelake.collectors.agents.model import ModelPolicy
+from episodelake.collectors.agents.model_client import ModelClient, ModelOptions
+from episodelake.collectors.agents.random import RandomPolicy
 from episodelake.collectors.envs.base import Device, DeviceUnavailable, StepJudge, Task
 from episodelake.collectors.envs.remote import RemoteOptions
-from episodelake.collectors.model_client import ModelClient, ModelOptions
+from episodelake.collectors.loop import (
+    Agent,
+    EpisodeSummary,
+    collect_one,
+)
 from episodelake.collectors.record.anchor import AnchorKeyer
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
 from episodelake.lake.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from episodelake.collectors.envs.sim.policy import NoiseConfig
+    from episodelake.collectors.agents.oracle import NoiseConfig
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ class OracleSpec:
     seed: int = 0
 
     def open(self, device: Device) -> Agent:
-        from episodelake.collectors.envs.sim.device import OraclePolicy
+        from episodelake.collectors.agents.oracle import OraclePolicy
 
         # any other device is refused by OraclePolicy itself, with the flag to use instead
         return OraclePolicy(device, self.noise, self.seed)  # type: ignore[arg-type]
