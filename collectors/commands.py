@@ -19,7 +19,7 @@ GROUP_HELP = (
 
 
 def _group_options(parser) -> None:
-    from episodelake.collectors.clawgui import DEFAULT_GROUP_WINDOW_MIN, GROUP_BY
+    from episodelake.collectors.clawgui.importer import DEFAULT_GROUP_WINDOW_MIN, GROUP_BY
 
     parser.add_argument("--group-by", choices=GROUP_BY, default="task-window", help=GROUP_HELP)
     parser.add_argument("--window-min", type=float, default=DEFAULT_GROUP_WINDOW_MIN, metavar="M",
@@ -62,7 +62,7 @@ def register(commands) -> None:
 
 
 def cmd_import(args) -> int:
-    from episodelake.collectors.clawgui import import_clawgui
+    from episodelake.collectors.clawgui.importer import import_clawgui
 
     report = import_clawgui(Lake(args.lake), args.dir, group_by=args.group_by, window_min=_window(args))
     print(report.summary())
@@ -77,7 +77,7 @@ def cmd_export(args) -> None:
 
 
 def cmd_watch(args) -> None:
-    from episodelake.collectors.clawgui import watch_clawgui
+    from episodelake.collectors.clawgui.importer import watch_clawgui
 
     stop = threading.Event()
     print(f"watching {args.dir} (Ctrl-C to stop)")

@@ -12,6 +12,7 @@ import pytest
 from factories import response, screenshot
 
 from episodelake.collectors import clawgui
+from episodelake.collectors.clawgui import dropin, importer
 from episodelake.lake import Lake
 from episodelake.lake.export import clawgui as clawgui_folders
 
@@ -48,7 +49,7 @@ def test_drop_in_functions_record_into_the_lake(tmp_path, monkeypatch):
                                      step_reward=1.0, step_reward_reason="ok")
     assert clawgui.update_episode_result("open wifi", eid, 1.0, "done", 1.5, 3) is True
     assert clawgui.update_episode_result("open wifi", "no-such-episode", 1.0, "", 1.0, 1) is False
-    clawgui.close_recorders()
+    dropin.close_recorders()
     lake = Lake(lake_dir)
     ep = lake.episode(eid)
     assert ep["success"] is True and ep["episode_reward"] == 1.5 and ep["episode_length"] == 3
@@ -60,9 +61,9 @@ def test_import_twice_gives_the_same_rows(tmp_path):
     for k in range(3):
         write_reference_episode(root, f"task {k}", f"ep-{k}", steps=4)
     lake = Lake(tmp_path / "lake")
-    first = clawgui.import_clawgui(lake, root, progress=False)
+    first = importer.import_clawgui(lake, root, progress=False)
     counts = lake.sql("select (select count(*) from episodes) e, (select count(*) from steps) s").to_pylist()
-    second = clawgui.import_clawgui(lake, root, progress=False)
+    second = importer.import_clawgui(lake, root, progress=False)
     assert first.episodes == second.episodes == 3
     assert counts == [{"e": 3, "s": 12}]
     assert lake.sql("select (select count(*) from episodes) e, (select count(*) from steps) s").to_pylist() == counts
@@ -81,7 +82,7 @@ def test_import_reports_broken_folders_and_missing_images(tmp_path):
         rec["image_path"] = "/gone/elsewhere/images/" + Path(rec["image_path"]).name
     (moved / "episode.json").write_text(json.dumps(doc))
     lake = Lake(tmp_path / "lake")
-    report = clawgui.import_clawgui(lake, root, progress=False)
+    report = importer.import_clawgui(lake, root, progress=False)
     assert report.episodes == 2
     assert [p for p, _ in report.skipped] == [str(broken / "episode.json")]
     assert "broken JSON" in report.skipped[0][1]
@@ -95,14 +96,14 @@ def test_export_then_import_round_trips(tmp_path):
     root = tmp_path / "episode"
     write_reference_episode(root, "a task", "ep-1", steps=3)
     lake = Lake(tmp_path / "lake")
-    clawgui.import_clawgui(lake, root, progress=False)
+    importer.import_clawgui(lake, root, progress=False)
     out = tmp_path / "out"
     assert clawgui_folders.export_clawgui(lake, out, progress=False) == 1
     doc = json.loads((out / "a_task" / "ep-1" / "episode.json").read_text())
     assert doc["meta_data"]["success"] is True and len(doc["episode"]) == 3
     assert Path(doc["episode"][2]["image_path"]).read_bytes() == screenshot(2)
     again = Lake(tmp_path / "lake2")
-    clawgui.import_clawgui(again, out, progress=False)
+    importer.import_clawgui(again, out, progress=False)
     cols = "step, model_response, step_reward, image_sha256"
     assert again.sql(f"select {cols} from steps order by step").to_pylist() == \
         lake.sql(f"select {cols} from steps order by step").to_pylist()
@@ -114,7 +115,7 @@ def test_watch_ingests_a_growing_folder(tmp_path):
     lake = Lake(tmp_path / "lake")
     stop = threading.Event()
     result = {}
-    t = threading.Thread(target=lambda: result.update(r=clawgui.watch_clawgui(lake, root, interval_s=0.1, stop=stop)))
+    t = threading.Thread(target=lambda: result.update(r=importer.watch_clawgui(lake, root, interval_s=0.1, stop=stop)))
     t.start()
     try:
         write_reference_episode(root, "live", "ep-live", steps=2, finished=False)
@@ -139,7 +140,7 @@ def test_watch_ingests_a_growing_folder(tmp_path):
     assert lake.dataset("steps").count_rows() == 3
     assert lake.episode("ep-live")["eval_reason"] == "timeout"
     imported = Lake(tmp_path / "imported")
-    clawgui.import_clawgui(imported, root, progress=False)
+    importer.import_clawgui(imported, root, progress=False)
     assert lake.episode("ep-live")["group_id"] == imported.episode("ep-live")["group_id"]
     assert lake.episode("ep-live")["group_id"].startswith("live@20261130T")
     assert lake.sql("select count(*) n from steps where anchor_key is null").to_pylist() == [{"n": 0}]
@@ -147,14 +148,14 @@ def test_watch_ingests_a_growing_folder(tmp_path):
 
 def test_import_of_a_missing_folder_is_a_clear_error(tmp_path):
     with pytest.raises(Exception, match="is not a folder of ClawGUI episodes"):
-        clawgui.import_clawgui(Lake(tmp_path / "lake"), tmp_path / "nope", progress=False)
+        importer.import_clawgui(Lake(tmp_path / "lake"), tmp_path / "nope", progress=False)
 
 
 def test_an_episode_with_a_lost_screenshot_still_reads_and_exports(tmp_path):
     root = tmp_path / "episode"
     write_reference_episode(root, "gap", "ep-gap", steps=3, null_image_at=1)
     lake = Lake(tmp_path / "lake")
-    clawgui.import_clawgui(lake, root, progress=False)
+    importer.import_clawgui(lake, root, progress=False)
     assert [step for step, _ in lake.images("ep-gap")] == [0, 2]
     with pytest.raises(Exception, match="has no screenshot"):
         lake.image("ep-gap", 1)
@@ -212,7 +213,7 @@ def test_import_never_reads_a_file_outside_the_root(tmp_path, monkeypatch):
 
     monkeypatch.chdir(secret.parent.parent)  # a relative path must not resolve against the cwd
     lake = Lake(tmp_path / "lake")
-    report = clawgui.import_clawgui(lake, root, progress=False)
+    report = importer.import_clawgui(lake, root, progress=False)
 
     assert hashlib.sha256(screenshot(999)).hexdigest() not in _stored_hashes(lake)
     skipped = dict(report.skipped)
@@ -236,7 +237,7 @@ def test_relative_image_paths_resolve_against_the_episode_folder(tmp_path, monke
     (decoy / "step_0000.png").write_bytes(screenshot(7))
     monkeypatch.chdir(decoy.parent)
     lake = Lake(tmp_path / "lake")
-    clawgui.import_clawgui(lake, root, progress=False)
+    importer.import_clawgui(lake, root, progress=False)
     assert lake.image("ep-rel", 0)[0] == screenshot(0)
 
 
@@ -246,7 +247,7 @@ def test_a_moved_folder_reads_its_own_images_not_the_old_absolute_path(tmp_path)
     folder = write_reference_episode(root, "moved", "ep-moved", steps=1)
     _rewrite(folder, image_path=str(secret))  # the old location exists, but outside the root
     lake = Lake(tmp_path / "lake")
-    report = clawgui.import_clawgui(lake, root, progress=False)
+    report = importer.import_clawgui(lake, root, progress=False)
     assert not report.missing_images
     assert lake.image("ep-moved", 0)[0] == screenshot(0)
 
@@ -311,7 +312,7 @@ def test_one_bad_folder_never_stops_the_import(tmp_path):
     for k in range(3):
         write_reference_episode(root, "zz good", f"ep-good-{k}", steps=2)
     lake = Lake(tmp_path / "lake")
-    report = clawgui.import_clawgui(lake, root, progress=False)
+    report = importer.import_clawgui(lake, root, progress=False)
     assert report.episodes == 3 and report.steps == 6
     reasons = dict(report.skipped)
     assert set(reasons) == {str(p) for p in bad}
@@ -342,7 +343,7 @@ def test_success_takes_json_booleans_only(tmp_path, value, stored):
     doc["meta_data"].update(success=value, eval_score=0.0)
     (folder / "episode.json").write_text(json.dumps(doc))
     lake = Lake(tmp_path / "lake")
-    report = clawgui.import_clawgui(lake, root, progress=False)
+    report = importer.import_clawgui(lake, root, progress=False)
     assert not report.skipped
     assert lake.episode("ep-1")["success"] is stored  # null: derived from eval_score > 0
 
@@ -388,7 +389,7 @@ def test_imported_episodes_get_group_ids_and_anchor_keys_the_trainer_uses(tmp_pa
     other = _batch(root, "alarm", "2026-11-30T10:00:03", 3)
     later = _batch(root, "wifi", "2026-11-30T12:30:00", 2)  # the same task, a later batch
     lake = Lake(tmp_path / "lake")
-    report = clawgui.import_clawgui(lake, root, progress=False)
+    report = importer.import_clawgui(lake, root, progress=False)
     assert not report.skipped and not report.ungrouped
     groups = {r["episode_id"]: r["group_id"] for r in lake.sql("select episode_id, group_id from episodes").to_pylist()}
     assert len({groups[e] for e in first}) == len({groups[e] for e in other}) == len({groups[e] for e in later}) == 1
@@ -405,7 +406,7 @@ def test_imported_episodes_get_group_ids_and_anchor_keys_the_trainer_uses(tmp_pa
     assert any(by_key[(e, 0)]["step_advantage"] != 0 for e in first)
     assert {by_key[(e, 1)]["anchor_group_size"] for e in first} == {1}
 
-    again = clawgui.import_clawgui(lake, root, progress=False)  # the same folder, the same ids
+    again = importer.import_clawgui(lake, root, progress=False)  # the same folder, the same ids
     assert again.episodes == report.episodes
     assert {r["episode_id"]: r["group_id"] for r in
             lake.sql("select episode_id, group_id from episodes").to_pylist()} == groups
@@ -416,21 +417,21 @@ def test_group_by_options(tmp_path):
     first = _batch(root, "wifi", "2026-11-30T10:00:00", 2)
     later = _batch(root, "wifi", "2026-11-30T10:20:00", 2)
     by_task = Lake(tmp_path / "by-task")
-    clawgui.import_clawgui(by_task, root, group_by="task", progress=False)
+    importer.import_clawgui(by_task, root, group_by="task", progress=False)
     assert len({r["group_id"] for r in by_task.sql("select group_id from episodes").to_pylist()}) == 1
     wide = Lake(tmp_path / "wide")
-    clawgui.import_clawgui(wide, root, window_min=30, progress=False)
+    importer.import_clawgui(wide, root, window_min=30, progress=False)
     assert len({r["group_id"] for r in wide.sql("select group_id from episodes").to_pylist()}) == 1
     narrow = Lake(tmp_path / "narrow")
-    clawgui.import_clawgui(narrow, root, window_min=10, progress=False)
+    importer.import_clawgui(narrow, root, window_min=10, progress=False)
     ids = {r["episode_id"]: r["group_id"] for r in narrow.sql("select episode_id, group_id from episodes").to_pylist()}
     assert ids[first[0]] == ids[first[1]] != ids[later[0]] == ids[later[1]]
     none = Lake(tmp_path / "none")
-    report = clawgui.import_clawgui(none, root, group_by="none", progress=False)
+    report = importer.import_clawgui(none, root, group_by="none", progress=False)
     assert report.ungrouped == []  # asked for: not a problem to report
     assert none.sql("select count(*) n from episodes where group_id is null").to_pylist() == [{"n": 4}]
     with pytest.raises(Exception, match="group_by"):
-        clawgui.import_clawgui(none, root, group_by="batch", progress=False)
+        importer.import_clawgui(none, root, group_by="batch", progress=False)
 
 
 def test_group_flags_on_the_command_line(tmp_path, capsys):
@@ -459,7 +460,7 @@ def test_drop_in_episodes_get_group_ids_and_anchor_keys(tmp_path, monkeypatch):
         clawgui.update_episode_result("open wifi", eid, float(k == 0), "", float(k == 0), 2)
     clawgui.save_episode_to_json([base64.b64encode(screenshot(0)).decode()], [response()],
                                  "set alarm", "Set an alarm", "other-task-episode", step_number=0)
-    clawgui.close_recorders()
+    dropin.close_recorders()
     lake = Lake(lake_dir)
     groups = {r["episode_id"]: r["group_id"] for r in lake.sql("select episode_id, group_id from episodes").to_pylist()}
     assert len({groups[e] for e in ids}) == 1 and None not in groups.values()
@@ -480,7 +481,7 @@ def test_export_of_a_lost_screenshot_writes_a_path_that_does_not_exist(tmp_path)
     doc["episode"][0].pop("step_reward"), doc["episode"][0].pop("step_reward_reason")
     (folder / "episode.json").write_text(json.dumps(doc))
     lake = Lake(tmp_path / "lake")
-    clawgui.import_clawgui(lake, root, progress=False)
+    importer.import_clawgui(lake, root, progress=False)
     out = tmp_path / "out"
     stale = out / "gap" / "ep-gap" / "images" / "step_0001.png"  # left by an earlier export
     stale.parent.mkdir(parents=True)
@@ -496,7 +497,7 @@ def test_export_of_a_lost_screenshot_writes_a_path_that_does_not_exist(tmp_path)
     assert records[2]["step_reward"] == 1.0 and "step_reward_reason" not in records[2]
     # and it imports back: the lost screenshot stays lost, flagged
     again = Lake(tmp_path / "again")
-    report = clawgui.import_clawgui(again, out, progress=False)
+    report = importer.import_clawgui(again, out, progress=False)
     assert report.episodes == 1 and len(report.missing_images) == 1
     assert [s for s, _ in again.images("ep-gap")] == [0, 2]
 
@@ -509,7 +510,7 @@ def test_derived_group_ids_are_valid_ids_and_never_shared_by_two_tasks():
     names = ["a b/c", "a_b_c", "..", "", None, "日本語", "設定", "x" * 500, "-lead", "wifi_on"]
     at = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
     for group_by in ("task-window", "task"):
-        deriver = clawgui.GroupDeriver(group_by)
+        deriver = importer.GroupDeriver(group_by)
         ids = [deriver.assign(name, at)[0] for name in names]
         assert all(check_id(i, "group_id") for i in ids)
         assert len(set(ids)) == len(names) - 1  # "" and None both mean the reference's unknown_task

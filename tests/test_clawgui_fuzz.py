@@ -14,7 +14,7 @@ from factories import response, screenshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from episodelake.collectors import clawgui
+from episodelake.collectors.clawgui import importer
 from episodelake.lake import Lake
 from episodelake.lake.errors import InvalidInput
 
@@ -73,13 +73,13 @@ def write(root: Path, n: int, doc: object) -> Path:
 def test_any_episode_file_parses_to_rows_that_fit_or_to_a_reason(doc):
     with tempfile.TemporaryDirectory() as tmp:
         path = write(Path(tmp), 0, doc)
-        root = clawgui.ImportRoot(tmp)
-        report = clawgui.ImportReport()
-        deriver = clawgui.GroupDeriver()
+        root = importer.ImportRoot(tmp)
+        report = importer.ImportReport()
+        deriver = importer.GroupDeriver()
         try:
-            parsed = clawgui.parse_episode(root, path)
-            group_id = clawgui._group(deriver, parsed, report)
-            episode, steps = clawgui._rows(root, parsed, group_id, deriver, report, clawgui.DefaultKeyer())
+            parsed = importer.parse_episode(root, path)
+            group_id = importer._group(deriver, parsed, report)
+            episode, steps = importer._rows(root, parsed, group_id, deriver, report, importer.DefaultKeyer())
         except InvalidInput as exc:
             assert str(exc)
             return
@@ -97,7 +97,7 @@ def test_a_folder_of_random_files_imports_every_good_one(docs):
                 "episode": [{"step": 0, "image_path": "images/step_0000.png", "model_response": response()}]}
         paths.append(write(root, len(docs), good))
         lake = Lake(Path(tmp) / "lake")
-        report = clawgui.import_clawgui(lake, root, progress=False)
+        report = importer.import_clawgui(lake, root, progress=False)
         assert report.episodes + len(report.skipped) == len(paths)
         stored = {r["episode_id"] for r in lake.sql("select episode_id from episodes").to_pylist()}
         assert "ep-good" in stored and lake.episode("ep-good")["success"] is False

@@ -13,6 +13,7 @@ import pytest
 from factories import response, screenshot
 
 from episodelake.collectors import clawgui
+from episodelake.collectors.clawgui import dropin
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake, WriterOptions
 from episodelake.lake.errors import Conflict
@@ -219,7 +220,7 @@ def test_drop_in_resumes_its_episode_across_recorder_instances(lake, monkeypatch
     try:
         save(0)
         save(1)
-        clawgui.close_recorders()  # the training process restarts: a new recorder instance
+        dropin.close_recorders()  # the training process restarts: a new recorder instance
         save(2)
         with pytest.raises(Conflict, match="already has step 2"):
             save(2)
@@ -227,7 +228,7 @@ def test_drop_in_resumes_its_episode_across_recorder_instances(lake, monkeypatch
         assert clawgui.update_episode_result("wifi_on", "claw-1", 1.0, "done", 3.0, 3, save_dir=save_dir)
         with pytest.raises(Conflict, match="finished"):
             save(3)
-        clawgui.close_recorders()  # and restarts again
+        dropin.close_recorders()  # and restarts again
         with pytest.raises(Conflict, match="finished"):
             save(3)  # a step after the result would no longer match it
         assert clawgui.update_episode_result("wifi_on", "claw-1", 1.0, "done", 3.0, 3, save_dir=save_dir)
@@ -235,7 +236,7 @@ def test_drop_in_resumes_its_episode_across_recorder_instances(lake, monkeypatch
             clawgui.update_episode_result("wifi_on", "claw-1", 0.0, "failed", 0.0, 3, save_dir=save_dir)
         assert not clawgui.update_episode_result("wifi_on", "nobody", 1.0, "", 0.0, 0, save_dir=save_dir)
     finally:
-        clawgui.close_recorders()
+        dropin.close_recorders()
     episodes, steps = _stored(lake, "claw-1")
     assert steps == [0, 1, 2] and len(episodes) == 1
     row = episodes[0]

@@ -19,7 +19,7 @@ from PIL import Image  # noqa: E402
 from test_export import TASKS, build_lake, export, jsonl, record  # noqa: E402
 
 from episodelake.api import cli  # noqa: E402
-from episodelake.collectors.clawgui import import_clawgui  # noqa: E402
+from episodelake.collectors.clawgui.importer import import_clawgui  # noqa: E402
 from episodelake.collectors.record.recorder import Recorder  # noqa: E402
 from episodelake.lake import Lake  # noqa: E402
 from episodelake.lake.errors import InvalidInput  # noqa: E402
