@@ -180,7 +180,7 @@ def test_each_kind_of_error_is_one_line_with_its_exit_code(capsys, error, code, 
 
 
 def test_an_interrupt_inside_a_command_is_one_line(monkeypatch, capsys, tmp_path):
-    from episodelake.lake import commands
+    from episodelake.api.cli import lake as commands
 
     def interrupted(args):
         raise KeyboardInterrupt

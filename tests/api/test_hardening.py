@@ -15,7 +15,7 @@ from test_security import raw_get
 from test_sql_sandbox import WRAPPED
 from webapp_support import ServerThread
 
-from episodelake.api.commands import url_of
+from episodelake.api.cli.serve import url_of
 from episodelake.api.security import CONTENT_SECURITY_POLICY
 from episodelake.api.settings import Settings
 

@@ -1,13 +1,15 @@
 """`elake`: the one command line that reaches every job.
 
-Each package contributes its own subcommands through a `commands` module with a
-`register(commands: Commands)` function (the extension point for new commands): lake
-maintenance and SQL live in `episodelake.lake.commands`, recording/import/rollouts in
-`episodelake.collectors.commands`, training in `episodelake.trainer.commands`, serving and
-exports in `episodelake.api.commands`. `commands.add(name, help)` adds a top-level command;
-`commands.group("export").add_parser(...)` adds a kind to a shared verb (`elake export sft`,
-`elake export clawgui`). A command sets `func`, a function of the parsed arguments returning
-an exit code (or None for 0).
+Every command group is a module of this package with a `register(commands: Commands)`
+function (the extension point for new commands): `lake` (info, sql, tag, optimize, recover),
+`clawgui` (import/export/watch ClawGUI folders), `rollout` (rollout, demo), `collect`
+(collect, serve-env, judge), `rerun`, `export` (export sft), `train`, `serve` (serve,
+openapi). `commands.add(name, help)` adds a top-level command; `commands.group("export")
+.add_parser(...)` adds a kind to a shared verb (`elake export sft`, `elake export clawgui`).
+A command sets `func`, a function of the parsed arguments returning an exit code (or None
+for 0). The command line sits on top of every package (lake, collectors, trainer, API), so
+none of them imports it; each command imports what it runs when it runs, which keeps
+`elake --help` fast.
 
 Every failure prints one line to stderr and exits non-zero, never a traceback: `main` is the
 one place all commands go through, so no command has to remember it. The product's own
@@ -20,13 +22,13 @@ failed; anything else is a bug, and its line says so and how to see the tracebac
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import os
 import re
 import sys
 import traceback
 
+from episodelake.api.cli import clawgui, collect, export, lake, rerun, rollout, serve, train
 from episodelake.lake.errors import LakeError
 from episodelake.lake.layout import DEFAULT_LAKE, LAKE_ENV
 
@@ -36,17 +38,6 @@ GROUPS = {
     "export": "write episodes out of the lake (datasets, other formats)",
     "watch": "follow a folder that another tool writes and ingest as it grows",
 }
-
-COMMAND_MODULES = (
-    "episodelake.lake.commands",
-    "episodelake.collectors.commands",
-    "episodelake.collectors.rollout_commands",
-    "episodelake.collectors.device_commands",
-    "episodelake.collectors.rerun_commands",
-    "episodelake.lake.export.commands",
-    "episodelake.trainer.commands",
-    "episodelake.api.commands",
-)
 
 
 class Parser(argparse.ArgumentParser):
@@ -64,7 +55,7 @@ class Parser(argparse.ArgumentParser):
 
 
 class Commands:
-    """What a package's `register` receives: top-level commands and the shared verbs."""
+    """What a command module's `register` receives: top-level commands and the shared verbs."""
 
     def __init__(self, subparsers: argparse._SubParsersAction):
         self._top = subparsers
@@ -94,13 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     parser.set_defaults(debug=False)
     commands = Commands(parser.add_subparsers(dest="command", metavar="COMMAND"))
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue  # that package has no commands yet
-            raise
+    for module in (lake, clawgui, rollout, collect, rerun, export, train, serve):  # help order
         module.register(commands)
     return parser
 
@@ -182,7 +167,3 @@ def report_error(exc: BaseException, command: str | None = None, *, debug: bool 
     message, code = describe_error(exc)
     print(f"elake {command}: {message}" if command else f"elake: {message}", file=sys.stderr)
     return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())
