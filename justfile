@@ -36,5 +36,7 @@ bench *names: setup web
     names="{{names}}"; for b in ${names:-$(ls bench/bench_*.py | sed 's|bench/bench_||; s|\.py$||')}; do \
         echo "== bench_$b"; {{py}} "bench/bench_$b.py"; done
 
+# ruff, and the import layers (pyproject.toml [tool.importlinter]).
 lint:
     {{venv}}/bin/ruff check lake collectors trainer api tests bench
+    {{venv}}/bin/lint-imports
