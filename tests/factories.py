@@ -1,11 +1,15 @@
-"""Deterministic test data: real PNG screenshots drawn with Pillow, MAI-UI responses."""
+"""Deterministic test data: real PNG screenshots drawn with Pillow, MAI-UI responses, ClawGUI-RL
+episode folders."""
 
 from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 from PIL import Image, ImageDraw
+
+from episodelake.lake.export.clawgui import task_dir_name
 
 
 def screenshot(seed: int = 0, size: tuple[int, int] = (108, 240), clock: str = "12:00",
@@ -34,3 +38,25 @@ def response(action: str = "click", thinking: str = "tap the button", **argument
         args["coordinate"] = [500, 500]
     call = json.dumps({"name": "mobile_use", "arguments": args})
     return f"<thinking>{thinking}</thinking>\n<tool_call>\n{call}\n</tool_call>"
+
+
+def write_reference_episode(root: Path, task: str, episode_id: str, steps: int, *, finished=True,
+                            null_image_at: int | None = None) -> Path:
+    """An episode folder exactly as the reference writes it (absolute image paths)."""
+    folder = root / task_dir_name(task) / episode_id
+    (folder / "images").mkdir(parents=True)
+    records = []
+    for n in range(steps):
+        path = folder / "images" / f"step_{n:04d}.png"
+        path.write_bytes(screenshot(n))
+        records.append({"step": n, "image_path": None if n == null_image_at else str(path.resolve()),
+                        "model_response": response("click", coordinate=[10 * n, 20]),
+                        "timestamp": f"2026-11-30T10:00:{n:02d}.000001",
+                        "step_reward": 1.0, "step_reward_reason": "progress"})
+    meta = {"task_name": task, "task_goal": f"do {task}", "episode_id": episode_id,
+            "created_at": "2026-11-30T10:00:00.000001"}
+    if finished:
+        meta.update(success=True, eval_score=1.0, eval_reason="", episode_reward=1.5,
+                    episode_length=steps, finished_at="2026-11-30T10:01:00.000001")
+    (folder / "episode.json").write_text(json.dumps({"meta_data": meta, "episode": records}))
+    return folder

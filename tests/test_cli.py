@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from test_clawgui import write_reference_episode
+from factories import write_reference_episode
 
 from episodelake.api import cli
 

@@ -1,4 +1,4 @@
-"""Helpers for the device tests: live loopback servers (uvicorn in a thread), a fake
+"""Helpers for the collectors' tests: live loopback servers (uvicorn in a thread), a fake
 OpenAI-compatible model server answering from a script, scripted policies, `elake` in-process."""
 
 from __future__ import annotations

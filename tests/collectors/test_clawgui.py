@@ -9,34 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
-from factories import response, screenshot
+from factories import response, screenshot, write_reference_episode
 
 from episodelake.collectors import clawgui
 from episodelake.collectors.clawgui import dropin, importer
 from episodelake.lake import Lake
 from episodelake.lake.export import clawgui as clawgui_folders
-
-
-def write_reference_episode(root: Path, task: str, episode_id: str, steps: int, *, finished=True,
-                            null_image_at: int | None = None) -> Path:
-    """An episode folder exactly as the reference writes it (absolute image paths)."""
-    folder = root / clawgui_folders.task_dir_name(task) / episode_id
-    (folder / "images").mkdir(parents=True)
-    records = []
-    for n in range(steps):
-        path = folder / "images" / f"step_{n:04d}.png"
-        path.write_bytes(screenshot(n))
-        records.append({"step": n, "image_path": None if n == null_image_at else str(path.resolve()),
-                        "model_response": response("click", coordinate=[10 * n, 20]),
-                        "timestamp": f"2026-11-30T10:00:{n:02d}.000001",
-                        "step_reward": 1.0, "step_reward_reason": "progress"})
-    meta = {"task_name": task, "task_goal": f"do {task}", "episode_id": episode_id,
-            "created_at": "2026-11-30T10:00:00.000001"}
-    if finished:
-        meta.update(success=True, eval_score=1.0, eval_reason="", episode_reward=1.5,
-                    episode_length=steps, finished_at="2026-11-30T10:01:00.000001")
-    (folder / "episode.json").write_text(json.dumps({"meta_data": meta, "episode": records}))
-    return folder
 
 
 def test_drop_in_functions_record_into_the_lake(tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""Fixtures for the device tests: loopback servers that are stopped after each test."""
+"""Fixtures for the collectors' tests: loopback servers that are stopped after each test."""
 
 from __future__ import annotations
 
