@@ -2,7 +2,7 @@
 4 and 8 parallel collectors writing into one lake; the lake's commit rate, and its fragment
 count before and after maintenance (`Lake.optimize`).
 
-The servers run as separate processes (`envserver.serve`), one per CPU at most, each serving
+The servers run as separate processes (`collectors.envs.server.serve`), one per CPU at most, each serving
 its share of the phones; collectors are threads (or Ray actors with --ray) driving a random
 policy, so the numbers measure the environment, the HTTP client and the lake, not a model.
 The baseline is the same phones driven in-process by one collector (no HTTP).

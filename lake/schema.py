@@ -207,7 +207,7 @@ def conform(table: str, rows: list[dict]) -> pa.Table:
     value that does not fit its column is `InvalidInput` naming the column: Arrow's own
     errors (ArrowInvalid, ArrowTypeError, OverflowError, UnicodeEncodeError) do not say which
     column, and must not reach a caller raw. Callers that take values from users check them
-    first (`collectors.recorder.field_value`); this is the net under every write.
+    first (`collectors.record.recorder.field_value`); this is the net under every write.
     """
     from episodelake.lake.errors import InvalidInput
 

@@ -21,7 +21,7 @@ Anchor keys (GiGPO's step groups) are clustered per group by the recorder's keye
 group's steps must meet one keyer: threads share one keyer and take tasks one at a time;
 processes and Ray actors take a whole group at a time.
 
-Each task carries its own seed where it needs one (:class:`~.devices.base.Task`), so a batch
+Each task carries its own seed where it needs one (:class:`~episodelake.collectors.envs.base.Task`), so a batch
 gives the same episodes whichever worker runs which task.
 
 - A worker whose device is gone for good (DeviceUnavailable) stops; its unfinished tasks go

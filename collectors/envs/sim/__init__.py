@@ -8,11 +8,11 @@ job that needs only the task registry does not load the renderer):
 - :mod:`.tasks`: ``all_tasks()``, ``get_task(id)``, ``sample_tasks(n, seed)``,
   ``task_for_goal(goal)``; each ``Task`` has ``id``, ``name``, ``goal``, ``difficulty``,
   ``setup(phone)``, ``check(phone)``, ``solution(phone)``;
-- :mod:`.policy`: ``DemoPolicy(task, NoiseConfig.demo(), seed)`` answering in MAI-UI text;
 - :mod:`.judge`: ``RuleJudge().judge(goal, before, action, after) -> (score, reason)``.
 
-Anchor keys for its screens come from :mod:`episodelake.collectors.record.anchor`, shared with
-every other device.
+Its agent, the scripted demo policy (``DemoPolicy(task, NoiseConfig.demo(), seed)``, answering
+in MAI-UI text), is :mod:`episodelake.collectors.agents.oracle`. Anchor keys for its screens
+come from :mod:`episodelake.collectors.record.anchor`, shared with every other device.
 
 Modules below those: ``state`` (plain data), ``catalog`` (the fixed world), ``widgets``
 (layout), ``apps/`` (one module per app), ``overlays`` (system UI), ``render`` and ``icons``
