@@ -1,0 +1,235 @@
+"""A real S3 API on loopback for the remote-lake tests: moto's standalone server.
+
+How to use it in a test module under tests/remote/:
+
+```python
+def test_something(s3_lake):            # "s3://<fresh bucket>/lake", env already set
+    lake = Lake(s3_lake)                 # Lance talks S3 to the moto server
+    ...
+
+def test_in_subprocess(s3_lake, s3_env):
+    subprocess.run([...], env=s3_env)    # os.environ plus AWS_* for the server (and ELAKE_LAKE)
+
+def test_outage(s3_proxied_lake, s3_proxy):
+    ...                                  # the lake reached through a TCP proxy
+    with s3_proxy.blocked():             # the store is unreachable (connections refused/cut)
+        ...
+```
+
+- `s3_server` (session): `python -m moto.server` on a free port of 127.0.0.1, started once,
+  waited for until it answers, stopped at the end. `.endpoint`, `.client()` (boto3),
+  `.new_bucket()`.
+- `s3_lake` (function): a fresh bucket per test; `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`,
+  `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ALLOW_HTTP` and `ELAKE_LAKE` are set for the
+  test (monkeypatch) and the lake URI is returned. `ELAKE_SPOOL` points at the test's
+  tmp_path, so spools of different tests never meet.
+- `s3_env`: a copy of `os.environ` with the same variables, for subprocesses (Ray workers too).
+- `s3_proxy` / `s3_proxied_lake`: the same server behind a TCP proxy the test can block
+  (new connections are refused and open ones cut), for "the store went away" cases with the
+  real S3 API behind it and nothing of ours mocked.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+ACCESS_KEY = "testing-key"
+SECRET_KEY = "testing-secret"
+REGION = "us-east-1"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class S3Server:
+    """moto's S3 server in a child process."""
+
+    def __init__(self, log_path: Path):
+        self.port = _free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self._log = open(log_path, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            stdout=self._log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"moto server did not start; see {log_path}") from None
+                time.sleep(0.1)
+
+    def client(self, endpoint: str | None = None):
+        import boto3
+
+        return boto3.client("s3", endpoint_url=endpoint or self.endpoint, aws_access_key_id=ACCESS_KEY,
+                            aws_secret_access_key=SECRET_KEY, region_name=REGION)
+
+    def new_bucket(self) -> str:
+        name = f"lake-{uuid.uuid4().hex[:12]}"
+        self.client().create_bucket(Bucket=name)
+        return name
+
+    def env(self, endpoint: str | None = None) -> dict[str, str]:
+        """The variables a process needs to reach this server (nothing else)."""
+        return {
+            "AWS_ENDPOINT_URL": endpoint or self.endpoint,
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+            "AWS_REGION": REGION,
+            "AWS_ALLOW_HTTP": "true",
+        }
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+
+
+class TcpProxy:
+    """Forwards 127.0.0.1:<port> to a target port; `blocked()` makes the target unreachable."""
+
+    def __init__(self, target_port: int):
+        self.target_port = target_port
+        self._listener = socket.socket()
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(128)
+        self.port = self._listener.getsockname()[1]
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self._block = threading.Event()
+        self._closed = False
+        self._conns: set[socket.socket] = set()
+        self._conns_lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            if self._block.is_set():
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                client.close()  # reset: the store is unreachable
+                continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            except OSError:
+                client.close()
+                continue
+            with self._conns_lock:
+                self._conns.update((client, upstream))
+            threading.Thread(target=self._pipe, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
+
+    def _pipe(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data or self._block.is_set():
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with self._conns_lock:
+                    self._conns.discard(s)
+                try:
+                    s.close()
+                except OSError:
+                    pass
+
+    def block(self) -> None:
+        self._block.set()
+        with self._conns_lock:
+            conns = list(self._conns)
+        for s in conns:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def unblock(self) -> None:
+        self._block.clear()
+
+    @contextmanager
+    def blocked(self):
+        self.block()
+        try:
+            yield self
+        finally:
+            self.unblock()
+
+    def close(self) -> None:
+        self._closed = True
+        self.block()
+        self._listener.close()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory) -> S3Server:
+    server = S3Server(tmp_path_factory.mktemp("moto") / "moto.log")
+    yield server
+    server.stop()
+
+
+def _lake_env(monkeypatch, tmp_path: Path, env: dict[str, str], uri: str) -> None:
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("ELAKE_LAKE", uri)
+    monkeypatch.setenv("ELAKE_SPOOL", str(tmp_path / "spool"))
+
+
+@pytest.fixture
+def s3_lake(s3_server, monkeypatch, tmp_path) -> str:
+    uri = f"s3://{s3_server.new_bucket()}/lake"
+    _lake_env(monkeypatch, tmp_path, s3_server.env(), uri)
+    return uri
+
+
+@pytest.fixture
+def s3_env(request) -> dict[str, str]:
+    """os.environ as the test's lake fixture set it (AWS_*, ELAKE_LAKE, ELAKE_SPOOL), for
+    subprocesses: `s3_proxied_lake`'s when the test uses it, else `s3_lake`'s."""
+    proxied = "s3_proxied_lake" in request.fixturenames
+    request.getfixturevalue("s3_proxied_lake" if proxied else "s3_lake")
+    return dict(os.environ)
+
+
+@pytest.fixture
+def s3_proxy(s3_server) -> TcpProxy:
+    proxy = TcpProxy(s3_server.port)
+    yield proxy
+    proxy.close()
+
+
+@pytest.fixture
+def s3_proxied_lake(s3_server, s3_proxy, monkeypatch, tmp_path) -> str:
+    """A fresh bucket's lake, reached through `s3_proxy` (env set like `s3_lake`)."""
+    uri = f"s3://{s3_server.new_bucket()}/lake"
+    _lake_env(monkeypatch, tmp_path, s3_server.env(s3_proxy.endpoint), uri)
+    return uri
