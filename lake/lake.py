@@ -22,13 +22,10 @@ from episodelake.lake import layout, schema, tables
 from episodelake.lake import sql as lake_sql
 from episodelake.lake.errors import InvalidInput, LakeError, NotFound
 from episodelake.lake.images import sniff_format
+from episodelake.lake.sql import sql_in, sql_string
 from episodelake.lake.writer import LakeWriter, WriterOptions, replay_orphans
 
 log = logging.getLogger(__name__)
-
-
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
 
 
 class Lake:
@@ -137,7 +134,7 @@ class Lake:
     # -- reading episodes and steps ----------------------------------------------------
     def episode(self, episode_id: str) -> dict:
         layout.check_id(episode_id, "episode_id")
-        rows = self.dataset("episodes").to_table(filter=f"episode_id = {_quote(episode_id)}").to_pylist()
+        rows = self.dataset("episodes").to_table(filter=f"episode_id = {sql_string(episode_id)}").to_pylist()
         if not rows:
             raise NotFound(f"episode {episode_id!r} is not in the lake")
         return rows[-1]
@@ -148,7 +145,7 @@ class Lake:
         cols = columns or schema.columns("steps")
         if any(c in schema.IMAGE_COLUMNS["steps"] for c in cols):
             raise InvalidInput("steps() never returns image bytes; use image() or images()")
-        t = self.dataset("steps").to_table(columns=cols, filter=f"episode_id = {_quote(episode_id)}")
+        t = self.dataset("steps").to_table(columns=cols, filter=f"episode_id = {sql_string(episode_id)}")
         return t.sort_by("step") if "step" in cols else t
 
     def episode_batch(self, episode_ids: Sequence[str], *,
@@ -161,7 +158,7 @@ class Lake:
             layout.check_id(episode_id, "episode_id")
         if not episode_ids:
             raise InvalidInput("episode_ids: give at least one episode")
-        where = f"episode_id IN ({', '.join(_quote(e) for e in episode_ids)})"
+        where = sql_in("episode_id", episode_ids)
         episodes = self.dataset("episodes").to_table(filter=where)
         ds = self.dataset("steps")
         columns = [c for c in schema.columns("steps") if c not in schema.IMAGE_COLUMNS["steps"]]
@@ -178,7 +175,7 @@ class Lake:
             raise InvalidInput(f"step must be a non-negative integer, not {step!r}")
         hit = self.dataset("steps").to_table(
             columns=["step"], with_row_id=True,
-            filter=f"episode_id = {_quote(episode_id)} AND step = {int(step)}",
+            filter=f"episode_id = {sql_string(episode_id)} AND step = {int(step)}",
         )
         if hit.num_rows == 0:
             raise NotFound(f"episode {episode_id!r} has no step {step}")
@@ -204,7 +201,7 @@ class Lake:
         layout.check_id(episode_id, "episode_id")
         ds = self.dataset("steps")
         hits = ds.to_table(columns=["step"], with_row_id=True,
-                           filter=f"episode_id = {_quote(episode_id)}").sort_by("step")
+                           filter=f"episode_id = {sql_string(episode_id)}").sort_by("step")
         if hits.num_rows == 0:
             return
         blobs = ds.take_blobs("image", ids=hits["_rowid"].to_pylist())

@@ -29,14 +29,14 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import duckdb
 import lance
 import pyarrow as pa
 
 from episodelake.lake import schema
-from episodelake.lake.errors import SqlRefused
+from episodelake.lake.errors import InvalidInput, SqlRefused
 
 DEFAULT_MAX_ROWS = 10_000
 DEFAULT_TIMEOUT_S = 10.0
@@ -86,6 +86,22 @@ _REFUSED_WORDS = {
     "vacuum": "VACUUM is not allowed in the sandbox",
 }
 _NAMES_IMAGE = re.compile(r"\bimage\b", re.IGNORECASE)
+
+
+def sql_string(value: str) -> str:
+    """`value` as an SQL string literal, for filters that must be text: Lance's `filter=`
+    takes no parameters. DuckDB and Lance's DataFusion both read standard SQL literals, where
+    only the quote is doubled and a backslash or NUL is an ordinary character."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"an SQL string literal needs a str, not {type(value).__name__} ({value!r})")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_in(column: str, values: Iterable[str]) -> str:
+    """`column IN ('a', 'b', ...)` over string literals; over no values it is `false` (an
+    empty `IN ()` is a syntax error to Lance)."""
+    literals = [sql_string(v) for v in values]
+    return f"{column} IN ({', '.join(literals)})" if literals else "false"
 
 
 class _ImageBytes(lance.LanceDataset):

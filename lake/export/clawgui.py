@@ -20,10 +20,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from episodelake.lake.errors import InvalidInput, LakeError
+from episodelake.lake.errors import EpisodeLakeError, InvalidInput
 from episodelake.lake.export.base import SPLITS, ExportFormat, WriteContext
 from episodelake.lake.export.samples import Sample
 from episodelake.lake.lake import Lake
+from episodelake.lake.sql import sql_in
 
 #: The folder layout, shared with the importer (:mod:`episodelake.collectors.clawgui.importer`).
 EPISODE_FILE = "episode.json"
@@ -57,7 +58,7 @@ def export_clawgui(lake: Lake, out: Path | str, *, where: str | None = None,
     query = "SELECT * FROM episodes" + (f" WHERE {where}" if where else "") + " ORDER BY created_at, episode_id"
     try:
         episodes = lake.sql(query).to_pylist()
-    except LakeError:
+    except EpisodeLakeError:
         raise
     except Exception as exc:  # a user's WHERE that DuckDB rejects
         raise InvalidInput(f"--where: {exc}") from None
@@ -97,10 +98,6 @@ def export_clawgui(lake: Lake, out: Path | str, *, where: str | None = None,
     return len(episodes)
 
 
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 class ClawguiWriter:
     def __init__(self, ctx: WriteContext):
         self.ctx = ctx
@@ -117,7 +114,7 @@ class ClawguiWriter:
             ids = self._episodes.get(split)
             if not ids:
                 continue
-            where = "episode_id IN (" + ", ".join(_quote(i) for i in ids) + ")"
+            where = sql_in("episode_id", ids)
             export_clawgui(self.ctx.source, self.ctx.out / split, where=where, progress=False)
             written.append(split)
         return written

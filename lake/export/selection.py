@@ -17,6 +17,7 @@ from episodelake.lake.errors import NotFound, SqlRefused
 from episodelake.lake.export.errors import EmptySelection, SetEpisodesMissing
 from episodelake.lake.export.spec import ExportSpec
 from episodelake.lake.lake import Lake
+from episodelake.lake.sql import sql_in
 
 #: Step columns that samples are built from (images are read separately, as blobs).
 STEP_COLUMNS = ["episode_id", "step", "model_response", "action_type", "action", "action_valid",
@@ -49,10 +50,6 @@ class Selection:
         return {"tag": self.tag, "lake_versions": self.versions,
                 "set": None if self.set_info is None else
                 {k: self.set_info[k] for k in ("set_id", "name", "kind", "pinned_tag")}}
-
-
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
 
 
 def resolve_set(curation: Lake, name_or_id: str) -> dict:
@@ -93,7 +90,7 @@ def _target_query(spec: ExportSpec, ids: list[str] | None) -> str:
     if spec.good_steps_only:
         conditions.append("step_reward = 1")
     if ids is not None:
-        conditions.append("episode_id IN (" + ", ".join(_quote(i) for i in ids) + ")")
+        conditions.append(sql_in("episode_id", ids))
     if spec.where:
         conditions.append(f"({spec.where})")
     where = " AND ".join(conditions) or "true"
@@ -119,7 +116,7 @@ def _steps_of(source: Lake, ids: list[str]) -> Iterator[pa.Table]:
     for start in range(0, len(ids), _IDS_PER_SCAN):
         chunk = ids[start:start + _IDS_PER_SCAN]
         yield ds.to_table(columns=STEP_COLUMNS, with_row_id=True,
-                          filter="episode_id IN (" + ", ".join(_quote(i) for i in chunk) + ")")
+                          filter=sql_in("episode_id", chunk))
 
 
 def select(lake: Lake, spec: ExportSpec) -> Selection:
