@@ -25,6 +25,7 @@ DIFFICULTIES = ("easy", "medium", "hard", "all")
 ENGINES = ("auto", "deepspeed", "torch")
 GENERATORS = ("auto", "vllm", "transformers")
 DTYPES = ("auto", "bfloat16", "float16", "float32")
+ROLLOUT_BACKENDS = ("process", "ray")
 
 #: The DeepSpeed config shipped with the package (ZeRO stage 2).
 DEFAULT_DEEPSPEED_CONFIG = Path(__file__).parent / "configs" / "zero2.json"
@@ -73,7 +74,12 @@ class TrainConfig(SpecModel):
     group_size: int = Field(8, description="rollouts per task (the GRPO/GiGPO group size)")
     max_steps: int = Field(6, ge=1, description="steps after which an episode is stopped (easy "
                            "tasks need at most 4; raise it for medium and hard ones)")
-    workers: int = Field(1, ge=1, description="rollout worker processes")
+    workers: int = Field(1, ge=1, description="rollout workers")
+    rollout_backend: Literal[ROLLOUT_BACKENDS] = Field(  # type: ignore[valid-type]
+        "process", description="where rollout workers run: process (spawned here) or ray (Ray "
+        "actors, each writing to the lake itself; the lake must be storage every node reaches)")
+    ray_address: str | None = Field(None, description="the Ray cluster of --rollout-backend ray "
+                                    "(default: start one here)")
     holdout: float = Field(0.3, ge=0.0, lt=1.0, description="fraction of the tasks never "
                            "trained on; evaluation uses them")
     eval_repeats: int = Field(4, ge=0, description="evaluation episodes per held-out task after "
@@ -153,6 +159,9 @@ class TrainConfig(SpecModel):
             if self.workers != 1:
                 raise ConfigError(f"workers: --policy vlm generates in the trainer process; "
                                   f"use --workers 1 (got {self.workers})")
+            if self.rollout_backend != "process":
+                raise ConfigError("rollout_backend: --policy vlm generates in the trainer "
+                                  "process; use --rollout-backend process")
         else:
             if self.model_path:
                 raise ConfigError("model_path: only --policy vlm loads a model; drop "
@@ -196,7 +205,7 @@ class TrainConfig(SpecModel):
 
 #: Settings a resumed run may change; every other one must match the stored config.
 RESUMABLE = frozenset({"run_id", "iterations", "resume", "workers", "checkpoint_dir", "threads",
-                       "deepspeed_config"})
+                       "deepspeed_config", "rollout_backend", "ray_address"})
 
 
 def add_arguments(parser) -> None:

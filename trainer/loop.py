@@ -221,7 +221,8 @@ def rollout(lake: Lake, policy: TrainablePolicy, task_ids: list[str], config: Tr
         max_steps=config.max_steps, run_id=run_id, policy_version=version, seed=seed,
         batch=batch, image_checks="structure")  # the sim rendered them; no need to decode them
     policy.module.eval()
-    return run_rollouts(lake, spec, policy.agent(), workers=config.workers, progress=progress)
+    return run_rollouts(lake, spec, policy.agent(), workers=config.workers, progress=progress,
+                        backend=config.rollout_backend, ray_address=config.ray_address)
 
 
 # --- 3. advantages ---------------------------------------------------------------------------

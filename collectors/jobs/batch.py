@@ -26,6 +26,11 @@ gives the same episodes whichever worker runs which task.
 
 - A worker whose device is gone for good (DeviceUnavailable) stops; its unfinished tasks go
   back to the queue for the others. The batch fails only when every worker has stopped.
+- A worker that dies (its process or Ray actor is killed, its node is lost) stops too, but
+  its unit is not run again: which of its episodes reached the lake is not known here (those
+  committed are there; its acknowledged, uncommitted steps wait in its spool on that node for
+  the next writer there or `elake recover`), and running them again would record a group
+  twice. The report names the worker and the tasks it had.
 - Ctrl-C asks every worker to stop: each aborts its current episode (steps kept) before its
   next step, and all writers flush before the interrupt propagates.
 """
@@ -41,6 +46,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import (
     FIRST_COMPLETED,
+    BrokenExecutor,
     Future,
     ProcessPoolExecutor,
     ThreadPoolExecutor,
@@ -53,7 +59,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from episodelake.collectors.agents.model import ModelPolicy
 from episodelake.collectors.agents.model_client import ModelClient, ModelOptions
 from episodelake.collectors.agents.random import RandomPolicy
-from episodelake.collectors.envs.base import Device, DeviceUnavailable, StepJudge, Task
+from episodelake.collectors.envs.base import Device, StepJudge, Task
 from episodelake.collectors.envs.remote import RemoteOptions
 from episodelake.collectors.loop import (
     Agent,
@@ -63,7 +69,7 @@ from episodelake.collectors.loop import (
 from episodelake.collectors.record.anchor import AnchorKeyer
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.errors import InvalidInput
+from episodelake.lake.errors import DeviceUnavailable, InvalidInput
 
 if TYPE_CHECKING:
     from episodelake.collectors.agents.oracle import NoiseConfig
@@ -261,6 +267,34 @@ class Collector:
         return self.recorder.writer.commits
 
 
+class WorkerLost(Exception):
+    """A worker's process or actor died under a unit of work."""
+
+
+def _losing(future: Future[UnitResult], lost: tuple[type[BaseException], ...]) -> Future[UnitResult]:
+    """`future`, with the backend's own "the worker died" errors turned into WorkerLost."""
+    out: Future[UnitResult] = Future()
+
+    def done(inner: Future[UnitResult]) -> None:
+        exc = None if inner.cancelled() else inner.exception()
+        if inner.cancelled():
+            out.cancel()
+        elif exc is None:
+            out.set_result(inner.result())
+        elif isinstance(exc, lost):
+            out.set_exception(WorkerLost(_first_line(exc)))
+        else:
+            out.set_exception(exc)
+
+    future.add_done_callback(done)
+    return out
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
 class _Worker(Protocol):
     def submit(self, unit: list[Task]) -> Future[UnitResult]: ...
     def request_stop(self) -> None: ...
@@ -371,7 +405,7 @@ class _ProcessWorker:
         self._pool.submit(_process_open, lake, specs)
 
     def submit(self, unit: list[Task]) -> Future[UnitResult]:
-        return self._pool.submit(_process_run, unit)
+        return _losing(self._pool.submit(_process_run, unit), (BrokenExecutor,))
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -379,28 +413,36 @@ class _ProcessWorker:
     def close(self) -> int:
         try:
             return self._pool.submit(_process_close).result()
+        except BrokenExecutor:  # already reported by the unit it was running
+            return 0
         finally:
             self._pool.shutdown()
 
 
 class _RayWorker:
-    """A Collector as a Ray actor (two concurrent calls, so a stop reaches a running unit)."""
+    """A Collector as a Ray actor (two concurrent calls, so a stop reaches a running unit).
+    Its recorder writes to the lake from the actor's node, with its spool on that node."""
 
     def __init__(self, actor_class: Any, lake: str, device: DeviceSpec, agent: AgentSpec,
                  settings: RunSettings):
         self._actor = actor_class.remote(lake, device, agent, settings)
 
     def submit(self, unit: list[Task]) -> Future[UnitResult]:
-        return self._actor.run.remote(unit).future()
+        from ray.exceptions import RayActorError
+
+        return _losing(self._actor.run.remote(unit).future(), (RayActorError,))
 
     def request_stop(self) -> None:
         self._actor.request_stop.remote()
 
     def close(self) -> int:
         import ray
+        from ray.exceptions import RayActorError
 
         try:
             return ray.get(self._actor.close.remote())
+        except RayActorError:  # already reported by the unit it was running
+            return 0
         finally:
             ray.kill(self._actor)
 
@@ -412,6 +454,8 @@ class BatchReport:
     episodes: list[EpisodeSummary] = field(default_factory=list)
     commits: int = 0
     stopped_workers: list[str] = field(default_factory=list)
+    #: Tasks whose worker died under them: not run again (see the module's notes).
+    lost_tasks: list[Task] = field(default_factory=list)
 
 
 def run_batch(lake: Lake | Path | str, workers: Sequence[tuple[DeviceSpec, AgentSpec]],
@@ -449,6 +493,15 @@ def run_batch(lake: Lake | Path | str, workers: Sequence[tuple[DeviceSpec, Agent
                     result = future.result()
                 except DeviceUnavailable as exc:  # the device could not even be opened
                     result = UnitResult(unfinished=unit, stopped=str(exc))
+                except WorkerLost as exc:
+                    names = ", ".join(task.name for task in unit)
+                    log.error("worker %d lost: %s", index, exc)
+                    report.stopped_workers.append(
+                        f"worker {index}: lost ({exc}); its {len(unit)} task(s) ({names}) are not "
+                        "run again: what it committed is in the lake, its uncommitted steps in "
+                        "its spool on its node (`elake recover` there replays them)")
+                    report.lost_tasks += unit
+                    continue
                 _take(report, result, on_episode)
                 if result.stopped is not None:
                     log.error("worker %d stopped: %s", index, result.stopped)

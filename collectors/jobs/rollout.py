@@ -94,9 +94,11 @@ def rollout_tasks(spec: RolloutSpec) -> list[Task]:
 
 
 def run_rollouts(lake: Lake | Path | str, spec: RolloutSpec, agent: AgentSpec, *,
-                 workers: int = 1, progress: bool = True) -> RolloutReport:
+                 workers: int = 1, progress: bool = True, backend: str = "process",
+                 ray_address: str | None = None) -> RolloutReport:
     """Run every group of `spec` with `agent` and return what was recorded (flushed when
-    this returns)."""
+    this returns). `backend` "ray" runs the workers as Ray actors (on the cluster at
+    `ray_address`, else one started here), each writing to the lake itself."""
     settings = RunSettings(spec.run_id, max_steps=spec.max_steps,
                            policy_version=spec.policy_version, image_checks=spec.image_checks,
                            judge=SimJudge)
@@ -105,7 +107,8 @@ def run_rollouts(lake: Lake | Path | str, spec: RolloutSpec, agent: AgentSpec, *
     started = time.perf_counter()
     with tqdm(total=len(tasks), desc="rollouts", unit="episode", disable=not progress) as bar:
         batch = run_batch(lake, [(SimSpec(name=DEVICE_NAME), agent)] * max(workers, 1), tasks,
-                          settings, backend="process", on_episode=lambda _: bar.update())
+                          settings, backend=backend, ray_address=ray_address,
+                          on_episode=lambda _: bar.update())
     report.episodes = batch.episodes
     report.seconds = time.perf_counter() - started
     return report
