@@ -34,6 +34,7 @@ from episodelake.collectors.record.anchor import (
     phash64,
     ui_tree_hash,
 )
+from episodelake.lake.seeds import derive
 
 THRESHOLDS = (0, 2, 4, 8)
 #: More mistakes than the demo mix, so groups visit many screens several times.
@@ -55,7 +56,7 @@ def collect(groups: int, rollouts: int, seed: int) -> list[Step]:
     steps = []
     for g, task in enumerate(sample_tasks(groups, seed)):
         for r in range(rollouts):
-            episode_seed = seed * 100_000 + g * 100 + r
+            episode_seed = derive(seed, "episode", g, r)
             phone = Phone(episode_seed)
             task.setup(phone)
             policy = DemoPolicy(task, NOISE, episode_seed)

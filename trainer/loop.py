@@ -41,6 +41,7 @@ from episodelake.collectors.envs.sim import tasks as sim_tasks
 from episodelake.collectors.jobs.rollout import RolloutReport, RolloutSpec, run_rollouts
 from episodelake.lake import Lake
 from episodelake.lake.layout import check_id
+from episodelake.lake.seeds import derive
 from episodelake.trainer import checkpoint
 from episodelake.trainer.advantages import AdvantageResult, compute_advantages
 from episodelake.trainer.config import RESUMABLE, ConfigError, TrainConfig
@@ -87,13 +88,13 @@ def train(config: TrainConfig, lake: Lake, *, progress: bool = True) -> TrainRes
         with timer("rollout"):
             report = rollout(lake, policy, task_ids, config, run_id=run_id,
                              version=str(iteration), batch=f"it{iteration}",
-                             seed=config.seed * 100_003 + iteration, progress=progress)
+                             seed=derive(config.seed, "rollout", iteration), progress=progress)
             generation = policy.stats()
         with timer("advantages"):
             advantages, samples = step_advantages(lake, report, config, policy.history_length)
         with timer("update"):
             update_stats = update(policy, engine, reference, samples, config,
-                                  seed=config.seed * 100_003 + iteration, progress=progress)
+                                  seed=derive(config.seed, "update", iteration), progress=progress)
         with timer("evaluate"):
             evaluation = evaluate(lake, policy, eval_tasks, config, run_id=run_id,
                                   version=str(iteration + 1), iteration=iteration,
@@ -202,7 +203,7 @@ def sample_tasks(train_ids: list[str], config: TrainConfig, iteration: int) -> l
     if not train_ids:
         raise ConfigError(f"difficulty: no training tasks are left for {config.difficulty!r} "
                           f"with --holdout {config.holdout}")
-    rng = random.Random(config.seed * 1_000_003 + iteration)
+    rng = random.Random(derive(config.seed, "tasks", iteration))
     picked: list[str] = []
     while len(picked) < config.tasks:
         picked += rng.sample(train_ids, min(len(train_ids), config.tasks - len(picked)))

@@ -30,6 +30,7 @@ from episodelake.collectors.envs.sim.tasks import Task
 from episodelake.collectors.loop import Observation, Reply
 from episodelake.collectors.record.actions import format_tool_call
 from episodelake.lake.errors import InvalidInput
+from episodelake.lake.seeds import derive
 
 Action = dict[str, object]
 NOISE_KINDS = ("grounding", "planning", "premature_terminate", "loop")
@@ -217,7 +218,7 @@ class OraclePolicy:
             self._episodes += 1
             seed = observation.seed
             if seed is None:
-                seed = self.seed * 100_003 + self._episodes
+                seed = derive(self.seed, "episode", self._episodes)
             self._policy = DemoPolicy(task, self.noise, seed=seed)
         decision = self._policy.decide(self.device.phone)
         return Reply(decision.response, info={"noise": decision.noise} if decision.noise else None)

@@ -30,6 +30,7 @@ from episodelake.collectors.envs.sim.tasks import get_task
 from episodelake.collectors.jobs.batch import AgentSpec, OracleSpec, RunSettings, SimSpec, run_batch
 from episodelake.collectors.loop import EpisodeSummary
 from episodelake.lake import Lake
+from episodelake.lake.seeds import derive
 
 #: The episodes ``device`` of every rollout: the phone is rebuilt from each episode's seed,
 #: so which worker ran an episode says nothing about it.
@@ -86,9 +87,8 @@ def rollout_tasks(spec: RolloutSpec) -> list[Task]:
     (the phone's start state and the agent's random stream)."""
     tasks: list[Task] = []
     for index, task_id in enumerate(spec.task_ids):
-        group_seed = spec.seed * 100_003 + index
         group_id = group_id_for(spec, task_id)
-        tasks += [Task(task_id, group_id=group_id, seed=group_seed * 1000 + k)
+        tasks += [Task(task_id, group_id=group_id, seed=derive(spec.seed, "rollout", index, k))
                   for k in range(spec.group_size)]
     return tasks
 

@@ -7,12 +7,11 @@ export, so validation tasks cannot leak into a later training set.
 
 from __future__ import annotations
 
-import hashlib
+from episodelake.lake.seeds import fraction
 
 
 def split_of(task: str, seed: int, val_fraction: float) -> str:
-    digest = hashlib.sha256(f"{seed}\0{task}".encode()).digest()
-    return "val" if int.from_bytes(digest[:8], "big") / 2**64 < val_fraction else "train"
+    return "val" if fraction(seed, task) < val_fraction else "train"
 
 
 class Dedup:

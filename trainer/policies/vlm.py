@@ -37,6 +37,7 @@ from episodelake.collectors.jobs.batch import InProcessAgent
 from episodelake.collectors.loop import Observation, Reply
 from episodelake.collectors.record.actions import history_step
 from episodelake.lake.prompts import build_messages
+from episodelake.lake.seeds import derive
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.ppo import TokenLogProbs
 
@@ -169,7 +170,7 @@ class VLMPolicy:
         earlier = [observation.images[step] for step in sorted(observation.images)]
         prepared = self.encode(observation.goal, history,
                                self.shown(observation.screenshot, earlier))
-        seed = (observation.seed or 0) * 1009 + observation.step
+        seed = derive(observation.seed or 0, "step", observation.step)
         return Reply(self.generate(prepared, observation.goal, history, seed))
 
     def generate(self, prepared: Inputs, goal: str, history: Sequence[str], seed: int) -> str:
