@@ -17,7 +17,8 @@ def test_outage(s3_proxied_lake, s3_proxy):
 ```
 
 - `s3_server` (session): `python -m moto.server` on a free port of 127.0.0.1, started once,
-  waited for until it answers, stopped at the end. `.endpoint`, `.client()` (boto3),
+  waited for until it answers, stopped at the end (`s3_server.S3Server`, which the remote
+  benchmark starts too). `.endpoint`, `.client()` (boto3),
   `.new_bucket()`.
 - `s3_lake` (function): a fresh bucket per test; `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`,
   `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ALLOW_HTTP` and `ELAKE_LAKE` are set for the
@@ -33,77 +34,12 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
 import threading
-import time
-import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-
-ACCESS_KEY = "testing-key"
-SECRET_KEY = "testing-secret"
-REGION = "us-east-1"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class S3Server:
-    """moto's S3 server in a child process."""
-
-    def __init__(self, log_path: Path):
-        self.port = _free_port()
-        self.endpoint = f"http://127.0.0.1:{self.port}"
-        self._log = open(log_path, "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-            stdout=self._log, stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    break
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"moto server did not start; see {log_path}") from None
-                time.sleep(0.1)
-
-    def client(self, endpoint: str | None = None):
-        import boto3
-
-        return boto3.client("s3", endpoint_url=endpoint or self.endpoint, aws_access_key_id=ACCESS_KEY,
-                            aws_secret_access_key=SECRET_KEY, region_name=REGION)
-
-    def new_bucket(self) -> str:
-        name = f"lake-{uuid.uuid4().hex[:12]}"
-        self.client().create_bucket(Bucket=name)
-        return name
-
-    def env(self, endpoint: str | None = None) -> dict[str, str]:
-        """The variables a process needs to reach this server (nothing else)."""
-        return {
-            "AWS_ENDPOINT_URL": endpoint or self.endpoint,
-            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
-            "AWS_REGION": REGION,
-            "AWS_ALLOW_HTTP": "true",
-        }
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self._log.close()
+from s3_server import S3Server
 
 
 class TcpProxy:
