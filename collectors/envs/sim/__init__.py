@@ -7,7 +7,7 @@ job that needs only the task registry does not load the renderer):
   ``image()``, ``ui_tree()``, ``screen_id()``, ``snapshot()``;
 - :mod:`.tasks`: ``all_tasks()``, ``get_task(id)``, ``sample_tasks(n, seed)``,
   ``task_for_goal(goal)``; each ``Task`` has ``id``, ``name``, ``goal``, ``difficulty``,
-  ``setup(phone)``, ``check(phone)``, ``solution(phone)``;
+  ``setup(phone)``, ``check(phone)``, ``solution(phone)``; one module of templates per app;
 - :mod:`.judge`: ``RuleJudge().judge(goal, before, action, after) -> (score, reason)``.
 
 Its agent, the scripted demo policy (``DemoPolicy(task, NoiseConfig.demo(), seed)``, answering

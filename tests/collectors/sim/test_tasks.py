@@ -3,6 +3,10 @@ success checks that refuse near misses."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+
 import pytest
 
 from episodelake.collectors.envs.sim.navigation import tap
@@ -11,11 +15,14 @@ from episodelake.collectors.envs.sim.state import Alarm, Note
 from episodelake.collectors.envs.sim.tasks import (
     DIFFICULTIES,
     TEMPLATES,
+    Task,
+    Template,
     all_tasks,
     get_task,
     sample_tasks,
     task_for_goal,
 )
+from episodelake.lake.errors import InvalidInput
 
 
 def test_registry_has_enough_templates_and_tasks():
@@ -48,7 +55,7 @@ def test_sample_tasks_is_distinct_varied_and_seeded():
     assert len({t.name for t in sample}) >= 20
     assert [t.id for t in sample] == [t.id for t in sample_tasks(40, seed=1)]
     assert [t.id for t in sample] != [t.id for t in sample_tasks(40, seed=2)]
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidInput, match=rf"tasks: asked for {len(all_tasks()) + 1}; \d+ are registered"):
         sample_tasks(len(all_tasks()) + 1)
 
 
@@ -151,3 +158,46 @@ def test_distractors_exist():
     phone.step({"action": "open", "text": "Shop"})
     phone.step(tap(phone, "featured_p01"))
     assert phone.screen().find("buy_now") is not None and phone.screen().find("add_to_cart") is not None
+
+
+# --- bad task definitions: InvalidInput naming the field, with or without `python -O` --------
+
+def _never(*_):
+    return None
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"name": "Wifi On!"}, "template name 'Wifi On!'"),
+    ({"difficulty": "trivial"}, "difficulty 'trivial'"),
+    ({"grid": ({"title": "a,b"},)}, "grid parameter title='a,b'"),
+    ({"grid": ({"body": "milk"},)}, "goal names title"),
+])
+def test_a_bad_template_is_invalid_input_naming_the_field(kwargs, field):
+    spec = {"name": "notes_x", "goal": 'Create a note titled "{title}".', "difficulty": "easy",
+            "check": _never, "solve": _never, "grid": ({"title": "Groceries"},), **kwargs}
+    with pytest.raises(InvalidInput, match=re.escape(field)):
+        Template(**spec)
+
+
+def test_template_checks_hold_under_python_dash_o():
+    # `assert` would be stripped by -O and the bad difficulty accepted without a word
+    code = ("from episodelake.collectors.envs.sim.tasks import Template\n"
+            "from episodelake.lake.errors import InvalidInput\n"
+            "try:\n    Template('t', 'Goal.', 'trivial', None, None)\n"
+            "except InvalidInput as e:\n    print('refused:', e)\n")
+    out = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "refused: template t: difficulty 'trivial'" in out
+
+
+@pytest.mark.parametrize("task, params, field", [
+    ("message_send", {"contact": "Nobody Here", "text": "hi"}, "contact: 'Nobody Here' is not a contact"),
+    ("alarm_create", {"time": "25:61"}, "time: '25:61' is not a 24-hour time"),
+    ("shop_like", {"item": "Flux Capacitor"}, "item: 'Flux Capacitor' is not a product"),
+    ("call_contact", {"name": "Nobody Here"}, "name: 'Nobody Here' is not a contact"),
+])
+def test_a_parameter_the_phone_does_not_know_names_the_parameter(task, params, field):
+    bad = Task(TEMPLATES[task], tuple(params.items()))
+    with pytest.raises(InvalidInput, match=re.escape(field)):
+        bad.check(Phone(0))
+    with pytest.raises(InvalidInput, match=re.escape(field)):
+        bad.solution(Phone(0))
