@@ -61,6 +61,7 @@ from episodelake.collectors.agents.model_client import ModelClient, ModelOptions
 from episodelake.collectors.agents.random import RandomPolicy
 from episodelake.collectors.envs.base import Device, StepJudge, Task
 from episodelake.collectors.envs.remote import RemoteOptions
+from episodelake.collectors.jobs.bulk import connect_ray
 from episodelake.collectors.loop import (
     Agent,
     EpisodeSummary,
@@ -469,7 +470,7 @@ def run_batch(lake: Lake | Path | str, workers: Sequence[tuple[DeviceSpec, Agent
         raise InvalidInput(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
     if not workers:
         raise InvalidInput("a batch needs at least one worker")
-    lake_path = str(lake.path if isinstance(lake, Lake) else Path(lake))
+    lake_path = str(lake.path if isinstance(lake, Lake) else lake)
     Lake(lake_path)  # create the tables once, before workers race to
     make = _worker_factory(backend, len(workers), ray_address, cpus_per_worker)
     queue = deque(work_units(tasks, by_group=backend != "thread"))
@@ -573,12 +574,7 @@ def _worker_factory(backend: str, workers: int, ray_address: str | None,
             return _ThreadWorker(lake, device, agent, settings, anchor)
 
         return thread_worker
-    try:
-        import ray
-    except ImportError:
-        raise InvalidInput("--ray needs Ray: pip install 'ray[default]'") from None
-    if not ray.is_initialized():
-        ray.init(address=ray_address, include_dashboard=False, configure_logging=False)
+    ray = connect_ray(ray_address)
     actor_class = ray.remote(num_cpus=cpus_per_worker, max_concurrency=2)(Collector)
 
     def ray_worker(lake: str, device: DeviceSpec, agent: AgentSpec,

@@ -13,6 +13,7 @@ import io
 import math
 from pathlib import Path
 
+import lance
 from PIL import Image
 
 from episodelake.lake.errors import LakeCorrupt
@@ -43,11 +44,30 @@ def downscale(data: bytes, fmt: str, max_pixels: int) -> bytes:
         return out.getvalue()
 
 
+def load_images(steps: lance.LanceDataset, episode: EpisodeSteps,
+                max_pixels: int | None) -> dict[str, tuple[bytes, str]]:
+    """The episode's screenshots as exported (downscaled if asked) by lake sha256, with their
+    format; `steps` must be the version the episode's row ids were read at."""
+    wanted = [(rid, row) for rid, row in zip(episode.rowids, episode.steps, strict=True)
+              if row["image_sha256"]]
+    blobs = steps.take_blobs("image", ids=[rid for rid, _ in wanted]) if wanted else []
+    loaded = {}
+    for (_, row), blob in zip(wanted, blobs, strict=True):
+        fmt = row["image_format"] or "png"
+        with blob:
+            data = blob.read()
+        if max_pixels is not None:
+            data = downscale(data, fmt, max_pixels)
+        loaded[row["image_sha256"]] = (data, fmt)
+    return loaded
+
+
 class ImageStore:
     """Serves the current episode's screenshots by sha256 and writes image files once.
 
     `begin(episode)` forgets the previous episode; its blobs are read lazily, on the first
-    request, so formats that never ask for bytes (or files already written) cost no read.
+    request, so formats that never ask for bytes (or files already written) cost no read,
+    unless they were read ahead elsewhere (`begin(episode, loaded)`, see `load_images`).
     """
 
     def __init__(self, source: Lake, out: Path, max_pixels: int | None):
@@ -60,28 +80,15 @@ class ImageStore:
         self.files_written = 0
         self.bytes_written = 0
 
-    def begin(self, episode: EpisodeSteps) -> None:
+    def begin(self, episode: EpisodeSteps,
+              loaded: dict[str, tuple[bytes, str]] | None = None) -> None:
         self._episode = episode
-        self._loaded = None
-
-    def _load(self) -> dict[str, tuple[bytes, str]]:
-        ep = self._episode
-        wanted = [(rid, row) for rid, row in zip(ep.rowids, ep.steps, strict=True) if row["image_sha256"]]
-        blobs = self._dataset.take_blobs("image", ids=[rid for rid, _ in wanted]) if wanted else []
-        loaded = {}
-        for (_, row), blob in zip(wanted, blobs, strict=True):
-            fmt = row["image_format"] or "png"
-            with blob:
-                data = blob.read()
-            if self.max_pixels is not None:
-                data = downscale(data, fmt, self.max_pixels)
-            loaded[row["image_sha256"]] = (data, fmt)
-        return loaded
+        self._loaded = loaded
 
     def data(self, sha: str) -> tuple[bytes, str]:
         """The image's bytes as exported (downscaled if asked) and its format."""
         if self._loaded is None:
-            self._loaded = self._load()
+            self._loaded = load_images(self._dataset, self._episode, self.max_pixels)
         try:
             return self._loaded[sha]
         except KeyError:

@@ -20,19 +20,21 @@ import logging
 import shutil
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+
+import lance
 
 from episodelake.lake.errors import Conflict, NotFound
 from episodelake.lake.export import manifest as manifest_mod
 from episodelake.lake.export.base import SPLITS, WriteContext
 from episodelake.lake.export.errors import EmptySelection
 from episodelake.lake.export.formats import get_format
-from episodelake.lake.export.images import IMAGE_DIR, ImageStore
-from episodelake.lake.export.samples import samples
-from episodelake.lake.export.selection import Selection, select
+from episodelake.lake.export.images import IMAGE_DIR, ImageStore, load_images
+from episodelake.lake.export.samples import Sample, samples
+from episodelake.lake.export.selection import EpisodeSteps, Selection, select
 from episodelake.lake.export.spec import ExportSpec
 from episodelake.lake.export.split import Dedup, split_of
 from episodelake.lake.lake import Lake
@@ -41,6 +43,38 @@ from episodelake.lake.layout import check_id
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
+
+
+@dataclass
+class PreparedEpisode:
+    """One selected episode made ready to write: its samples in order, what was left out
+    and why, and (when they were read ahead, e.g. on another node) its screenshots as
+    exported; None reads them when a format first asks."""
+
+    episode: EpisodeSteps
+    samples: list[Sample]
+    skipped: Counter
+    images: dict[str, tuple[bytes, str]] | None = None
+
+
+#: Turns the selection into prepared episodes, in the selection's order. The export's
+#: result depends only on that order, so the work may run anywhere (`prepare_here` runs it
+#: in this process; a cluster runner reads and builds episodes in parallel).
+Prepare = Callable[[Selection, ExportSpec], Iterable[PreparedEpisode]]
+
+
+def prepare_episode(episode: EpisodeSteps, spec: ExportSpec,
+                    steps: lance.LanceDataset | None = None) -> PreparedEpisode:
+    """The episode's samples; with `steps` (the selection's version of the steps table),
+    its screenshots too, read only when a sample was kept."""
+    skipped: Counter = Counter()
+    kept = list(samples(episode, spec, skipped))
+    images = load_images(steps, episode, spec.max_pixels) if steps is not None and kept else None
+    return PreparedEpisode(episode, kept, skipped, images)
+
+
+def prepare_here(selection: Selection, spec: ExportSpec) -> Iterator[PreparedEpisode]:
+    return (prepare_episode(episode, spec) for episode in selection.episodes)
 
 
 @dataclass(frozen=True)
@@ -63,12 +97,13 @@ def new_export_id() -> str:
 
 
 def run_export(lake: Lake, spec: ExportSpec, progress: Progress | None = None, *,
-               export_id: str | None = None) -> ExportResult:
+               export_id: str | None = None, prepare: Prepare = prepare_here) -> ExportResult:
     """Export `spec` from `lake` (writable: the export is recorded in it). Raises a LakeError
     subclass for bad input before anything is written.
 
     `export_id` lets a caller that names the folder after the export (the API) choose the
-    id first; by default a new one is made."""
+    id first; by default a new one is made. `prepare` says where samples are built and
+    images read (see `Prepare`); the files written are the same wherever that is."""
     fmt = get_format(spec.format)
     selection = select(lake, spec)
     out = spec.out.resolve()
@@ -79,7 +114,7 @@ def run_export(lake: Lake, spec: ExportSpec, progress: Progress | None = None, *
            "status": "running", "created_at": datetime.now(UTC)}
     _record(lake, row)
     try:
-        doc = _write(out, spec, fmt, selection, progress)
+        doc = _write(out, spec, fmt, selection, progress, prepare)
     except BaseException as exc:
         _record(lake, {**row, "status": "failed", "finished_at": datetime.now(UTC),
                        "manifest": json.dumps({"error": f"{type(exc).__name__}: {exc}"})})
@@ -91,7 +126,8 @@ def run_export(lake: Lake, spec: ExportSpec, progress: Progress | None = None, *
     return ExportResult(row["export_id"], out, doc)
 
 
-def _write(out: Path, spec: ExportSpec, fmt, selection: Selection, progress: Progress | None) -> dict:
+def _write(out: Path, spec: ExportSpec, fmt, selection: Selection, progress: Progress | None,
+           prepare: Prepare) -> dict:
     store = ImageStore(selection.source, out, spec.max_pixels)
     writer = fmt.open(WriteContext(out, spec, store, selection.source))
     dedup = Dedup(spec.dedup)
@@ -103,11 +139,13 @@ def _write(out: Path, spec: ExportSpec, fmt, selection: Selection, progress: Pro
     total = len(selection.episodes)
     if progress is not None:
         progress(0, total)
-    for done, ep in enumerate(selection.episodes, 1):
-        store.begin(ep)
+    for done, prepared in enumerate(prepare(selection, spec), 1):
+        ep = prepared.episode
+        store.begin(ep, prepared.images)
+        skipped.update(prepared.skipped)
         split = split_of(ep.task_name, spec.seed, spec.val_fraction)
         kept = 0
-        for sample in samples(ep, spec, skipped):
+        for sample in prepared.samples:
             if dedup.seen(sample.key):
                 skipped["duplicate"] += 1
                 continue
