@@ -1,21 +1,34 @@
-"""The API server's settings: one typed object, loaded once and validated at start-up.
+"""The product's settings: one typed object each, loaded once and validated at start-up.
 
-Defaults live here and nowhere else. The token comes from the environment (`ELAKE_TOKEN`),
-never from the command line, so it does not show in the process list.
+`EnvSettings` is every `ELAKE_*` environment variable the command line and the API server read
+(`ELAKE_LAKE`, `ELAKE_TOKEN`, `ELAKE_CORS_ORIGINS`, `ELAKE_ENV_TOKEN`), read in one place by
+pydantic-settings; a bad value is refused naming the variable. `Settings` is the server's own
+configuration; it takes the environment's values through `Settings.from_env`, so a test or
+another program that builds `Settings(...)` gets exactly what it passed, whatever the shell
+exports. Defaults live here and nowhere else. Tokens come from the environment, never from the
+command line, so they do not show in the process list.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from pathlib import Path, PurePath
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from episodelake.lake import layout
 from episodelake.lake.errors import InvalidInput
 
-TOKEN_ENV = "ELAKE_TOKEN"
-CORS_ENV = "ELAKE_CORS_ORIGINS"
+ENV_PREFIX = "ELAKE_"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8799
 #: Hosts that need no token: the machine's own loopback names. Everything else (0.0.0.0,
@@ -24,18 +37,72 @@ LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 #: Where `just web` puts the built app, first match wins.
 STATIC_CANDIDATES = (Path(__file__).parent / "static", Path(__file__).parent.parent / "web" / "dist")
 
+#: The API server's bearer token: long enough that guessing it is hopeless.
+Token = Annotated[str, Field(min_length=16)]
+
 
 def default_static_dir() -> Path | None:
     return next((p for p in STATIC_CANDIDATES if (p / "index.html").is_file()), None)
 
 
+#: A lake as text: a folder or a URI (`s3://bucket/prefix`). Never a `Path`, which would
+#: fold `s3://` into `s3:/`; a `Path` given is taken as the folder it names.
+LakeLocation = Annotated[str, BeforeValidator(lambda v: str(v) if isinstance(v, PurePath) else v)]
+
+
+class EnvSettings(BaseSettings):
+    """The `ELAKE_*` environment variables, one field each (`ELAKE_<FIELD>`); an empty
+    variable counts as unset."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_ignore_empty=True, extra="ignore",
+                                      frozen=True)
+
+    lake: LakeLocation = Field(layout.DEFAULT_LAKE, description="the lake (a folder, or a URI such as "
+                               "s3://bucket/prefix) when `--lake` is not given")
+    token: Token | None = Field(None, description="the API server's bearer token (at least 16 "
+                                "characters); required to bind anything but loopback")
+    cors_origins: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="comma-separated origins whose pages may call the API (e.g. a web app "
+        "dev server, http://localhost:5173)")
+    env_token: str | None = Field(None, description="bearer token of environment servers: sent by "
+                                  "`elake collect remote`, required by `elake serve-env`")
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(origin.strip() for origin in value.split(",") if origin.strip())
+        return value
+
+    @classmethod
+    def variable(cls, field: str) -> str:
+        """The environment variable that sets `field`."""
+        return ENV_PREFIX + field.upper()
+
+    @classmethod
+    def load(cls) -> EnvSettings:
+        """The settings the environment holds; a bad value raises `InvalidInput` naming its
+        variable (never echoing the value: it may be a secret)."""
+        try:
+            return cls()
+        except ValidationError as exc:
+            problems = []
+            for error in exc.errors(include_url=False):
+                message = error["msg"][:1].lower() + error["msg"][1:]
+                problems.append(f"${cls.variable(str(error['loc'][0]))}: {message}")
+            raise InvalidInput("; ".join(problems) + " (fix or unset the variable)") from None
+
+
+TOKEN_ENV = EnvSettings.variable("token")
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    lake: Path
+    lake: LakeLocation
     host: str = DEFAULT_HOST
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)
-    token: str | None = Field(None, min_length=16, description="required for any non-loopback bind")
+    token: Token | None = Field(None, description="required for any non-loopback bind")
     cors_origins: tuple[str, ...] = ()
     max_body_bytes: int = Field(1 << 20, ge=1024, description="larger request bodies get 413")
     sql_max_rows: int = Field(10_000, ge=1)
@@ -72,15 +139,14 @@ class Settings(BaseModel):
         return self.host in LOCAL_HOSTS
 
     @classmethod
-    def from_env(cls, lake: Path | str, **overrides) -> Settings:
-        """Settings for `lake`, taking the token and CORS origins from the environment."""
-        env: dict = {}
-        if os.environ.get(TOKEN_ENV):
-            env["token"] = os.environ[TOKEN_ENV]
-        if os.environ.get(CORS_ENV):
-            env["cors_origins"] = tuple(o.strip() for o in os.environ[CORS_ENV].split(",") if o.strip())
+    def from_env(cls, environment: EnvSettings | None = None, **overrides: Any) -> Settings:
+        """Settings for the lake, token and CORS origins of `environment` (default: this
+        process's), with `overrides` (the command line's) taking precedence."""
+        environment = EnvSettings.load() if environment is None else environment
+        values = {"lake": environment.lake, "token": environment.token,
+                  "cors_origins": environment.cors_origins}
         try:
-            return cls(lake=Path(lake), **{**env, **overrides})
+            return cls(**{**values, **overrides})
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
             raise InvalidInput(f"server settings: {problems}") from None

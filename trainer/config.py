@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from episodelake.lake.errors import InvalidInput
-from episodelake.lake.spec_model import SpecModel, add_options, given_options
+from episodelake.lake.spec_model import SpecModel
 from episodelake.trainer.advantages import REFERENCE_ADVANTAGES, TUNED_ADVANTAGES, AdvantageConfig
 
 POLICIES = ("tiny", "vlm")
@@ -185,6 +185,21 @@ class TrainConfig(SpecModel):
         """Every setting by its flag's name, the advantage settings among them."""
         return {**self.model_dump(exclude={"advantages"}), **self.advantages.model_dump()}
 
+    @classmethod
+    def from_settings(cls, given: dict[str, Any], *, reference_defaults: bool = False) -> TrainConfig:
+        """The config of the settings `given` by name, as `settings()` names them (`elake
+        train`'s flags); the others keep their defaults. With `reference_defaults` the
+        advantage settings start from the reference trainer's, and one given that differs
+        from them is refused."""
+        advantages = {name: value for name, value in given.items() if name in AdvantageConfig.model_fields}
+        base = TUNED_ADVANTAGES
+        if reference_defaults:
+            base = REFERENCE_ADVANTAGES
+            for name, value in advantages.items():
+                _refuse_changing_the_reference(name, value)
+        return cls(**{name: value for name, value in given.items() if name not in advantages},
+                   advantages={**base.model_dump(), **advantages})
+
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), sort_keys=True)
 
@@ -206,30 +221,6 @@ class TrainConfig(SpecModel):
 #: Settings a resumed run may change; every other one must match the stored config.
 RESUMABLE = frozenset({"run_id", "iterations", "resume", "workers", "checkpoint_dir", "threads",
                        "deepspeed_config", "rollout_backend", "ray_address"})
-
-
-def add_arguments(parser) -> None:
-    """One ``--flag`` per setting (the advantage settings' flags included, not nested), with its
-    help and default (booleans get ``--no-<flag>``), and ``--reference-defaults``."""
-    add_options(parser, AdvantageConfig)
-    add_options(parser, TrainConfig)
-    parser.add_argument("--reference-defaults", action="store_true",
-                        help="compute advantages exactly as the reference trainer: "
-                        "--normalize-step-rewards and --revisit-rewards on, and every other "
-                        "advantage setting at the reference's value (giving one that differs "
-                        "is refused)")
-
-
-def from_arguments(args) -> TrainConfig:
-    """The config the parsed `add_arguments` flags describe."""
-    given = given_options(args, AdvantageConfig)
-    base = TUNED_ADVANTAGES
-    if args.reference_defaults:
-        base = REFERENCE_ADVANTAGES
-        for name, value in given.items():
-            _refuse_changing_the_reference(name, value)
-    return TrainConfig(**given_options(args, TrainConfig),
-                       advantages={**base.model_dump(), **given})
 
 
 def _refuse_changing_the_reference(name: str, given: Any) -> None:

@@ -1,114 +1,118 @@
 """`elake`: the one command line that reaches every job.
 
-Every command group is a module of this package with a `register(commands: Commands)`
-function (the extension point for new commands): `lake` (info, sql, tag, optimize, recover),
-`clawgui` (import/export/watch ClawGUI folders), `rollout` (rollout, demo), `collect`
-(collect, serve-env, judge), `rerun`, `export` (export sft), `train`, `serve` (serve,
-openapi). `commands.add(name, help)` adds a top-level command; `commands.group("export")
-.add_parser(...)` adds a kind to a shared verb (`elake export sft`, `elake export clawgui`).
-A command sets `func`, a function of the parsed arguments returning an exit code (or None
-for 0). The command line sits on top of every package (lake, collectors, trainer, API), so
-none of them imports it; each command imports what it runs when it runs, which keeps
-`elake --help` fast.
+One Typer app (`app`): each command module of this package holds its commands as a `Commands`
+app (`episodelake.api.cli.app`), and this module adds them to the root in help order, by
+direct import: `lake` (info, sql, tag, optimize, recover), `clawgui` (import/export/watch
+ClawGUI folders), `rollout` (rollout, demo), `collect` (collect, serve-env, judge), `rerun`,
+`export` (export sft), `train`, `serve` (serve, openapi). A verb that several modules share
+(`elake export sft`, `elake export clawgui`) is a group made here from each module's part.
+Options made from a spec model's fields come from `model_options`. The command line sits on
+top of every package (lake, collectors, trainer, API), so none of them imports it; each
+command imports what it runs when it runs, which keeps `elake --help` fast.
 
 Every failure prints one line to stderr and exits non-zero, never a traceback: `main` is the
 one place all commands go through, so no command has to remember it. The product's own
-errors (`LakeError`), DuckDB's, Lance's (storage that will not read), the operating
-system's (a missing file, a full disk) and an interrupt each get a line that names what
-failed; anything else is a bug, and its line says so and how to see the traceback
-(`elake --debug COMMAND ...` prints it before the line).
+errors (`EpisodeLakeError`), DuckDB's, Lance's (storage that will not read), the operating
+system's (a missing file, a full disk), a usage error (exit code 2) and an interrupt each get a
+line that names what failed; anything else is a bug, and its line says so and how to see the
+traceback (`elake --debug COMMAND ...` prints it before the line).
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
-import os
 import re
 import sys
 import traceback
+from typing import Annotated
+
+import typer
 
 from episodelake.api.cli import clawgui, collect, export, lake, rerun, rollout, serve, train
-from episodelake.lake.errors import LakeError
-from episodelake.lake.layout import DEFAULT_LAKE, LAKE_ENV
+from episodelake.api.cli.app import Commands, Globals
+from episodelake.api.settings import EnvSettings
+from episodelake.lake.errors import EpisodeLakeError
+from episodelake.lake.layout import DEFAULT_LAKE
 
-#: Verbs shared by several packages: `elake <verb> <kind> ...`.
-GROUPS = {
-    "import": "bring episodes from another format into the lake",
-    "export": "write episodes out of the lake (datasets, other formats)",
-    "watch": "follow a folder that another tool writes and ingest as it grows",
-}
+DEBUG_FLAG = "--debug"
 
-
-class Parser(argparse.ArgumentParser):
-    """argparse, with a usage error as one line like every other error (exit code 2), and
-    `--debug` accepted after any command as well as before it."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        # SUPPRESS: a command that is not given --debug keeps the value `elake --debug` set.
-        self.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                          help="print the traceback of an error before its one-line message")
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+app = Commands(
+    name="elake",
+    help="EpisodeLake: record GUI-agent episodes into a versioned lake, query them with SQL, "
+    "replay and curate them in the web app, export datasets, train.",
+)
 
 
-class Commands:
-    """What a command module's `register` receives: top-level commands and the shared verbs."""
+@app.callback()
+def root(
+    ctx: typer.Context,
+    lake_dir: Annotated[str | None, typer.Option(
+        "--lake", show_default=False,
+        help=f"lake folder or URI, e.g. s3://bucket/prefix (default: ${EnvSettings.variable('lake')} or {DEFAULT_LAKE})")] = None,
+    verbose: Annotated[bool, typer.Option("-v", "--verbose", help="log progress details")] = False,
+    debug: Annotated[bool, typer.Option(
+        DEBUG_FLAG, help="print the traceback of an error before its one-line message "
+        "(before or after the command)")] = False,
+) -> None:
+    environment = EnvSettings.load()
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    ctx.obj = Globals(lake=environment.lake if lake_dir is None else lake_dir, verbose=verbose,
+                      debug=debug, environment=environment)
 
-    def __init__(self, subparsers: argparse._SubParsersAction):
-        self._top = subparsers
-        self._groups: dict[str, argparse._SubParsersAction] = {}
 
-    def add(self, name: str, help: str, **kwargs) -> argparse.ArgumentParser:
-        return self._top.add_parser(name, help=help, description=help, **kwargs)
-
-    def group(self, verb: str) -> argparse._SubParsersAction:
-        if verb not in self._groups:
-            parser = self.add(verb, GROUPS[verb])
-            self._groups[verb] = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
-        return self._groups[verb]
+def verb(summary: str, *parts: typer.Typer) -> Commands:
+    """A verb several modules share (`elake export sft`, `elake export clawgui`): one group
+    made of each module's part."""
+    group = Commands(help=summary)
+    for part in parts:
+        group.add_typer(part)
+    return group
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(
-        prog="elake",
-        description="EpisodeLake: record GUI-agent episodes into a versioned lake, query them "
-        "with SQL, replay and curate them in the web app, export datasets, train.",
-    )
-    parser.add_argument(
-        "--lake",
-        default=os.environ.get(LAKE_ENV) or DEFAULT_LAKE,
-        help=f"lake folder (default: ${LAKE_ENV} or {DEFAULT_LAKE})",
-    )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
-    parser.set_defaults(debug=False)
-    commands = Commands(parser.add_subparsers(dest="command", metavar="COMMAND"))
-    for module in (lake, clawgui, rollout, collect, rerun, export, train, serve):  # help order
-        module.register(commands)
-    return parser
+# In the order `elake --help` lists them.
+app.add_typer(lake.commands)
+app.add_typer(verb("bring episodes from another format into the lake", clawgui.imports), name="import")
+app.add_typer(verb("write episodes out of the lake (datasets, other formats)",
+                   clawgui.exports, export.exports), name="export")
+app.add_typer(verb("follow a folder that another tool writes and ingest as it grows",
+                   clawgui.watches), name="watch")
+app.add_typer(rollout.commands)
+app.add_typer(collect.kinds, name="collect")
+app.add_typer(collect.commands)
+app.add_typer(rerun.commands)
+app.add_typer(train.commands)
+app.add_typer(serve.commands)
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    args = None
+    """Run `elake` with `argv` (default: the process's) and return its exit code. Like any
+    parser, `--help` (and a group given no command) exits with SystemExit, and so does a usage
+    error, after its one line."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # `--debug` is accepted after the command too: it moves to the root, where it is defined.
+    end = argv.index("--") if "--" in argv else len(argv)
+    debug = DEBUG_FLAG in argv[:end]
+    if debug:
+        argv = [DEBUG_FLAG, *(a for a in argv[:end] if a != DEBUG_FLAG), *argv[end:]]
+    command = typer.main.get_command(app)
+    ctx = None
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
-        logging.basicConfig(
-            level=logging.INFO if args.verbose else logging.WARNING,
-            format="%(levelname)s %(name)s: %(message)s",
-        )
-        if not getattr(args, "func", None):
-            parser.print_help()
-            return 2
-        return args.func(args) or 0
+        with command.make_context("elake", argv) as ctx:
+            return command.invoke(ctx) or 0
+    except typer.Exit as exc:
+        raise SystemExit(exc.exit_code) from None
     except SystemExit:
         raise
+    except typer.TyperException as exc:  # the parser's: a bad option or value, a missing argument
+        code = getattr(exc, "exit_code", 2)
+        parsed = getattr(exc, "ctx", None)
+        path = parsed.command_path if parsed is not None else "elake"
+        message = exc.format_message().replace("Value error, ", "").rstrip(".")
+        print(f"{path}: {message[:1].lower()}{message[1:]} (see `{path} --help`)", file=sys.stderr)
+        raise SystemExit(code) from None
     except BaseException as exc:  # KeyboardInterrupt too: one line, exit 130
-        debug = getattr(args, "debug", False) if args is not None else "--debug" in argv
-        return report_error(exc, getattr(args, "command", None), debug=debug)
+        return report_error(exc, ctx.invoked_subcommand if ctx is not None else None, debug=debug)
 
 
 #: Rust source locations that Lance appends to its messages: noise to a user.
@@ -145,7 +149,7 @@ def describe_error(exc: BaseException) -> tuple[str, int]:
 
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted", 130
-    if isinstance(exc, LakeError):
+    if isinstance(exc, EpisodeLakeError):
         return one_line(str(exc)), 1
     if isinstance(exc, duckdb.Error):
         return one_line(f"DuckDB: {exc}"), 1

@@ -8,42 +8,125 @@ import json
 import sys
 from datetime import timedelta
 from pathlib import Path
+from typing import Annotated, Literal
 
 import duckdb
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
+import typer
 
+from episodelake.api.cli.app import Commands, globals_of
 from episodelake.lake.errors import InvalidInput
 from episodelake.lake.lake import Lake
 
+commands = Commands()
 
-def register(commands) -> None:
-    p = commands.add("info", "tables, rows, size and versions of the lake")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(func=cmd_info)
+SqlFormat = Literal["table", "csv", "json", "parquet"]
 
-    p = commands.add("sql", "run a SQL query over every table (DuckDB; `steps` leaves out images unless named)")
-    p.add_argument("query", help='e.g. "select task_name, avg(success::int) from episodes group by 1"')
-    p.add_argument("--format", choices=("table", "csv", "json", "parquet"), default="table")
-    p.add_argument("--out", type=Path, help="write the result to this file instead of stdout")
-    p.add_argument("--at", metavar="TAG", help="query the lake as of this tag")
-    p.add_argument("--max-rows", type=int, default=50, help="rows printed in table format (default 50)")
-    p.set_defaults(func=cmd_sql)
 
-    p = commands.add("tag", "tag the current version of every table, list or delete tags")
-    p.add_argument("name", nargs="?", help="tag to create (omit with --list)")
-    p.add_argument("--list", action="store_true", help="list tags and the table versions they pin")
-    p.add_argument("--delete", action="store_true", help="delete the tag NAME")
-    p.set_defaults(func=cmd_tag)
+@commands.command("info", summary="tables, rows, size and versions of the lake")
+def cmd_info(ctx: typer.Context,
+             as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False) -> None:
+    lake = Lake(globals_of(ctx).lake, create=False)
+    info = lake.info()
+    tags = lake.tags()
+    if as_json:
+        print(json.dumps({"lake": str(lake.path), "tables": info, "tags": tags}, indent=2))
+        return
+    print(f"lake {lake.path.resolve()}")
+    rows = [{"table": t, "rows": i["rows"], "size": _human_bytes(i["bytes"]), "version": i["version"],
+             "fragments": i["fragments"]} for t, i in info.items()]
+    print_table(pa.Table.from_pylist(rows))
+    print(f"tags: {', '.join(sorted(tags)) or '(none)'}")
 
-    p = commands.add("optimize", "compact fragments, rebuild indexes, prune old untagged versions")
-    p.add_argument("--prune-days", type=float, default=7.0,
-                   help="remove untagged versions older than this many days (default 7; -1 keeps all)")
-    p.set_defaults(func=cmd_optimize)
 
-    p = commands.add("recover", "replay spools left by crashed writers and check every table reads")
-    p.set_defaults(func=cmd_recover)
+@commands.command("sql", summary="run a SQL query over every table (DuckDB; `steps` leaves out images unless named)")
+def cmd_sql(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(metavar="QUERY", show_default=False, help='e.g. "select task_name, '
+                                         'avg(success::int) from episodes group by 1"')],
+    format: Annotated[SqlFormat, typer.Option(help="how to print the result")] = "table",
+    out: Annotated[Path | None, typer.Option(help="write the result to this file instead of stdout")] = None,
+    at: Annotated[str | None, typer.Option(metavar="TAG", help="query the lake as of this tag")] = None,
+    max_rows: Annotated[int, typer.Option(help="rows printed in table format (default 50)",
+                                          show_default=False)] = 50,
+) -> None:
+    lake = Lake(globals_of(ctx).lake, create=False)
+    if at:
+        lake = lake.at(at)
+    try:
+        result = lake.sql(query)
+    except duckdb.Error as exc:  # a typo in a column name is the user's to fix, not a crash
+        raise InvalidInput(f"query failed: {exc}") from None
+    if format == "parquet":
+        if not out:
+            raise InvalidInput("--format parquet needs --out FILE")
+        pq.write_table(result, out)
+        return
+    stream = open(out, "w", encoding="utf-8", newline="") if out else sys.stdout
+    try:
+        if format == "table":
+            print_table(result, max_rows if not out else result.num_rows, stream)
+        elif format == "csv":
+            binary_free = result.select([c for c in result.column_names
+                                         if not pa.types.is_binary(result.schema.field(c).type)
+                                         and not pa.types.is_large_binary(result.schema.field(c).type)])
+            write_csv(binary_free, stream)
+        else:
+            for row in result.to_pylist():
+                stream.write(json.dumps(row, default=_json_default, ensure_ascii=False) + "\n")
+    finally:
+        if out:
+            stream.close()
+
+
+@commands.command("tag", summary="tag the current version of every table, list or delete tags")
+def cmd_tag(
+    ctx: typer.Context,
+    name: Annotated[str | None, typer.Argument(metavar="NAME", show_default=False,
+                                               help="tag to create (omit with --list)")] = None,
+    list_tags: Annotated[bool, typer.Option("--list", help="list tags and the table versions they pin")] = False,
+    delete: Annotated[bool, typer.Option("--delete", help="delete the tag NAME")] = False,
+) -> None:
+    lake = Lake(globals_of(ctx).lake, create=False)
+    if list_tags or not name:
+        for tag, pinned in sorted(lake.tags().items()):
+            print(f"{tag}: " + ", ".join(f"{t}@{v}" for t, v in sorted(pinned.items())))
+        return
+    if delete:
+        lake.delete_tag(name)
+        print(f"deleted tag {name}")
+        return
+    pinned = lake.create_tag(name)
+    print(f"tagged {name}: " + ", ".join(f"{t}@{v}" for t, v in pinned.items()))
+
+
+@commands.command("optimize", summary="compact fragments, rebuild indexes, prune old untagged versions")
+def cmd_optimize(
+    ctx: typer.Context,
+    prune_days: Annotated[float, typer.Option(show_default=False, help="remove untagged versions older "
+                                              "than this many days (default 7; -1 keeps all)")] = 7.0,
+) -> None:
+    lake = Lake(globals_of(ctx).lake, create=False)
+    prune = None if prune_days < 0 else timedelta(days=prune_days)
+    report = lake.optimize(prune_older_than=prune)
+    rows = [{"table": t, **r} for t, r in report.items()]
+    print_table(pa.Table.from_pylist(rows))
+
+
+@commands.command("recover", summary="replay spools left by crashed writers and check every table reads")
+def cmd_recover(ctx: typer.Context) -> int:
+    lake = Lake(globals_of(ctx).lake, create=False)
+    report = lake.recover()
+    print(f"replayed {report['rows_replayed']} row(s) from crashed writers' spools")
+    if report.get("torn_tails"):
+        print(f"dropped the torn last write of {report['torn_tails']} segment(s) (never acknowledged)")
+    for line in report.get("damaged", ()):
+        print(line)
+    for table, problem in report["problems"].items():
+        print(f"table {table}: {problem}")
+    return 1 if report["problems"] else 0
 
 
 def _human_bytes(n: int) -> str:
@@ -80,50 +163,6 @@ def _cell(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def cmd_info(args) -> None:
-    lake = Lake(args.lake, create=False)
-    info = lake.info()
-    tags = lake.tags()
-    if args.json:
-        print(json.dumps({"lake": str(lake.path), "tables": info, "tags": tags}, indent=2))
-        return
-    print(f"lake {lake.path.resolve()}")
-    rows = [{"table": t, "rows": i["rows"], "size": _human_bytes(i["bytes"]), "version": i["version"],
-             "fragments": i["fragments"]} for t, i in info.items()]
-    print_table(pa.Table.from_pylist(rows))
-    print(f"tags: {', '.join(sorted(tags)) or '(none)'}")
-
-
-def cmd_sql(args) -> None:
-    lake = Lake(args.lake, create=False)
-    if args.at:
-        lake = lake.at(args.at)
-    try:
-        result = lake.sql(args.query)
-    except duckdb.Error as exc:  # a typo in a column name is the user's to fix, not a crash
-        raise InvalidInput(f"query failed: {exc}") from None
-    if args.format == "parquet":
-        if not args.out:
-            raise InvalidInput("--format parquet needs --out FILE")
-        pq.write_table(result, args.out)
-        return
-    out = open(args.out, "w", encoding="utf-8", newline="") if args.out else sys.stdout
-    try:
-        if args.format == "table":
-            print_table(result, args.max_rows if not args.out else result.num_rows, out)
-        elif args.format == "csv":
-            binary_free = result.select([c for c in result.column_names
-                                         if not pa.types.is_binary(result.schema.field(c).type)
-                                         and not pa.types.is_large_binary(result.schema.field(c).type)])
-            write_csv(binary_free, out)
-        else:
-            for row in result.to_pylist():
-                out.write(json.dumps(row, default=_json_default, ensure_ascii=False) + "\n")
-    finally:
-        if args.out:
-            out.close()
-
-
 def write_csv(table: pa.Table, out) -> None:
     """RFC 4180 CSV: a header cell is quoted only when it needs it (a column named
     `round(avg(x), 2)` or `a"b`), so plain names stay plain; Arrow writes the rows."""
@@ -139,38 +178,3 @@ def _json_default(value):
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
     return str(value)
-
-
-def cmd_tag(args) -> None:
-    lake = Lake(args.lake, create=False)
-    if args.list or not args.name:
-        for name, pinned in sorted(lake.tags().items()):
-            print(f"{name}: " + ", ".join(f"{t}@{v}" for t, v in sorted(pinned.items())))
-        return
-    if args.delete:
-        lake.delete_tag(args.name)
-        print(f"deleted tag {args.name}")
-        return
-    pinned = lake.create_tag(args.name)
-    print(f"tagged {args.name}: " + ", ".join(f"{t}@{v}" for t, v in pinned.items()))
-
-
-def cmd_optimize(args) -> None:
-    lake = Lake(args.lake, create=False)
-    prune = None if args.prune_days < 0 else timedelta(days=args.prune_days)
-    report = lake.optimize(prune_older_than=prune)
-    rows = [{"table": t, **r} for t, r in report.items()]
-    print_table(pa.Table.from_pylist(rows))
-
-
-def cmd_recover(args) -> None:
-    lake = Lake(args.lake, create=False)
-    report = lake.recover()
-    print(f"replayed {report['rows_replayed']} row(s) from crashed writers' spools")
-    if report.get("torn_tails"):
-        print(f"dropped the torn last write of {report['torn_tails']} segment(s) (never acknowledged)")
-    for line in report.get("damaged", ()):
-        print(line)
-    for table, problem in report["problems"].items():
-        print(f"table {table}: {problem}")
-    return 1 if report["problems"] else 0

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Annotated, Literal
 
+import typer
+
+from episodelake.api.cli.app import Commands, globals_of
 from episodelake.lake.errors import InvalidInput
 from episodelake.lake.lake import Lake
 
@@ -15,38 +19,32 @@ NOISE_TO_CATEGORY = {"grounding": "grounding", "planning": "planning",
                      "premature_terminate": "planning", "loop": "other"}
 
 
-def register(commands) -> None:
-    p = commands.add("rollout", "run N tasks x G rollouts on a simulated phone and record them")
-    p.add_argument("--env", choices=("sim",), default="sim", help="environment (default sim)")
-    p.add_argument("--tasks", type=int, default=8, help="number of tasks sampled (default 8)")
-    p.add_argument("--task", action="append", default=[], metavar="ID",
-                   help="a task id instead of sampling, e.g. 'wifi_on' (repeatable)")
-    p.add_argument("--group-size", type=int, default=8, help="rollouts per task, one group (default 8)")
-    p.add_argument("--max-steps", type=int, default=15)
-    p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    p.add_argument("--noise", choices=("none", "light", "demo"), default="demo",
-                   help="demo policy mistakes: none (the oracle), light, demo (default)")
-    p.add_argument("--run-id", help="default: a new id")
-    p.add_argument("--policy-version", default="demo")
-    p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(func=cmd_rollout)
-
-    p = commands.add("demo", "create a demo lake: simulated episodes, step rewards, a failure set, tags")
-    p.add_argument("--tasks", type=int, default=40, help="tasks (default 40)")
-    p.add_argument("--group-size", type=int, default=4, help="rollouts per task per checkpoint (default 4)")
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(func=cmd_demo)
+commands = Commands()
 
 
-def cmd_rollout(args) -> None:
+@commands.command("rollout", summary="run N tasks x G rollouts on a simulated phone and record them")
+def cmd_rollout(
+    ctx: typer.Context,
+    env: Annotated[Literal["sim"], typer.Option(help="environment (default sim)", show_default=False)] = "sim",
+    tasks: Annotated[int, typer.Option(help="number of tasks sampled (default 8)", show_default=False)] = 8,
+    task: Annotated[list[str] | None, typer.Option(
+        metavar="ID", help="a task id instead of sampling, e.g. 'wifi_on' (repeatable)")] = None,
+    group_size: Annotated[int, typer.Option(help="rollouts per task, one group (default 8)",
+                                            show_default=False)] = 8,
+    max_steps: Annotated[int, typer.Option(help="steps after which an episode is stopped")] = 15,
+    workers: Annotated[int, typer.Option(help="worker processes (default 1)", show_default=False)] = 1,
+    noise: Annotated[Literal["none", "light", "demo"], typer.Option(
+        show_default=False, help="demo policy mistakes: none (the oracle), light, demo (default)")] = "demo",
+    run_id: Annotated[str | None, typer.Option(help="the episodes' run_id (default: a new id)")] = None,
+    policy_version: Annotated[str, typer.Option(help="the episodes' policy_version")] = "demo",
+    seed: Annotated[int, typer.Option(help="seed of task sampling, the phone and the policy")] = 0,
+) -> None:
     from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 
-    ids = task_ids(args.task or args.tasks, seed=args.seed)
-    spec = RolloutSpec(ids, group_size=args.group_size, max_steps=args.max_steps,
-                       run_id=args.run_id or new_run_id("rollout"),
-                       policy_version=args.policy_version, seed=args.seed)
-    report = run_rollouts(Lake(args.lake), spec, demo_agent(args.noise), workers=args.workers)
+    ids = task_ids(task or tasks, seed=seed)
+    spec = RolloutSpec(ids, group_size=group_size, max_steps=max_steps,
+                       run_id=run_id or new_run_id("rollout"), policy_version=policy_version, seed=seed)
+    report = run_rollouts(Lake(globals_of(ctx).lake), spec, demo_agent(noise), workers=workers)
     print(report.summary())
 
 
@@ -54,19 +52,27 @@ def new_run_id(kind: str) -> str:
     return f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
 
 
-def cmd_demo(args) -> None:
+@commands.command("demo", summary="create a demo lake: simulated episodes, step rewards, a failure set, tags")
+def cmd_demo(
+    ctx: typer.Context,
+    tasks: Annotated[int, typer.Option(help="tasks (default 40)", show_default=False)] = 40,
+    group_size: Annotated[int, typer.Option(help="rollouts per task per checkpoint (default 4)",
+                                            show_default=False)] = 4,
+    workers: Annotated[int, typer.Option(help="worker processes")] = 2,
+    seed: Annotated[int, typer.Option(help="seed of task sampling, the phone and the policies")] = 0,
+) -> None:
     from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 
-    lake = Lake(args.lake)
+    lake = Lake(globals_of(ctx).lake)
     if lake.dataset("episodes").count_rows():
         raise InvalidInput(f"{lake.path} already holds episodes; give a new --lake for the demo")
-    ids = task_ids(args.tasks, seed=args.seed)
+    ids = task_ids(tasks, seed=seed)
     started = time.perf_counter()
     total = 0
     for i, (version, noise) in enumerate(DEMO_POLICIES):
-        spec = RolloutSpec(ids, group_size=args.group_size, run_id=f"demo-{version}", policy_version=version,
-                           seed=args.seed + i, batch=f"b{i}")
-        report = run_rollouts(lake, spec, demo_agent(noise), workers=args.workers)
+        spec = RolloutSpec(ids, group_size=group_size, run_id=f"demo-{version}", policy_version=version,
+                           seed=seed + i, batch=f"b{i}")
+        report = run_rollouts(lake, spec, demo_agent(noise), workers=workers)
         print(report.summary())
         total += len(report.episodes)
         lake.create_tag(f"demo-{version}")

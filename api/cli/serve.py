@@ -5,33 +5,34 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Annotated
 
+import typer
+
+from episodelake.api.cli.app import Commands, globals_of
 from episodelake.api.settings import DEFAULT_HOST, DEFAULT_PORT, TOKEN_ENV, Settings
 
-
-def register(commands) -> None:
-    p = commands.add("serve", "serve the API and the web app (http://127.0.0.1:8799 by default)")
-    p.add_argument("--host", default=DEFAULT_HOST,
-                   help=f"address to bind (default {DEFAULT_HOST}; any other needs ${TOKEN_ENV})")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
-    p.set_defaults(func=cmd_serve)
-
-    p = commands.add("openapi", "print the API's OpenAPI document (the web client's types come from it)")
-    p.add_argument("--out", type=Path, help="write to this file instead of stdout")
-    p.set_defaults(func=cmd_openapi)
+commands = Commands()
 
 
-def cmd_serve(args) -> None:
+@commands.command("serve", summary="serve the API and the web app (http://127.0.0.1:8799 by default)")
+def cmd_serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(show_default=False, help=f"address to bind (default {DEFAULT_HOST}; "
+                                      f"any other needs ${TOKEN_ENV})")] = DEFAULT_HOST,
+    port: Annotated[int, typer.Option(help=f"port (default {DEFAULT_PORT})", show_default=False)] = DEFAULT_PORT,
+) -> None:
     import uvicorn
 
     from episodelake.api.app import create_app
     from episodelake.lake.lake import Lake
 
-    settings = Settings.from_env(args.lake, host=args.host, port=args.port)
+    options = globals_of(ctx)
+    settings = Settings.from_env(options.environment, lake=options.lake, host=host, port=port)
     lake = Lake(settings.lake, create=False)
     print(f"elake serve: lake {lake.path.resolve()} on {url_of(settings.host, settings.port)}", file=sys.stderr)
     uvicorn.run(create_app(settings, lake), host=settings.host, port=settings.port,
-                log_level="info" if args.verbose else "warning")
+                log_level="info" if options.verbose else "warning")
 
 
 def url_of(host: str, port: int) -> str:
@@ -39,12 +40,16 @@ def url_of(host: str, port: int) -> str:
     return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
 
-def cmd_openapi(args) -> None:
+@commands.command("openapi", summary="print the API's OpenAPI document (the web client's types come from it)")
+def cmd_openapi(
+    ctx: typer.Context,
+    out: Annotated[Path | None, typer.Option(help="write to this file instead of stdout")] = None,
+) -> None:
     from episodelake.api.app import create_app
 
-    doc = create_app(Settings(lake=Path(args.lake), static_dir=None)).openapi()
+    doc = create_app(Settings(lake=globals_of(ctx).lake, static_dir=None)).openapi()
     text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
-    if args.out:
-        args.out.write_text(text, encoding="utf-8")
+    if out:
+        out.write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)

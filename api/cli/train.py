@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
+from typing import Annotated, Any
 
-from episodelake.trainer.config import add_arguments, from_arguments
+import typer
+
+from episodelake.api.cli.app import Commands, globals_of
+from episodelake.api.cli.model_options import Fields, with_fields
+from episodelake.trainer.advantages import AdvantageConfig
+from episodelake.trainer.config import TrainConfig
 
 DESCRIPTION = """\
 Each iteration samples --tasks training tasks, runs --group-size rollouts of each on the
@@ -13,28 +18,38 @@ the recorded steps, updates the policy with PPO-clip, evaluates it on held-out t
 the iteration's metrics to the `runs` table and saves a checkpoint. Continue a run with
 --resume --run-id ID. The advantages use this trainer's tuned defaults (see
 trainer/README.md); --reference-defaults computes them exactly as the reference trainer does.
-Training starts by printing which set is in use. Example:
+Training starts by printing which set is in use.
+
+Example:
+
+\b
   elake train --env sim --algo gigpo --policy tiny --group-size 8 --tasks 8 --iterations 20
 """
 
-
-def register(commands) -> None:
-    parser = commands.add("train", "train a policy online on the simulated phone (GiGPO/GRPO)")
-    parser.description = DESCRIPTION
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    add_arguments(parser)
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    parser.set_defaults(func=cmd_train)
+commands = Commands()
 
 
-def cmd_train(args) -> int:
+@commands.command("train", summary="train a policy online on the simulated phone (GiGPO/GRPO)",
+                  description=DESCRIPTION)
+@with_fields(Fields(AdvantageConfig, heading="advantages"), Fields(TrainConfig, heading="training"))
+def cmd_train(
+    ctx: typer.Context,
+    given: dict[str, Any],
+    reference_defaults: Annotated[bool, typer.Option(
+        "--reference-defaults",
+        rich_help_panel="advantages", help="compute advantages exactly as the reference trainer: "
+        "--normalize-step-rewards and --revisit-rewards on, and every other advantage setting at "
+        "the reference's value (giving one that differs is refused)")] = False,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="hide the progress bars")] = False,
+) -> int:
     from episodelake.lake import Lake
     from episodelake.trainer.loop import train
 
-    config = from_arguments(args)  # a ConfigError is a LakeError: one line, no traceback
+    # A ConfigError is an InvalidInput: one line, no traceback.
+    config = TrainConfig.from_settings(given, reference_defaults=reference_defaults)
     # Which advantage equations a run used decides what its curves mean: say it up front.
     print(config.advantage_summary(), flush=True)
-    result = train(config, Lake(args.lake), progress=not args.no_progress)
+    result = train(config, Lake(globals_of(ctx).lake), progress=not no_progress)
     last = result.metrics[-1] if result.metrics else None
     print(f"run {result.run_id}: {len(result.metrics)} iteration(s) this session; "
           f"checkpoints in {result.checkpoint_dir}")
