@@ -23,27 +23,34 @@ from episodelake.lake import sql as lake_sql
 from episodelake.lake.errors import InvalidInput, LakeError, NotFound
 from episodelake.lake.images import sniff_format
 from episodelake.lake.sql import sql_in, sql_string
+from episodelake.lake.store import Location, location, store_errors
 from episodelake.lake.writer import LakeWriter, WriterOptions, replay_orphans
 
 log = logging.getLogger(__name__)
 
 
 class Lake:
-    def __init__(self, path: Path | str | None = None, *, tag: str | None = None, create: bool = True,
-                 refresh_s: float = 0.0):
-        self.path = Path(path) if path is not None else layout.default_lake_path()
+    def __init__(self, path: Location | Path | str | None = None, *, tag: str | None = None,
+                 create: bool = True, refresh_s: float = 0.0,
+                 storage_options: dict[str, str] | None = None):
+        #: a folder or an object store (`s3://bucket/prefix`, ...; see `episodelake.lake.store`)
+        self.location = location(path, storage_options)
+        #: the lake folder; for a lake on an object store, its `Location`
+        self.path: Path | Location = self.location.local if self.location.is_local else self.location
         self.tag = tag
         self.refresh_s = refresh_s
-        if create and tag is None:
-            self.path.mkdir(parents=True, exist_ok=True)
-            tables.ensure_tables(self.path)
-        elif not layout.table_path(self.path, "steps").exists():
-            raise NotFound(f"no lake at {self.path}: create one with `elake demo` or by recording into it")
-        elif tag is None:
-            # A lake made by an older release lacks the tables added since; they are created
-            # empty here (an upgrade, not a change of any stored row), so every reader sees
-            # the same set of tables.
-            tables.ensure_tables(self.path)
+        with store_errors(self.location):
+            self.location.check_reachable()
+            if create and tag is None:
+                self.location.mkdir()
+                tables.ensure_tables(self.location)
+            elif not layout.table_path(self.location, "steps").exists():
+                raise NotFound(f"no lake at {self.location}: create one with `elake demo` or by recording into it")
+            elif tag is None:
+                # A lake made by an older release lacks the tables added since; they are created
+                # empty here (an upgrade, not a change of any stored row), so every reader sees
+                # the same set of tables.
+                tables.ensure_tables(self.location)
         #: table -> (when the check for a newer version started, dataset, when it ended)
         self._cache: dict[str, tuple[float, lance.LanceDataset, float]] = {}
         self._sql: lake_sql.SqlEngine | None = None
@@ -283,13 +290,14 @@ class Lake:
         self.invalidate()
         return report
 
-    def recover(self) -> dict:
-        """Replay dead writers' spools and check every table reads back.
+    def recover(self, spool_dir: Path | None = None) -> dict:
+        """Replay dead writers' spools (this machine's for the lake, or those under
+        `spool_dir`, copied from another machine) and check every table reads back.
 
         Needs free space for one spool segment at a time; with less, raises `StorageFull`
         saying how much (nothing is lost, run it again once there is room)."""
         self.check_writable()
-        replay = replay_orphans(self.path)
+        replay = replay_orphans(self.location, spool_dir)
         problems = {}
         for t in schema.TABLES:
             try:
@@ -308,7 +316,7 @@ class Lake:
         out = {}
         for t in schema.TABLES:
             ds = self.dataset(t)
-            size = sum(f.stat().st_size for f in layout.table_path(self.path, t).rglob("*") if f.is_file())
+            size = layout.table_path(self.location, t).size()
             out[t] = {"rows": ds.count_rows(), "version": ds.version,
                       "fragments": len(ds.get_fragments()), "bytes": size}
         return out

@@ -1,13 +1,29 @@
-"""Where things live inside a lake folder. Every path the product touches is built here.
+"""Where things live for a lake. Every path the product touches is built here.
 
 ```
-<lake>/
+<lake>/                                               a folder, or s3://bucket/prefix (gs://, az://)
     episodes.lance/  steps.lance/  sets.lance/  ...   one Lance dataset per table
-    _spool/<writer_id>/                               a live writer's unacknowledged-to-Lance rows
-        lock                                          held (flock) while the writer lives
-        <table>-<seq>.arrows                          Arrow IPC streams, replayed after a crash
-    _locks/                                           short critical sections (table creation)
-    _exports/<export_id>/                             exports started through the API server
+    _claims.lance/                                    episodes being recorded (remote lakes only)
+```
+Beside the tables, a lake has state that only makes sense on the machine that made it: the
+write-ahead spool of each live writer, short critical sections (file locks) and exports
+started through the API server. For a local lake it lives inside the lake folder, next to
+the data it protects; for a lake on an object store, in a local folder per lake under
+`$ELAKE_SPOOL` (default `~/.cache/episodelake/spool`), named after the lake's URI
+(`<bucket_prefix>-<hash>`), so a crashed writer on a node is replayed by the next writer on
+that node opening the same lake (or by `elake recover --spool DIR` anywhere the folder is
+copied to):
+
+```
+local lake                         remote lake
+<lake>/_spool/<writer_id>/         $ELAKE_SPOOL/<key>/spool/<writer_id>/     a live writer's rows
+    lock                               lock                                  held (flock) while it lives
+    <table>-<seq>.arrows               <table>-<seq>.arrows                  replayed after a crash
+<lake>/_spool/.damaged/            $ELAKE_SPOOL/<key>/spool/.damaged/        segments with unreadable bytes
+<lake>/_locks/                     $ELAKE_SPOOL/<key>/locks/                 short critical sections
+<lake>/_exports/<export_id>/       $ELAKE_SPOOL/<key>/exports/<export_id>/   exports started through the API
+<lake>/_cache/thumbnails/          $ELAKE_SPOOL/<key>/cache/thumbnails/      screenshot thumbnails, by content
+                                   $ELAKE_SPOOL/<key>/lake.txt               the lake's URI (no credentials)
 ```
 """
 
@@ -17,35 +33,86 @@ import os
 import re
 from pathlib import Path
 
+from episodelake.lake.store import Location, location
+
 DEFAULT_LAKE = "./elake-data"
 LAKE_ENV = "ELAKE_LAKE"
+SPOOL_ENV = "ELAKE_SPOOL"
+DEFAULT_SPOOL = "~/.cache/episodelake/spool"
 SPOOL_DIR = "_spool"
 LOCK_DIR = "_locks"
 EXPORTS_DIR = "_exports"
+CACHE_DIR = "_cache"
+CLAIMS_TABLE = "_claims"
 SPOOL_LOCK = "lock"
 SPOOL_SUFFIX = ".arrows"
+#: In a remote lake's local folder: the lake's URI, so a copied spool names its lake.
+LAKE_NOTE = "lake.txt"
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,199}$")
 
 
-def default_lake_path() -> Path:
-    return Path(os.environ.get(LAKE_ENV) or DEFAULT_LAKE)
+def default_lake_path() -> Location:
+    return location(None)
 
 
-def table_path(lake: Path, table: str) -> Path:
-    return lake / f"{table}.lance"
+def table_path(lake: Location | Path | str, table: str) -> Location:
+    return location(lake) / f"{table}.lance"
 
 
-def spool_root(lake: Path) -> Path:
-    return lake / SPOOL_DIR
+def local_spool_base() -> Path:
+    """Where remote lakes keep their local state on this machine (`$ELAKE_SPOOL`)."""
+    return Path(os.environ.get(SPOOL_ENV) or DEFAULT_SPOOL).expanduser()
 
 
-def exports_root(lake: Path) -> Path:
-    return lake / EXPORTS_DIR
+def local_state(lake: Location | Path | str) -> Path:
+    """This machine's folder for a remote lake (see the module docstring); for a local lake,
+    the lake folder itself."""
+    loc = location(lake)
+    if loc.is_local:
+        return loc.local
+    folder = local_spool_base() / loc.key()
+    note = folder / LAKE_NOTE
+    if not note.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        note.write_text(loc.uri + "\n", encoding="utf-8")
+    return folder
 
 
-def lock_path(lake: Path, name: str) -> Path:
-    return lake / LOCK_DIR / f"{name}.lock"
+def spool_root(lake: Location | Path | str) -> Path:
+    loc = location(lake)
+    return loc.local / SPOOL_DIR if loc.is_local else local_state(loc) / "spool"
+
+
+def spool_root_in(folder: Path, lake: Location | Path | str) -> Path:
+    """The spool root a person pointed at with `--spool DIR`: `DIR` may be `$ELAKE_SPOOL`
+    (the lake's folder is found under it), the lake's folder, or its `spool` folder."""
+    loc = location(lake)
+    for candidate in (folder / loc.key() / "spool", folder / "spool"):
+        if candidate.is_dir():
+            return candidate
+    return folder
+
+
+def exports_root(lake: Location | Path | str) -> Path:
+    loc = location(lake)
+    return loc.local / EXPORTS_DIR if loc.is_local else local_state(loc) / "exports"
+
+
+def thumbnail_path(lake: Location | Path | str, image_sha256: str, max_side: int) -> Path:
+    """A cached thumbnail: named by the screenshot's sha256 and size, so it never goes stale
+    (stored screenshots never change) and identical screens share one file."""
+    loc = location(lake)
+    root = loc.local / CACHE_DIR if loc.is_local else local_state(loc) / "cache"
+    return root / "thumbnails" / image_sha256[:2] / f"{image_sha256}-{max_side}.jpg"
+
+
+def lock_path(lake: Location | Path | str, name: str) -> Path:
+    """A file lock for a short critical section on this machine. For a remote lake it guards
+    processes of this machine only; what must hold across machines uses a Lance commit."""
+    loc = location(lake)
+    root = loc.local / LOCK_DIR if loc.is_local else local_state(loc) / "locks"
+    return root / f"{name}.lock"
 
 
 def check_id(value: object, field: str) -> str:

@@ -1,7 +1,9 @@
 """The write-ahead spool: rows a writer acknowledged but has not yet committed to Lance.
 
-Each live writer owns a folder `_spool/<writer_id>/` and holds an flock on its `lock` file for
-as long as it lives. Rows go to Arrow IPC stream segments, one per table and sequence number;
+Each live writer owns a folder `<spool root>/<writer_id>/` and holds an flock on its `lock`
+file for as long as it lives. The spool root is always on local disk (`layout.spool_root`: in
+the lake folder for a local lake, under `$ELAKE_SPOOL` for a lake on an object store), so the
+flock and the appends are local whatever the lake is; nothing here knows where the lake is. Rows go to Arrow IPC stream segments, one per table and sequence number;
 once a segment's rows are committed to Lance the segment is deleted. A folder whose lock can
 be taken belongs to a writer that died: its segments are replayed (with the table key making
 the replay idempotent) and the folder is removed.
@@ -42,8 +44,6 @@ class SpoolWriteError(LakeError):
     The segment is cut back to its last whole record first, so rows appended after the
     problem is fixed (space freed) follow good records and replay stays exact.
     """
-
-    status = 507
 
     def __init__(self, path: Path, needed: int, exc: OSError):
         try:
@@ -135,9 +135,8 @@ class Segment:
 class Spool:
     """A live writer's spool folder (locked for the writer's lifetime)."""
 
-    def __init__(self, lake: Path, fsync: bool = False):
+    def __init__(self, root: Path, fsync: bool = False):
         self.writer_id = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        root = layout.spool_root(lake)
         # Built under a hidden name, locked, then renamed: another writer scanning for dead
         # writers' folders never sees this one without its lock held.
         staging = root / f".{self.writer_id}"
@@ -253,22 +252,22 @@ def _resync(data: bytes, buf: pa.Buffer, start: int, file_schema: pa.Schema) -> 
     return None
 
 
-def keep_damaged(lake: Path, path: Path) -> Path:
-    """Move a segment with unreadable bytes in its middle out of the way, for a person to
-    look at; replay has already committed every valid record in it."""
-    target_dir = layout.spool_root(lake) / DAMAGED_DIR
+def keep_damaged(path: Path) -> Path:
+    """Move a segment with unreadable bytes in its middle out of the way (to `.damaged/` of
+    its spool root), for a person to look at; replay has already committed every valid
+    record in it."""
+    target_dir = path.parent.parent / DAMAGED_DIR
     target_dir.mkdir(parents=True, exist_ok=True)
     target = target_dir / f"{path.parent.name}-{path.name}"
     os.replace(path, target)
     return target
 
 
-def orphaned(lake: Path) -> Iterator[tuple[Path, object]]:
-    """Yield (folder, held lock) for spool folders whose writer is gone.
+def orphaned(root: Path) -> Iterator[tuple[Path, object]]:
+    """Yield (folder, held lock) for the folders under spool root `root` whose writer is gone.
 
     The caller replays the folder while holding the lock, then calls `release(folder, lock)`.
     """
-    root = layout.spool_root(lake)
     if not root.exists():
         return
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
@@ -285,6 +284,22 @@ def orphaned(lake: Path) -> Iterator[tuple[Path, object]]:
             fh.close()
             continue
         yield folder, fh
+
+
+def writer_state(folder: Path) -> str:
+    """Whether the writer of spool `folder` is "alive" (holds its lock), "dead" (left its
+    folder for replay) or "gone" (its folder was replayed, or it closed cleanly)."""
+    try:
+        fh = open(folder / layout.SPOOL_LOCK)
+    except (FileNotFoundError, NotADirectoryError):
+        return "gone"
+    with fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return "alive"  # or being replayed right now: either way, not ours to take
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return "dead"
 
 
 def segments(folder: Path) -> list[Path]:

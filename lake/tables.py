@@ -9,6 +9,10 @@ This module owns every call that changes a Lance dataset. Three commit kinds exi
 Concurrent writers (other processes) can make a commit conflict; commits, compactions and
 index builds are retried with jittered exponential backoff, which is what Lance expects of its
 callers. Only Lance's conflicts are retried; a full disk is reported as `StorageFull`.
+
+A lake is a `Location` (a folder or an object store); every function here takes one (or a
+path or URI, parsed with the variables' credentials). On an object store Lance commits with
+conditional writes, so concurrent writers on many machines are safe in the same way.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from lance.commit import CommitConflictError
 
 from episodelake.lake import layout, schema
 from episodelake.lake.errors import LakeError
+from episodelake.lake.store import Location, location, store_errors
 
 log = logging.getLogger(__name__)
 
@@ -80,25 +85,72 @@ def file_lock(path: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def ensure_tables(lake: Path) -> None:
-    """Create every missing table as an empty dataset (idempotent, safe across processes)."""
-    missing = [t for t in schema.TABLES if not layout.table_path(lake, t).exists()]
-    if not missing:
-        return
-    with file_lock(layout.lock_path(lake, "create")):
-        for table in missing:
-            path = layout.table_path(lake, table)
-            if path.exists():
-                continue
-            lance.write_dataset(schema.empty(table), str(path), enable_stable_row_ids=True)
-            log.info("created table %s", table)
+def _options(loc: Location) -> dict[str, str] | None:
+    return None if loc.is_local else loc.storage_options
 
 
-def open_table(lake: Path, table: str, version: int | str | None = None) -> lance.LanceDataset:
-    path = layout.table_path(lake, table)
+def existing_tables(lake: Location | Path | str) -> set[str]:
+    """Names of the tables stored in the lake (one listing, not one request per table)."""
+    loc = location(lake)
+    return {name.removesuffix(".lance") for name in loc.children() if name.endswith(".lance")}
+
+
+def create_table(lake: Location | Path | str, table: str, empty: pa.Table) -> None:
+    """Create `table` empty unless it exists. Processes of one machine take turns (a file
+    lock); on an object store two machines creating it at once are told apart by Lance's
+    conditional write of the first version, and the loser finds the table there."""
+    loc = location(lake)
+    path = loc / f"{table}.lance"
+    with file_lock(layout.lock_path(loc, "create")), store_errors(loc):
+        if table in existing_tables(loc):
+            return
+        try:
+            lance.write_dataset(empty, str(path), enable_stable_row_ids=True, storage_options=_options(loc))
+        except (OSError, ValueError):
+            if table not in existing_tables(loc):
+                raise
+        log.info("created table %s", table)
+
+
+def ensure_tables(lake: Location | Path | str) -> None:
+    """Create every missing table as an empty dataset, and give a table made by an older
+    release the columns added to its schema since (null in every stored row: Lance adds them
+    to the metadata only). Idempotent, safe across processes."""
+    lake = location(lake)
+    missing = [t for t in schema.TABLES if t not in existing_tables(lake)]
+    for table in missing:
+        create_table(lake, table, schema.empty(table))
+    stale = [t for t in schema.TABLES if t not in missing and _columns_missing(lake, t)]
+    if stale:
+        with file_lock(layout.lock_path(lake, "create")):
+            for table in stale:
+                retry_commit(f"add columns to {table}", lambda table=table: _add_missing_columns(lake, table))
+
+
+def _columns_missing(lake: Location, table: str) -> list[pa.Field]:
+    stored = set(open_table(lake, table).schema.names)
+    return [f for f in schema.TABLES[table] if f.name not in stored]
+
+
+def _add_missing_columns(lake: Location, table: str) -> None:
+    fields = _columns_missing(lake, table)  # again under the lock: another process may have added them
+    if fields:
+        open_table(lake, table).add_columns(pa.schema(fields))
+        log.info("table %s gained column(s) %s", table, ", ".join(f.name for f in fields))
+
+
+def dataset(path: Location, version: int | str | None = None) -> lance.LanceDataset:
+    """The Lance dataset at `path` (a table of the lake, or the claims table)."""
+    with store_errors(path):
+        return lance.dataset(str(path), version=version, storage_options=_options(path))
+
+
+def open_table(lake: Location | Path | str, table: str, version: int | str | None = None) -> lance.LanceDataset:
+    loc = location(lake)
+    path = layout.table_path(loc, table)
     if not path.exists():
-        raise LakeError(f"table {table!r} does not exist in lake {lake}; is this a lake folder?")
-    return lance.dataset(str(path), version=version)
+        raise LakeError(f"table {table!r} does not exist in lake {loc}; is this a lake?")
+    return dataset(path, version=version)
 
 
 def dedupe_last(table: pa.Table, keys: tuple[str, ...]) -> pa.Table:
@@ -139,13 +191,9 @@ def is_commit_conflict(exc: BaseException) -> bool:
 class CommitContention(LakeError):
     """Concurrent writers kept winning: the operation changed nothing and can be run again."""
 
-    status = 503
-
 
 class StorageFull(LakeError):
     """The lake's disk has no room for what is being written; nothing was lost."""
-
-    status = 507
 
 
 def retry_commit(what: str, fn: Callable[[], object], attempts: int = MAX_COMMIT_ATTEMPTS) -> object:
@@ -170,58 +218,71 @@ def retry_commit(what: str, fn: Callable[[], object], attempts: int = MAX_COMMIT
     raise AssertionError("unreachable")
 
 
-def free_bytes(lake: Path) -> int:
-    return shutil.disk_usage(lake).free
+def free_bytes(lake: Location | Path | str) -> int:
+    return shutil.disk_usage(location(lake).local).free
 
 
-def require_space(lake: Path, needed: int, what: str) -> None:
-    """Refuse to start a write that cannot fit: `needed` bytes plus room for a manifest."""
+def require_space(lake: Location | Path | str, needed: int, what: str) -> None:
+    """Refuse to start a write that cannot fit: `needed` bytes plus room for a manifest.
+
+    Only a local lake's disk can be asked: an object store reports no free space (and
+    rarely runs out), so a remote lake is never refused here. The local spool, where a
+    remote lake's rows wait, has its own check (`spool.SpoolWriteError`)."""
+    if not location(lake).is_local:
+        return
     needed += SPACE_SLACK_BYTES
     free = free_bytes(lake)
     if free < needed:
         raise StorageFull(_full_message(lake, needed, free, what))
 
 
-def raise_if_full(lake: Path, exc: BaseException, needed: int, what: str) -> None:
-    """Turn Lance's "no space left on device" into `StorageFull` saying how much is needed."""
+def raise_if_full(lake: Location | Path | str, exc: BaseException, needed: int, what: str) -> None:
+    """Turn Lance's "no space left on device" into `StorageFull` saying how much is needed
+    (a local lake only: see `require_space`)."""
+    if not location(lake).is_local:
+        return
     if _NO_SPACE.search(str(exc)) or getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT):
         raise StorageFull(_full_message(lake, needed + SPACE_SLACK_BYTES, free_bytes(lake), what)) from exc
 
 
-def _full_message(lake: Path, needed: int, free: int, what: str) -> str:
+def _full_message(lake: Location | Path | str, needed: int, free: int, what: str) -> str:
     return (f"{what} needs about {needed / 1e6:.1f} MB free on the lake's disk ({lake}); "
             f"{free / 1e6:.1f} MB are free. Nothing was lost: free some space and run "
             "`elake recover` (or open a writer) again")
 
 
-def commit(lake: Path, table: str, rows: pa.Table, kind: str) -> None:
+def commit(lake: Location | Path | str, table: str, rows: pa.Table, kind: str) -> None:
     """Commit `rows` to `table` as one Lance version. `kind`: append | insert_missing | upsert."""
     if rows.num_rows == 0:
         return
     rows = rows.cast(schema.TABLES[table]) if rows.schema != schema.TABLES[table] else rows
-    uri = str(layout.table_path(lake, table))
+    loc = location(lake)
+    path = layout.table_path(loc, table)
     keys = list(schema.KEYS[table])
     if kind == "append":
-        retry_commit(f"append {table}", lambda: lance.write_dataset(rows, uri, mode="append"))
+        with store_errors(loc):
+            retry_commit(f"append {table}", lambda: lance.write_dataset(
+                rows, str(path), mode="append", storage_options=_options(loc)))
         return
     rows = dedupe_last(rows, schema.KEYS[table])
 
     def merge():
-        builder = lance.dataset(uri).merge_insert(keys)
+        builder = dataset(path).merge_insert(keys)
         if kind == "upsert":
             builder = builder.when_matched_update_all()
         elif kind != "insert_missing":
             raise ValueError(f"unknown commit kind {kind!r}")
         builder.when_not_matched_insert_all().execute(rows)
 
-    retry_commit(f"{kind} {table}", merge)
+    with store_errors(loc):
+        retry_commit(f"{kind} {table}", merge)
 
 
-def fragment_count(lake: Path, table: str) -> int:
+def fragment_count(lake: Location | Path | str, table: str) -> int:
     return len(open_table(lake, table).get_fragments())
 
 
-def compact(lake: Path, table: str) -> tuple[int, int]:
+def compact(lake: Location | Path | str, table: str) -> tuple[int, int]:
     """Merge small fragments (and rows deleted by upserts) into few; (before, after) counts.
 
     Compaction is one Lance commit that concurrent writers can preempt; it is planned again
@@ -233,7 +294,7 @@ def compact(lake: Path, table: str) -> tuple[int, int]:
     return before, fragment_count(lake, table)
 
 
-def index_keys(lake: Path, table: str) -> None:
+def index_keys(lake: Location | Path | str, table: str) -> None:
     """Build the BTREE index on the table's first key column, or fold new rows into it."""
     key = schema.KEYS[table][0]
 
@@ -249,7 +310,7 @@ def index_keys(lake: Path, table: str) -> None:
     retry_commit(f"index {table}.{key}", build)
 
 
-def prune(lake: Path, table: str, older_than: timedelta) -> int:
+def prune(lake: Location | Path | str, table: str, older_than: timedelta) -> int:
     """Remove untagged versions older than `older_than`; returns how many went."""
     def cleanup() -> int:
         stats = open_table(lake, table).cleanup_old_versions(

@@ -10,6 +10,12 @@ A row that cannot reach the spool (a full disk) raises and is not recorded. A co
 fails (a full disk again, or the lake's disk briefly unwritable) loses nothing: its rows go
 back to pending, stay in the spool, and are retried in the background until the lake takes
 them, so a writer carries on by itself once space returns.
+
+The lake may be a folder or an object store; the spool is always on local disk
+(`layout.spool_root`), so a writer on an object store acknowledges at local-disk speed and
+a store that goes away (a network outage) costs only commit retries, never a row. Replay
+never depends on anything local to be exactly-once: a replayed row is inserted only if its
+key is not in the lake, which Lance answers wherever the lake is.
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from episodelake.lake import schema, spool, tables
+from episodelake.lake import claims, layout, schema, spool, tables
 from episodelake.lake.errors import LakeError
+from episodelake.lake.store import Location, location
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +55,6 @@ class WriterOptions:
 
 class CommitFailed(LakeError):
     """Rows are safe in the spool but the lake did not take them (yet); they are retried."""
-
-    status = 503
 
 
 #: Rows waiting while commits fail may grow to this many batches before new rows are refused
@@ -97,19 +102,25 @@ class ReplayReport:
     deferred: list[str] = field(default_factory=list)
 
 
-def replay_orphans(lake: Path) -> ReplayReport:
-    """Commit the rows of every dead writer's spool, one segment at a time.
+def replay_orphans(lake: Location | Path | str, spool_dir: Path | None = None) -> ReplayReport:
+    """Commit the rows of every dead writer's spool, one segment at a time, then let go of
+    the episodes those writers held (`claims`).
 
+    The spools are this machine's for the lake (`layout.spool_root`), or those under
+    `spool_dir` (a spool folder copied from another machine; see `layout.spool_root_in`).
     Each segment is committed and then deleted before the next is read, so a replay needs
     free space for one segment's rows at a time; it checks for that room first and says how
     much it needs when there is not enough (the spool is left as it was).
     """
+    loc = location(lake)
+    root = layout.spool_root(loc) if spool_dir is None else layout.spool_root_in(Path(spool_dir), loc)
     report = ReplayReport()
-    for folder, lock in spool.orphaned(lake):
+    for folder, lock in spool.orphaned(root):
         done = False
         try:
             for path in spool.segments(folder):
-                _replay_segment(lake, path, report)
+                _replay_segment(loc, path, report)
+            claims.release_holder(loc, folder.name)
             done = True
             log.info("replayed spool %s", folder.name)
         finally:
@@ -117,7 +128,7 @@ def replay_orphans(lake: Path) -> ReplayReport:
     return report
 
 
-def _replay_segment(lake: Path, path: Path, report: ReplayReport) -> None:
+def _replay_segment(lake: Location, path: Path, report: ReplayReport) -> None:
     found = spool.read_segment(path)
     table = path.name.rsplit("-", 1)[0]
     if found.rows.num_rows:
@@ -135,7 +146,7 @@ def _replay_segment(lake: Path, path: Path, report: ReplayReport) -> None:
         log.warning("spool segment %s ends in %d bytes of a torn write (never acknowledged); dropped",
                     path, found.torn_tail)
     if found.skipped:
-        kept = spool.keep_damaged(lake, path)
+        kept = spool.keep_damaged(path)
         where = ", ".join(f"{length} bytes at offset {offset}" for offset, length in found.skipped)
         line = (f"spool segment {path} had unreadable bytes ({where}); its {found.rows.num_rows} "
                 f"valid row(s) were replayed and the file is kept at {kept}")
@@ -146,8 +157,8 @@ def _replay_segment(lake: Path, path: Path, report: ReplayReport) -> None:
 
 
 class LakeWriter:
-    def __init__(self, lake: Path | str, options: WriterOptions | None = None):
-        self.lake = Path(lake)
+    def __init__(self, lake: Location | Path | str, options: WriterOptions | None = None):
+        self.lake = location(lake)
         self.options = options or WriterOptions()
         tables.ensure_tables(self.lake)
         try:
@@ -158,7 +169,7 @@ class LakeWriter:
             log.warning("left dead writers' spools for later: %s", exc)
             self.replay = ReplayReport(deferred=[str(exc)])
         self.replayed = self.replay.rows
-        self._spool = spool.Spool(self.lake, fsync=self.options.durability == "machine")
+        self._spool = spool.Spool(layout.spool_root(self.lake), fsync=self.options.durability == "machine")
         self._pending: dict[str, _Pending] = {}
         self._lock = threading.Lock()  # guards _pending
         self._commit_lock = threading.Lock()  # one commit at a time, in order

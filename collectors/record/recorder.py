@@ -16,7 +16,7 @@ parsed action, the anchor key) is computed here, once, on the write path.
 Episode ids are keys across processes. `start_episode` refuses an id the lake already holds;
 `resume=True` continues a stored, unfinished episode after its last stored step. While a
 recorder holds an episode no other recorder, in any process, can start or resume it (see
-`_Claim`), so only one writer ever numbers an episode's steps, and the episode's rows still
+`episodelake.lake.claims`), so only one writer ever numbers an episode's steps, and the episode's rows still
 go to Lance in the writer's batches (no commit per episode, none per step).
 
 Every value is checked against the column it goes to (`field_value`) before anything is
@@ -26,12 +26,10 @@ OverflowError escaping from deep inside, and never a row stored half right.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import math
 import numbers
-import os
 import threading
 import time
 import uuid
@@ -46,7 +44,7 @@ import pyarrow as pa
 
 from episodelake.collectors.record.actions import parse_response
 from episodelake.collectors.record.images import prepare_image
-from episodelake.lake import Lake, WriterOptions, layout, schema
+from episodelake.lake import Lake, WriterOptions, claims, layout, schema
 from episodelake.lake.errors import Conflict, InvalidInput, NotFound
 from episodelake.lake.layout import check_id
 from episodelake.lake.writer import replay_orphans
@@ -255,81 +253,6 @@ def build_step_row(
     return row
 
 
-class _Claim:
-    """The right to write one episode's rows: exclusive across recorders and processes.
-
-    An flock on `<lake>/_locks/recording/<episode_id>.lock`, taken without waiting, held
-    from `start_episode` until every row this recorder wrote for the episode is committed
-    to Lance. While it is held, any other recorder (another process, or another recorder in
-    this one) asking for the episode gets `Conflict`: two processes starting the same id at
-    once end with exactly one winner, and a resume never reads a stored state that misses
-    steps still waiting in a live writer's spool (it would number its steps over them).
-
-    The file holds the name of its holder's spool folder and is removed when the holder
-    lets go with everything committed. A crash releases the flock but leaves the file, so
-    whoever takes it next knows whose spool has the dead holder's acknowledged rows and
-    waits for that spool to be replayed before reading the episode.
-
-    Why a file lock, and no commit to take an id: Lance 14 does not detect two concurrent
-    `merge_insert`s of the same new key (four processes inserting one key "when not
-    matched" at once stored it four times, in 30 trials of 30), so such an insert cannot pick
-    a winner, and nothing in Lance says whether another writer is still alive. Since a claim
-    is let go only once its rows are committed (or, after a crash, once its spool is
-    replayed), the lake the next holder reads already holds every earlier row of the
-    episode, and a read decides whether the id is taken. Committing the row at start as
-    well (under a lake-wide lock) cost a third of `structure`-mode ingest in one run (a
-    commit and a Lance fragment per episode) and guarded nothing the claim does not.
-    flock works on a local disk (or a filesystem with working flock), which is where the
-    lake's spool lives anyway.
-    """
-
-    def __init__(self, path: Path, fd: int, previous_holder: str | None):
-        self.path = path
-        self.fd: int | None = fd
-        #: spool folder of a holder that died holding the claim (its rows may be unreplayed)
-        self.previous_holder = previous_holder
-        self.owned = False
-
-    @classmethod
-    def take(cls, lake: Path, episode_id: str) -> _Claim | None:
-        """The claim, or None when another recorder holds it."""
-        path = layout.lock_path(lake, f"recording/{episode_id}")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                return None
-            try:
-                current = os.stat(path).st_ino == os.fstat(fd).st_ino
-            except FileNotFoundError:
-                current = False
-            if current:
-                break
-            os.close(fd)  # the holder removed the file while we opened it: take the new one
-        previous = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
-        # only ever a spool folder's name; anything else is not ours to follow
-        plain = previous and Path(previous).name == previous and not previous.startswith(".")
-        return cls(path, fd, previous if plain else None)
-
-    def own(self, holder: str) -> None:
-        os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, holder.encode(), 0)
-        self.owned = True
-
-    def release(self, *, committed: bool) -> None:
-        """Let go. `committed`: every row written under this claim is in Lance, so the file
-        goes; otherwise it stays, naming this writer's spool for the next holder to await."""
-        if self.fd is None:
-            return
-        if committed and self.owned:
-            self.path.unlink(missing_ok=True)
-        os.close(self.fd)
-        self.fd = None
-
-
 @dataclass
 class StepRecord:
     """What `log_step` hands back: the stored step's identity and hashes."""
@@ -346,7 +269,7 @@ class StepRecord:
 class EpisodeHandle:
     recorder: Recorder
     row: dict
-    claim: _Claim | None = None
+    claim: claims.Claim | None = None
     steps: set[int] = field(default_factory=set)
     rewards: list[float] = field(default_factory=list)
     finished: bool = False
@@ -472,7 +395,7 @@ class Recorder:
         self.anchor = anchor
         self._open: dict[str, EpisodeHandle] = {}
         #: finished episodes whose claims wait for their rows to be committed
-        self._settling: dict[str, _Claim] = {}
+        self._settling: dict[str, claims.Claim] = {}
         self._lock = threading.Lock()
 
     def _episode_row(self, task_name: object, task_goal: object, episode_id: object, group_id: object,
@@ -501,7 +424,7 @@ class Recorder:
         """Begin an episode; `fields` override the recorder's run_id, policy_version, env,
         device and model_name for this episode.
 
-        The id is taken lake-wide while this recorder holds the episode (see `_Claim`): an
+        The id is taken lake-wide while this recorder holds the episode (see `episodelake.lake.claims`): an
         id the lake already holds is a `Conflict`, as is one another recorder (in any
         process) is recording right now. `resume=True` continues a stored episode instead:
         steps are numbered after its last stored step, its stored row is kept (only an
@@ -522,7 +445,7 @@ class Recorder:
             settling = episode_id in self._settling
         if settling:  # our own finished rows must be in Lance before the stored state is read
             self.flush()
-        claim = _Claim.take(self.lake.path, episode_id)
+        claim = claims.take(self.lake.location, episode_id, self._holder)
         if claim is None:
             raise Conflict(f"episode {episode_id} is being recorded by another recorder right now "
                            "(in this process or another); use another episode_id, or resume it once "
@@ -547,10 +470,10 @@ class Recorder:
     def _await_replay(self, episode_id: str, holder: str) -> None:
         """The last holder of this episode died with rows in its spool: have them replayed
         (or wait while another process replays them) before the stored state is read."""
-        folder = layout.spool_root(self.lake.path) / holder
+        folder = layout.spool_root(self.lake.location) / holder
         deadline = time.monotonic() + REPLAY_WAIT_S
         while folder.exists():
-            replay_orphans(self.lake.path)
+            replay_orphans(self.lake.location)
             if not folder.exists():
                 break
             if time.monotonic() > deadline:
@@ -560,8 +483,8 @@ class Recorder:
             time.sleep(0.05)
         log.info("episode %s: rows of its crashed recorder %s are replayed", episode_id, holder)
 
-    def _begin(self, row: dict, claim: _Claim, resume: bool) -> EpisodeHandle:
-        """Under the claim, the lake holds every row earlier holders wrote (see `_Claim`), so
+    def _begin(self, row: dict, claim: claims.Claim, resume: bool) -> EpisodeHandle:
+        """Under the claim, the lake holds every row earlier holders wrote (see `episodelake.lake.claims`), so
         reading it answers whether the id is taken; no commit is needed to take it."""
         episode_id = row["episode_id"]
         if self.lake.refresh_s:
@@ -598,7 +521,7 @@ class Recorder:
             return self._open.get(episode_id)
 
     def _settle(self, handle: EpisodeHandle) -> None:
-        """A finished episode keeps its claim until its rows are committed (see `_Claim`)."""
+        """A finished episode keeps its claim until its rows are committed (see `episodelake.lake.claims`)."""
         with self._lock:
             self._open.pop(handle.episode_id, None)
             if handle.claim is not None:

@@ -1,0 +1,195 @@
+"""Episode claims: the right to write one episode's rows, exclusive across recorders,
+processes and machines.
+
+A recorder takes an episode's claim at `start_episode` and keeps it until every row it wrote
+for the episode is committed to Lance (or, after a crash, until its spool is replayed). So
+only one writer ever numbers an episode's steps, two processes starting one id at once end
+with exactly one winner, and whoever takes a claim next reads a lake that already holds every
+earlier row of the episode: a read decides whether the id is taken, and no commit per
+episode is needed on a local lake.
+
+Why not one `merge_insert` of the episode row: Lance 14 does not detect two concurrent
+`merge_insert`s of the same new key (four processes inserting one key "when not matched" at
+once stored it four times, in 30 trials of 30), so such an insert cannot pick a winner, and
+nothing in Lance says whether another writer is still alive.
+
+Two kinds, one contract (`take` -> `Claim` or None, `release`):
+- a local lake: `FileClaim`, an flock on `<lake>/_locks/recording/<episode_id>.lock`. A
+  crash releases the flock but leaves the file, which names the dead holder's spool folder,
+  so the next holder waits for that spool's replay. Costs no commit.
+- a lake on an object store, where nothing can be locked: `CommitClaim`, a row in the lake's
+  `_claims` Lance dataset. A claimant appends its row (one commit) and then reads the
+  version just before its own: Lance commits versions one after another (conditional writes
+  on the store), so exactly the claims committed before it are there. It wins if none of
+  them belongs to a live writer. A holder on this machine is known alive or dead (the
+  flock on its spool folder, whose path the row holds); one on another machine counts as
+  alive until its spool is replayed there (the replay deletes its claims:
+  `release_holder`). Releasing deletes the row (one more commit). Machines are told apart
+  by host name, so two machines writing one lake need distinct host names.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import socket
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+
+from episodelake.lake import layout, spool, tables
+from episodelake.lake.store import Location, location, store_errors
+
+log = logging.getLogger(__name__)
+
+CLAIMS_SCHEMA = pa.schema([
+    pa.field("episode_id", pa.string(), nullable=False),
+    pa.field("holder", pa.string(), nullable=False),  # the writer's spool folder name
+    pa.field("host", pa.string(), nullable=False),  # the machine it runs on
+    pa.field("spool", pa.string(), nullable=False),  # its spool folder on that machine
+    pa.field("token", pa.string(), nullable=False),  # this claim
+    pa.field("claimed_at", pa.timestamp("us", tz="UTC")),
+])
+
+
+class Claim:
+    """What `take` hands back. `previous_holder`: the spool folder (on this machine) of a
+    holder that died holding the claim; its rows must be replayed before the episode is read."""
+
+    previous_holder: str | None = None
+    def own(self, holder: str) -> None:
+        """Record this writer (its spool folder) as the holder."""
+
+    def release(self, *, committed: bool) -> None:
+        """Let go. `committed`: every row written under this claim is in Lance."""
+
+
+class FileClaim(Claim):
+    """An flock on a file naming the holder's spool folder (see the module docstring)."""
+
+    def __init__(self, path: Path, fd: int, previous_holder: str | None):
+        self.path = path
+        self.fd: int | None = fd
+        self.previous_holder = previous_holder
+        self.owned = False
+
+    @classmethod
+    def take(cls, lake: Location, episode_id: str) -> FileClaim | None:
+        path = layout.lock_path(lake, f"recording/{episode_id}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return None
+            try:
+                current = os.stat(path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                current = False
+            if current:
+                break
+            os.close(fd)  # the holder removed the file while we opened it: take the new one
+        previous = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+        # only ever a spool folder's name; anything else is not ours to follow
+        plain = previous and Path(previous).name == previous and not previous.startswith(".")
+        return cls(path, fd, previous if plain else None)
+
+    def own(self, holder: str) -> None:
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, holder.encode(), 0)
+        self.owned = True
+
+    def release(self, *, committed: bool) -> None:
+        """Without `committed` the file stays, naming this writer's spool for the next holder
+        to await."""
+        if self.fd is None:
+            return
+        if committed and self.owned:
+            self.path.unlink(missing_ok=True)
+        os.close(self.fd)
+        self.fd = None
+
+
+def _claims_path(lake: Location) -> Location:
+    return lake / f"{layout.CLAIMS_TABLE}.lance"
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+class CommitClaim(Claim):
+    """A row of the `_claims` dataset (see the module docstring)."""
+
+    def __init__(self, lake: Location, episode_id: str, token: str):
+        self.lake = lake
+        self.episode_id = episode_id
+        self.token = token
+        self.released = False
+
+    @classmethod
+    def take(cls, lake: Location, episode_id: str, holder: str) -> CommitClaim | None:
+        """The claim, or None when a live writer holds it (nothing of ours is left then)."""
+        path = _claims_path(lake)
+        if layout.CLAIMS_TABLE not in tables.existing_tables(lake):
+            tables.create_table(lake, layout.CLAIMS_TABLE, CLAIMS_SCHEMA.empty_table())
+        token = uuid.uuid4().hex
+        host = socket.gethostname()
+        folder = layout.spool_root(lake).resolve() / holder
+        row = pa.table({"episode_id": [episode_id], "holder": [holder], "host": [host], "spool": [str(folder)],
+                        "token": [token], "claimed_at": [datetime.now(UTC)]}, schema=CLAIMS_SCHEMA)
+        import lance
+
+        with store_errors(lake):
+            mine = tables.retry_commit(f"claim episode {episode_id}", lambda: lance.write_dataset(
+                row, str(path), mode="append", storage_options=lake.storage_options))
+            before = tables.dataset(path, version=mine.version - 1).to_table(
+                filter=f"episode_id = {_quote(episode_id)}").to_pylist()
+        claim = cls(lake, episode_id, token)
+        for earlier in before:
+            theirs = Path(earlier["spool"])
+            ours = earlier["host"] == host and theirs.parent == folder.parent
+            state = spool.writer_state(theirs) if ours else "elsewhere"
+            if state in ("alive", "elsewhere"):
+                log.info("episode %s is held by writer %s on %s", episode_id, earlier["holder"], earlier["host"])
+                claim.release(committed=True)
+                return None
+            if state == "dead":
+                claim.previous_holder = earlier["holder"]
+            # "gone": its spool was replayed and the row is a leftover; it blocks nothing
+        return claim
+
+    def release(self, *, committed: bool) -> None:
+        """Without `committed` the row stays: this writer's spool still holds rows of the
+        episode, and whoever replays it releases the claim (`release_holder`)."""
+        if self.released or not committed:
+            return
+        _delete(self.lake, f"token = {_quote(self.token)}", f"release claim on episode {self.episode_id}")
+        self.released = True
+
+
+def _delete(lake: Location, where: str, what: str) -> None:
+    path = _claims_path(lake)
+    with store_errors(lake):
+        tables.retry_commit(what, lambda: tables.dataset(path).delete(where))
+
+
+def take(lake: Location | Path | str, episode_id: str, holder: str) -> Claim | None:
+    """`episode_id`'s claim for the writer whose spool folder is `holder`, or None when a live
+    writer holds it."""
+    loc = location(lake)
+    return FileClaim.take(loc, episode_id) if loc.is_local else CommitClaim.take(loc, episode_id, holder)
+
+
+def release_holder(lake: Location | Path | str, holder: str) -> None:
+    """Delete the claims of a writer whose spool was just replayed (a remote lake's; a local
+    lake's claim files are taken over by the next holder)."""
+    loc = location(lake)
+    if loc.is_local or layout.CLAIMS_TABLE not in tables.existing_tables(loc):
+        return
+    _delete(loc, f"holder = {_quote(holder)}", f"release claims of writer {holder}")

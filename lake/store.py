@@ -1,0 +1,298 @@
+"""Where a lake is stored: a local folder or an object store (`s3://`, `gs://`, `az://`).
+
+A `Location` is the one value the rest of the product passes around for "the lake" or a path
+inside it: it joins paths (`loc / "steps.lance"`), gives Lance its URI and storage options,
+and answers the few questions the lake asks of its storage (does this exist, how big is it,
+what is under it). Local folders are plain `pathlib` paths underneath; object stores go
+through Lance (datasets) and `pyarrow.fs` (listing, sizes). Lance commits on object stores
+with conditional writes, so nothing here locks: what needs a lock on a remote lake uses a
+Lance commit instead (`episodelake.lake.claims`).
+
+Credentials and endpoint come from an explicit `storage_options` mapping or the standard
+variables (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+`AWS_SESSION_TOKEN`, `AWS_REGION`, `AWS_ALLOW_HTTP`; an `http://` endpoint allows plain HTTP by
+itself). They live only in the `Location` object: its `str`, `repr` and every error show the
+URI alone, and nothing writes them into the lake. A URI carrying credentials itself
+(`s3://key:secret@bucket`) is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from episodelake.lake.errors import InvalidInput, LakeError
+
+#: Schemes Lance opens as object stores (with the same storage options).
+REMOTE_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss")
+#: Shorter waits than the object-store client's defaults (10 retries over up to 3 minutes), so
+#: a wrong endpoint is an error in seconds; a writer retries failed commits on its own anyway.
+DEFAULT_CLIENT_OPTIONS = {"connect_timeout": "5s", "timeout": "60s", "client_max_retries": "3",
+                          "client_retry_timeout": "30"}
+_URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+class StoreUnavailable(LakeError):
+    """The lake's object store could not be used: unreachable, no such bucket, access denied.
+    The message names the lake's URI (never its credentials) and the cause."""
+
+
+
+def storage_options_from_env(scheme: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Lance storage options from the standard variables (S3 only; Lance reads the GCS and
+    Azure variables itself)."""
+    env = os.environ if environ is None else environ
+    if scheme not in ("s3", "s3a"):
+        return {}
+    out: dict[str, str] = {}
+    endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or env.get("AWS_ENDPOINT")
+    names = {"aws_access_key_id": "AWS_ACCESS_KEY_ID", "aws_secret_access_key": "AWS_SECRET_ACCESS_KEY",
+             "aws_session_token": "AWS_SESSION_TOKEN"}
+    for option, variable in names.items():
+        if env.get(variable):
+            out[option] = env[variable]
+    region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+    if region:
+        out["aws_region"] = region
+    if endpoint:
+        out["aws_endpoint"] = endpoint
+    allow = (env.get("AWS_ALLOW_HTTP") or "").lower() in ("1", "true", "yes")
+    if allow or (endpoint or "").startswith("http://"):
+        out["allow_http"] = "true"
+    return out
+
+
+class Location:
+    """A lake, or a path inside one, on local disk or an object store."""
+
+    __slots__ = ("uri", "scheme", "_options")
+
+    def __init__(self, uri: str, scheme: str, options: Mapping[str, str]):
+        self.uri = uri
+        self.scheme = scheme
+        self._options = dict(options)
+
+    # -- what it is ------------------------------------------------------------------
+    @property
+    def is_local(self) -> bool:
+        return self.scheme == "file"
+
+    @property
+    def local(self) -> Path:
+        """The local folder; a remote location has none."""
+        if not self.is_local:
+            raise InvalidInput(f"{self.uri} is on an object store, not a local folder")
+        return Path(self.uri)
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        """What Lance needs to open datasets here (credentials included: never print it)."""
+        return dict(self._options)
+
+    @property
+    def name(self) -> str:
+        return self.uri.rstrip("/").rsplit("/", 1)[-1]
+
+    def __truediv__(self, part: str) -> Location:
+        if self.is_local:
+            return Location(str(Path(self.uri) / part), self.scheme, self._options)
+        return Location(f"{self.uri.rstrip('/')}/{str(part).strip('/')}", self.scheme, self._options)
+
+    def __str__(self) -> str:
+        return self.uri
+
+    def __repr__(self) -> str:
+        return f"Location({self.uri!r})"
+
+    def __fspath__(self) -> str:
+        return str(self.local)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Location) and other.uri == self.uri
+
+    def __hash__(self) -> int:
+        return hash(self.uri)
+
+    def resolve(self) -> Location:
+        return Location(str(Path(self.uri).resolve()), self.scheme, self._options) if self.is_local else self
+
+    def key(self) -> str:
+        """A file-name-safe, readable and unique name for this location (a local folder per
+        remote lake: its spool, its locks): `<bucket>_<prefix>-<hash of the URI>`."""
+        text = self.resolve().uri
+        readable = re.sub(r"[^A-Za-z0-9._-]+", "_", text.split("://", 1)[-1]).strip("_.")[:80]
+        return f"{readable or 'lake'}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+
+    # -- asking the storage ------------------------------------------------------------
+    def _fs(self):
+        """(pyarrow filesystem, path inside it) for a remote location."""
+        import pyarrow.fs as pafs
+
+        parts = urlsplit(self.uri)
+        path = f"{parts.netloc}{parts.path}".rstrip("/")
+        o = self._options
+        if self.scheme in ("s3", "s3a"):
+            endpoint = o.get("aws_endpoint") or o.get("endpoint")
+            kwargs: dict = {"region": o.get("aws_region") or o.get("region") or "us-east-1",
+                            "connect_timeout": 5, "request_timeout": 30}
+            if o.get("aws_access_key_id"):
+                kwargs.update(access_key=o["aws_access_key_id"], secret_key=o.get("aws_secret_access_key"),
+                              session_token=o.get("aws_session_token"))
+            if endpoint:
+                split = urlsplit(endpoint)
+                kwargs.update(endpoint_override=split.netloc or endpoint, scheme=split.scheme or "https")
+            return pafs.S3FileSystem(**kwargs), path
+        fs, inner = pafs.FileSystem.from_uri(self.uri)
+        return fs, inner
+
+    def exists(self) -> bool:
+        if self.is_local:
+            return Path(self.uri).exists()
+        import pyarrow.fs as pafs
+
+        fs, path = self._fs()
+        with store_errors(self):
+            return fs.get_file_info(path).type != pafs.FileType.NotFound
+
+    def size(self) -> int:
+        """Bytes of every file under this location."""
+        if self.is_local:
+            return sum(f.stat().st_size for f in Path(self.uri).rglob("*") if f.is_file())
+        import pyarrow.fs as pafs
+
+        fs, path = self._fs()
+        with store_errors(self):
+            infos = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+        return sum(i.size or 0 for i in infos if i.type == pafs.FileType.File)
+
+    def children(self) -> Iterator[str]:
+        """Names directly under this location."""
+        if self.is_local:
+            root = Path(self.uri)
+            yield from (p.name for p in root.iterdir()) if root.exists() else ()
+            return
+        import pyarrow.fs as pafs
+
+        fs, path = self._fs()
+        with store_errors(self):
+            infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+        yield from (i.base_name for i in infos)
+
+    def mkdir(self) -> None:
+        """Create the folder (object stores have none to create)."""
+        if self.is_local:
+            Path(self.uri).mkdir(parents=True, exist_ok=True)
+
+    def check_reachable(self) -> None:
+        """Raise `StoreUnavailable` (one line: URI and cause) unless the store answers and
+        the bucket exists (one request)."""
+        if self.is_local:
+            return
+        import pyarrow.fs as pafs
+
+        fs, path = self._fs()
+        with store_errors(self):
+            bucket = fs.get_file_info(path.split("/", 1)[0])
+        if bucket.type == pafs.FileType.NotFound:
+            raise StoreUnavailable(describe_failure(self, OSError("NoSuchBucket")))
+
+
+def location(value: Location | Path | str | None, storage_options: Mapping[str, str] | None = None,
+             *, environ: Mapping[str, str] | None = None) -> Location:
+    """Parse a lake location: a `Location`, a local path, or a URI (`s3://bucket/prefix`).
+
+    `storage_options` (Lance's names) take precedence over the variables; `None` reads
+    `$ELAKE_LAKE`, else `./elake-data`.
+    """
+    if isinstance(value, Location):
+        if storage_options:
+            return Location(value.uri, value.scheme, {**value.storage_options, **storage_options})
+        return value
+    if value is None:
+        from episodelake.lake.layout import DEFAULT_LAKE, LAKE_ENV
+
+        value = (os.environ if environ is None else environ).get(LAKE_ENV) or DEFAULT_LAKE
+    if isinstance(value, Path):
+        return Location(str(value), "file", {})
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"lake: expected a folder or a URI such as s3://bucket/prefix, not {value!r}")
+    match = _URI.match(value)
+    if match is None:
+        return Location(value, "file", {})
+    scheme = match.group(1).lower()
+    if scheme == "file":
+        return Location(value[len("file://"):] or "/", "file", {})
+    if scheme not in REMOTE_SCHEMES:
+        raise InvalidInput(f"lake: {scheme}:// is not a store the lake can use; give a local folder "
+                           f"or one of {', '.join(s + '://' for s in REMOTE_SCHEMES)}")
+    parts = urlsplit(value)
+    if "@" in parts.netloc or parts.query or parts.fragment:
+        raise InvalidInput("lake: a URI must not carry credentials, a query or a fragment; give "
+                           "credentials through AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or storage_options")
+    if not parts.netloc:
+        raise InvalidInput(f"lake: {scheme}:// needs a bucket: {scheme}://BUCKET/PREFIX")
+    uri = f"{scheme}://{parts.netloc}{parts.path}".rstrip("/")
+    options = {**DEFAULT_CLIENT_OPTIONS, **storage_options_from_env(scheme, environ), **(storage_options or {})}
+    return Location(uri, scheme, options)
+
+
+# -- errors ------------------------------------------------------------------------------
+
+_CAUSES = (
+    (re.compile(r"NoSuchBucket|bucket.{0,40}(does not exist|not found)|specified bucket", re.I),
+     "the bucket does not exist: create it first"),
+    (re.compile(r"InvalidAccessKeyId|SignatureDoesNotMatch|AccessDenied|Forbidden|403|"
+                r"ExpiredToken|InvalidToken|credentials", re.I),
+     "access denied: check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or the storage options)"),
+    (re.compile(r"error sending request|connection refused|connect error|dns error|timed out|"
+                r"tcp connect|failed to lookup|unreachable|Couldn't connect|curl|"
+                r"error trying to connect|connection reset|broken pipe|incomplete message", re.I),
+     "the store cannot be reached"),
+)
+
+
+def is_store_failure(exc: BaseException) -> bool:
+    """Whether `exc` comes from talking to an object store (not bad data or a conflict)."""
+    return isinstance(exc, (OSError, ValueError)) and _cause(str(exc)) is not None
+
+
+def _cause(text: str) -> str | None:
+    for pattern, cause in _CAUSES:
+        if pattern.search(text):
+            return cause
+    return None
+
+
+def describe_failure(where: Location, exc: BaseException) -> str:
+    """One line: the URI, what went wrong in words, and where it was (endpoint). The text of
+    `exc` is not repeated when a cause is recognised; it never holds credentials anyway, but
+    it does hold multi-line Rust backtraces."""
+    cause = _cause(str(exc))
+    endpoint = where._options.get("aws_endpoint")
+    at = f" (endpoint {endpoint})" if endpoint else ""
+    if cause is None:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        cause = first[:300]
+    lake = re.sub(r"/[^/]+\.lance(/.*)?$", "", where.uri)  # the lake, not one of its tables
+    return f"lake {lake}{at}: {cause}"
+
+
+class store_errors:
+    """Turn an object store's failure inside the block into `StoreUnavailable` for `where`."""
+
+    def __init__(self, where: Location):
+        self.where = where
+
+    def __enter__(self) -> store_errors:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc is None or self.where.is_local or isinstance(exc, LakeError):
+            return False
+        if isinstance(exc, (OSError, ValueError)) and (_cause(str(exc)) or isinstance(exc, OSError)):
+            raise StoreUnavailable(describe_failure(self.where, exc)) from exc
+        return False
