@@ -20,6 +20,7 @@ from episodelake.collectors.jobs.rerun import RerunSpec
 from episodelake.lake import schema
 from episodelake.lake.curation import MAX_NAME, MAX_TEXT
 from episodelake.lake.export.spec import ExportOptions
+from episodelake.lake.overlay import ActionView
 
 
 def _py_type(t: pa.DataType) -> Any:
@@ -51,35 +52,6 @@ def row_model(name: str, table: str, *, exclude: tuple[str, ...] = (), json_fiel
     model = create_model(name, __config__=ConfigDict(extra="ignore"), **fields)  # type: ignore[call-overload]
     model.__doc__ = doc or f"One row of the {table} table."
     return model
-
-
-MarkerKind = Literal["click", "long_press", "double_tap", "swipe", "drag", "none"]
-BadgeKind = Literal["text", "button", "finish", "wait", "problem"]
-
-
-class ActionPoint(BaseModel):
-    x: float = Field(ge=0, le=1, description="fraction of the screenshot's width")
-    y: float = Field(ge=0, le=1, description="fraction of the screenshot's height")
-
-
-class ActionMarker(BaseModel):
-    """What is drawn on the screen, where. `points` by kind: click, long_press and
-    double_tap their point; swipe its start and end; drag its start and end, or only its
-    start when the end is missing; none no points."""
-
-    kind: MarkerKind
-    points: list[ActionPoint]
-
-
-class ActionView(BaseModel):
-    """How a step's action is shown: the web app's overlay and `?annotated=1` both draw
-    this one description, so the two can never disagree."""
-
-    summary: str = Field(description="one line for people, the same text the judge reads")
-    badge: BadgeKind | None = Field(
-        description="draw `summary` as a badge in the top-left corner, in this kind's colours; "
-                    "null when the marker says it all")
-    marker: ActionMarker
 
 
 Episode = row_model("Episode", "episodes", json_fields=("extra",))

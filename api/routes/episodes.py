@@ -7,11 +7,10 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
-from episodelake.api import overlay
 from episodelake.api.deps import FilterDep, LakeDep, SettingsDep
 from episodelake.api.listing import SORTS, list_episodes
 from episodelake.api.models import EpisodeDetail, EpisodePage
-from episodelake.lake import curation
+from episodelake.lake import curation, overlay
 from episodelake.lake.lake import Lake
 
 router = APIRouter(tags=["episodes"])

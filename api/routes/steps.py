@@ -6,10 +6,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
 
-from episodelake.api import overlay
 from episodelake.api.deps import LakeDep
 from episodelake.api.models import StepDetail
 from episodelake.api.routes.episodes import step_out
+from episodelake.lake import overlay
 from episodelake.lake.errors import NotFound
 from episodelake.lake.images import MEDIA_TYPES
 from episodelake.lake.lake import Lake

@@ -29,24 +29,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from PIL import Image, ImageDraw
+from PIL import Image
 
 from episodelake.collectors.agents.model_client import ModelClient
 from episodelake.lake.action_space import action_summary
 from episodelake.lake.images import sniff_format
+from episodelake.lake.overlay import describe, draw_action
 from episodelake.lake.prompts import data_url_part
 
 log = logging.getLogger(__name__)
 
 #: Changes whenever the prompt changes, so cached verdicts of another prompt are not reused.
-PROMPT_VERSION = "step-judge-1"
+PROMPT_VERSION = "step-judge-2"
 HISTORY_RESPONSES = 5
 
 SYSTEM_PROMPT = """\
 You judge one step of an agent that operates an Android phone for a user.
 You are given the user's goal, the agent's recent responses (newest first), the agent's
-current response with the action it chose, the screenshot BEFORE the action (a red dot marks
-where it touched; for a drag, red is the start and blue the end) and the screenshot AFTER it.
+current response with the action it chose, the screenshot BEFORE the action with the action
+drawn on it, and the screenshot AFTER it. On the BEFORE screenshot a tap is a red ring and dot
+(a long press orange rings, a double tap red double rings), a swipe a blue arrow from a green
+dot, a drag a purple line from a green start to a red end; other actions are written in a
+badge in the top-left corner.
 
 Decide whether this step was useful: reward 1 if the action was sensible for the goal and the
 phone moved toward it (or the step correctly finished the task), reward 0 if it did nothing
@@ -120,22 +124,22 @@ class StepToJudge:
 
 
 def mark_action(image: bytes, step: StepToJudge) -> bytes:
-    """The before screenshot with the action's point(s) drawn, as PNG (for the judge only;
-    stored images are never touched)."""
-    img = Image.open(io.BytesIO(image)).convert("RGB")
-    w, h = img.size
-    r = max(6, round(min(w, h) / 72))  # the reference's 15 px on a 1080-wide screen
-    d = ImageDraw.Draw(img)
-    if step.x is not None and step.y is not None:
-        start = (step.x * w, step.y * h)
-        if step.x2 is not None and step.y2 is not None:
-            end = (step.x2 * w, step.y2 * h)
-            d.line((start, end), fill=(255, 0, 0), width=max(2, r // 3))
-            d.ellipse((end[0] - r, end[1] - r, end[0] + r, end[1] + r), fill=(0, 0, 255))
-        d.ellipse((start[0] - r, start[1] - r, start[0] + r, start[1] + r), fill=(255, 0, 0))
-    out = io.BytesIO()
-    img.save(out, format="PNG")
-    return out.getvalue()
+    """The before screenshot with the step's action drawn as a person replaying the episode
+    sees it (the API's `?annotated=1`), as PNG; stored images are never touched."""
+    with Image.open(io.BytesIO(image)) as header:  # the size only: a swipe's arrow scales by it
+        width, height = header.size
+    view = describe(step.action_type, _arguments(step.action), step.x, step.y, step.x2, step.y2,
+                    width, height)
+    return draw_action(image, view)
+
+
+def _arguments(action: str | None) -> dict[str, Any]:
+    """The stored action JSON as an object ({} where there is none)."""
+    try:
+        parsed = json.loads(action) if action else {}
+    except json.JSONDecodeError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
 
 
 def judge_messages(step: StepToJudge) -> list[dict[str, Any]]:

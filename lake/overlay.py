@@ -2,9 +2,10 @@
 
 `describe` turns a stored action (action_type, action, x, y, x2, y2, and the screenshot's
 size) into an `ActionView`: the summary line, the badge and the marker with its points in
-normalised [0, 1] coordinates. The API sends it with every step, the web app's SVG overlay
-draws it, and `draw_action` (for `?annotated=1`) draws the same object with PIL, so neither
-renderer derives geometry from raw fields and both show the same thing.
+normalised [0, 1] coordinates. The API sends it with every step and the web app's SVG
+overlay draws it; `draw_action` draws the same object with PIL, for the API's `?annotated=1`
+and for the step judge's "before" screenshot. No renderer derives geometry from raw fields,
+so a person replaying an episode, the annotated image and the judge all see the same thing.
 
 What each action becomes:
 - click, long_press, double_tap: their point (red ring, dot and cross-hair; orange double
@@ -23,13 +24,42 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from PIL import Image, ImageDraw, ImageFont
+from pydantic import BaseModel, Field
 
-from episodelake.api.models import ActionMarker, ActionPoint, ActionView, BadgeKind
 from episodelake.lake.action_space import action_summary
 from episodelake.lake.errors import InvalidInput
+
+MarkerKind = Literal["click", "long_press", "double_tap", "swipe", "drag", "none"]
+BadgeKind = Literal["text", "button", "finish", "wait", "problem"]
+
+
+class ActionPoint(BaseModel):
+    x: float = Field(ge=0, le=1, description="fraction of the screenshot's width")
+    y: float = Field(ge=0, le=1, description="fraction of the screenshot's height")
+
+
+class ActionMarker(BaseModel):
+    """What is drawn on the screen, where. `points` by kind: click, long_press and
+    double_tap their point; swipe its start and end; drag its start and end, or only its
+    start when the end is missing; none no points."""
+
+    kind: MarkerKind
+    points: list[ActionPoint]
+
+
+class ActionView(BaseModel):
+    """How a step's action is shown: the web app's overlay and `?annotated=1` both draw
+    this one description, so the two can never disagree."""
+
+    summary: str = Field(description="one line for people, the same text the judge reads")
+    badge: BadgeKind | None = Field(
+        description="draw `summary` as a badge in the top-left corner, in this kind's colours; "
+                    "null when the marker says it all")
+    marker: ActionMarker
+
 
 RED = (230, 40, 40)
 ORANGE = (255, 140, 0)

@@ -8,19 +8,19 @@ import io
 import pytest
 from PIL import Image
 
-from episodelake.api.models import ActionView
-from episodelake.api.overlay import (
+from episodelake.lake.errors import InvalidInput
+from episodelake.lake.overlay import (
     BADGE_COLOURS,
     BLUE,
     GREEN,
     ORANGE,
     PURPLE,
     RED,
+    ActionView,
     describe,
     draw_action,
     thumbnail,
 )
-from episodelake.lake.errors import InvalidInput
 
 W, H = 400, 800
 
