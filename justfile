@@ -36,7 +36,10 @@ bench *names: setup web
     names="{{names}}"; for b in ${names:-$(ls bench/bench_*.py | sed 's|bench/bench_||; s|\.py$||')}; do \
         echo "== bench_$b"; {{py}} "bench/bench_$b.py"; done
 
-# ruff, and the import layers (pyproject.toml [tool.importlinter]).
+# ruff, the import layers (pyproject.toml [tool.importlinter]) and mypy over the packages
+# (pyproject.toml [tool.mypy]; run through tests/test_types.py, which names each source file
+# as its installed module, since mypy cannot follow the editable install's import hook).
 lint:
     {{venv}}/bin/ruff check lake collectors trainer api tests bench
     {{venv}}/bin/lint-imports
+    {{py}} tests/test_types.py

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
+from typing import TypeVar
 
 import lance
 import pyarrow as pa
@@ -39,6 +40,7 @@ from episodelake.lake.errors import LakeError
 from episodelake.lake.store import Location, location, store_errors
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MAX_COMMIT_ATTEMPTS = 12
 #: Room kept on top of a write's own bytes (manifest, transaction and deletion files).
@@ -196,7 +198,7 @@ class StorageFull(LakeError):
     """The lake's disk has no room for what is being written; nothing was lost."""
 
 
-def retry_commit(what: str, fn: Callable[[], object], attempts: int = MAX_COMMIT_ATTEMPTS) -> object:
+def retry_commit(what: str, fn: Callable[[], T], attempts: int = MAX_COMMIT_ATTEMPTS) -> T:
     """Run a commit (or any Lance operation that commits: compaction, index builds),
     retrying commit conflicts with jittered exponential backoff. `fn` must start from the
     latest version each time it is called."""

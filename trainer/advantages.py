@@ -90,8 +90,8 @@ from pydantic import ConfigDict, Field
 
 from episodelake.lake.spec_model import SpecModel
 
-ALGOS = ("gigpo", "grpo")
-MODES = ("mean_norm", "mean_std_norm")
+Algo = Literal["gigpo", "grpo"]
+Mode = Literal["mean_norm", "mean_std_norm"]
 EPISODE_COLUMNS = ("episode_id", "group_id", "eval_score")
 STEP_COLUMNS = ("episode_id", "step", "reward", "step_reward", "anchor_key", "action_valid")
 OUTPUT_COLUMNS = (
@@ -123,10 +123,10 @@ class AdvantageConfig(SpecModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    algo: Literal[ALGOS] = Field(  # type: ignore[valid-type]
+    algo: Algo = Field(
         "gigpo", description="advantage estimator: gigpo (episode + anchor-state terms) or grpo "
         "(episode term only)")
-    mode: Literal[MODES] = Field(  # type: ignore[valid-type]
+    mode: Mode = Field(
         "mean_norm", description="normalisation: v - mean, or (v - mean) / (std + epsilon)")
     gamma: float = Field(0.95, ge=0.0, le=1.0, description="discount of the step returns")
     step_advantage_w: float = Field(1.0, description="weight of the anchor-state term "

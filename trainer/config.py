@@ -19,13 +19,13 @@ from episodelake.lake.errors import InvalidInput
 from episodelake.lake.spec_model import SpecModel
 from episodelake.trainer.advantages import REFERENCE_ADVANTAGES, TUNED_ADVANTAGES, AdvantageConfig
 
-POLICIES = ("tiny", "vlm")
-ENVS = ("sim",)
-DIFFICULTIES = ("easy", "medium", "hard", "all")
-ENGINES = ("auto", "deepspeed", "torch")
-GENERATORS = ("auto", "vllm", "transformers")
-DTYPES = ("auto", "bfloat16", "float16", "float32")
-ROLLOUT_BACKENDS = ("process", "ray")
+Policy = Literal["tiny", "vlm"]
+Env = Literal["sim"]
+Difficulty = Literal["easy", "medium", "hard", "all"]
+Engine = Literal["auto", "deepspeed", "torch"]
+Generator = Literal["auto", "vllm", "transformers"]
+Dtype = Literal["auto", "bfloat16", "float16", "float32"]
+RolloutBackend = Literal["process", "ray"]
 
 #: The DeepSpeed config shipped with the package (ZeRO stage 2).
 DEFAULT_DEEPSPEED_CONFIG = Path(__file__).parent / "configs" / "zero2.json"
@@ -50,11 +50,11 @@ class TrainConfig(SpecModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     # --- what to train, on what --------------------------------------------------------------
-    policy: Literal[POLICIES] = Field(  # type: ignore[valid-type]
+    policy: Policy = Field(
         "tiny", description="tiny: the small CPU network; vlm: a Hugging Face image-text model "
         "from --model-path")
-    env: Literal[ENVS] = Field("sim", description="where episodes run: the simulated phone")  # type: ignore[valid-type]
-    difficulty: Literal[DIFFICULTIES] = Field(  # type: ignore[valid-type]
+    env: Env = Field("sim", description="where episodes run: the simulated phone")
+    difficulty: Difficulty = Field(
         "easy", description="which sim task templates to train and evaluate on")
     # --- the run -----------------------------------------------------------------------------
     run_id: str | None = Field(None, description="id of the run (episodes.run_id, runs.run_id, "
@@ -75,7 +75,7 @@ class TrainConfig(SpecModel):
     max_steps: int = Field(6, ge=1, description="steps after which an episode is stopped (easy "
                            "tasks need at most 4; raise it for medium and hard ones)")
     workers: int = Field(1, ge=1, description="rollout workers")
-    rollout_backend: Literal[ROLLOUT_BACKENDS] = Field(  # type: ignore[valid-type]
+    rollout_backend: RolloutBackend = Field(
         "process", description="where rollout workers run: process (spawned here) or ray (Ray "
         "actors, each writing to the lake itself; the lake must be storage every node reaches)")
     ray_address: str | None = Field(None, description="the Ray cluster of --rollout-backend ray "
@@ -105,7 +105,7 @@ class TrainConfig(SpecModel):
     entropy_coef: float | None = Field(None, ge=0.0, description="weight of the entropy bonus; "
                                        "default 0.01 for tiny, 0.001 for vlm")
     max_grad_norm: float = Field(1.0, description="gradient clipping norm")
-    engine: Literal[ENGINES] = Field(  # type: ignore[valid-type]
+    engine: Engine = Field(
         "auto", description="optimizer engine: deepspeed (ZeRO, --deepspeed-config), torch, or "
         "auto (deepspeed for vlm when it can run, else torch)")
     deepspeed_config: str = Field(str(DEFAULT_DEEPSPEED_CONFIG), description="DeepSpeed JSON "
@@ -113,7 +113,7 @@ class TrainConfig(SpecModel):
     # --- the VLM policy ----------------------------------------------------------------------
     model_path: str | None = Field(None, description="local folder of a Hugging Face image-text "
                                    "model (Qwen2-VL / Qwen2.5-VL family) for --policy vlm")
-    generation: Literal[GENERATORS] = Field(  # type: ignore[valid-type]
+    generation: Generator = Field(
         "auto", description="vlm generation: vllm (GPU, the `gpu` extra), transformers, or auto "
         "(vllm when importable with a GPU)")
     history_length: int = Field(2, ge=0, description="vlm: earlier screenshots shown in the prompt")
@@ -121,7 +121,7 @@ class TrainConfig(SpecModel):
     temperature: float = Field(1.0, description="vlm: sampling temperature of rollouts")
     max_pixels: int = Field(1024 * 28 * 28, ge=1, description="vlm: screenshots are resized to "
                             "at most this many pixels")
-    dtype: Literal[DTYPES] = Field(  # type: ignore[valid-type]
+    dtype: Dtype = Field(
         "auto", description="vlm weights: auto is bfloat16 on a GPU, float32 on CPU")
     vllm_gpu_memory: float = Field(0.3, description="vlm: share of GPU memory vLLM may take")
 

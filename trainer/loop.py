@@ -70,6 +70,7 @@ def train(config: TrainConfig, lake: Lake, *, progress: bool = True) -> TrainRes
     if config.threads:
         torch.set_num_threads(config.threads)
     policy = build_policy(config, resumed / checkpoint.POLICY_DIR if resumed else None)
+    assert config.lr is not None, "TrainConfig's validator fills lr"
     engine = build_engine(_engine_kind(config), policy.module, lr=config.lr,
                           max_grad_norm=config.max_grad_norm,
                           deepspeed_config=config.deepspeed_config)
@@ -151,6 +152,7 @@ def build_policy(config: TrainConfig, weights: Path | None = None) -> TrainableP
         return TinyPolicy(TinyConfig(seed=config.seed))
     from episodelake.trainer.policies.vlm import VLMPolicy
 
+    assert config.model_path, "TrainConfig's validator requires model_path for vlm"
     return VLMPolicy(config.model_path, weights=weights, history_length=config.history_length,
                      max_new_tokens=config.max_new_tokens, temperature=config.temperature,
                      max_pixels=config.max_pixels, dtype=config.dtype,
@@ -250,8 +252,8 @@ ORDER BY b.episode_id, b.step
 def step_advantages(lake: Lake, report: RolloutReport, config: TrainConfig,
                     history_length: int) -> tuple[AdvantageResult, list[Sample]]:
     """The batch's advantages (SQL over the batch's rows) and the steps to learn from."""
-    episodes, steps_table = lake.episode_batch(
-        [episode.episode_id for episode in report.episodes], images=True)
+    episodes, steps_table = lake.episode_batch(  # a skipped task has no episode
+        [e.episode_id for e in report.episodes if e.episode_id is not None], images=True)
     con = duckdb.connect()
     try:
         con.register("episodes", episodes)
@@ -288,6 +290,7 @@ def update(policy: TrainablePolicy, engine: Engine, reference: TrainablePolicy |
     if not samples:
         return {"samples": 0, "samples_scored": 0, "tokens": 0, "epochs": 0,
                 "optimizer_steps": 0}
+    assert config.entropy_coef is not None, "TrainConfig's validator fills entropy_coef"
     prepared = policy.prepare(samples)
     advantages = torch.tensor([s.advantage for s in samples], dtype=torch.float32)
     policy.module.train()

@@ -45,8 +45,12 @@ class TrainablePolicy(Agent, Protocol):
     name: str
     #: Earlier screenshots the policy looks at (``Sample.history_images``).
     history_length: int
-    #: The weights the optimizer engine updates.
-    module: torch.nn.Module
+
+    @property
+    def module(self) -> torch.nn.Module:
+        """The weights the optimizer engine updates (read-only here, so a policy may hold a
+        subclass such as TinyNet)."""
+        ...
 
     def prepare(self, samples: Sequence[Sample]) -> list[Any]:
         """What `score` takes for each sample, computed once per iteration and reused by

@@ -368,7 +368,7 @@ class TinyPolicy:
         last = counts + len(VERBS) + 1
         verbs = [verb_of(parse_response(response)) for response in history]
         for verb in verbs:
-            vector[counts + verb + 1] = min(vector[counts + verb + 1] + 1.0 / 3.0, 1.0)
+            vector[counts + verb + 1] = min(float(vector[counts + verb + 1]) + 1.0 / 3.0, 1.0)
         vector[last + (verbs[-1] + 1 if verbs else 0)] = 1.0
         return vector
 

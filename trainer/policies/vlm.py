@@ -45,6 +45,14 @@ IMAGE_TOKEN = "<|image_pad|>"
 _DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
 
+def _one_text(value: object) -> str:
+    """The text of a tokenizer call made for one text (transformers types the result of
+    `decode` and `apply_chat_template` as text or lists of it, or token ids)."""
+    if not isinstance(value, str):
+        raise TypeError(f"the tokenizer returned {type(value).__name__}, expected one text")
+    return value
+
+
 def _placeholder(_ref: Any) -> dict[str, str]:
     return {"type": "image"}
 
@@ -106,7 +114,8 @@ class VLMPolicy:
         self.image_processor = AutoImageProcessor.from_pretrained(
             self.model_path, local_files_only=True, max_pixels=max_pixels)
         self.module = AutoModelForImageTextToText.from_pretrained(
-            weights or self.model_path, dtype=self.dtype, local_files_only=True).to(self.device)
+            weights or self.model_path, dtype=self.dtype, local_files_only=True).to(
+            self.device)  # type: ignore[arg-type]  # transformers wraps PreTrainedModel.to in functools.wraps, which mypy does not bind as a method
         self.image_token_id = self.module.config.image_token_id
         self.eos_token_id = self.tokenizer.eos_token_id
         if self.eos_token_id is None:
@@ -121,7 +130,7 @@ class VLMPolicy:
                                "gpu-setup` makes .venv-gpu); or pass --generation transformers")
         self.generation = generation
         self.vllm_gpu_memory = vllm_gpu_memory
-        self._vllm = None
+        self._vllm: Any = None  # a vllm.LLM (untyped), built on first use
         self._vllm_weights = weights or self.model_path
         self._generated_tokens = 0
         self._generation_seconds = 0.0
@@ -134,13 +143,16 @@ class VLMPolicy:
         return build_messages(goal, steps, screenshot=None, history_length=shown,
                               image_part=_placeholder)
 
+    def _prompt(self, goal: str, history: Sequence[str], shown: int) -> str:
+        """The chat template applied to `messages`, ending where the model's reply begins."""
+        return _one_text(self.tokenizer.apply_chat_template(
+            self.messages(goal, history, shown), add_generation_prompt=True, tokenize=False))
+
     def encode(self, goal: str, history: Sequence[str], images: Sequence[bytes],
                response: str | None = None) -> Inputs:
         """Model inputs: `images` are the shown earlier screenshots then the current one."""
         pictures = [Image.open(io.BytesIO(data)).convert("RGB") for data in images]
-        text = self.tokenizer.apply_chat_template(
-            self.messages(goal, history, len(images) - 1), add_generation_prompt=True,
-            tokenize=False)
+        text = self._prompt(goal, history, len(images) - 1)
         vision = self.image_processor(images=pictures, return_tensors="pt")
         merge = self.image_processor.merge_size ** 2
         pieces = text.split(IMAGE_TOKEN)
@@ -208,7 +220,7 @@ class VLMPolicy:
         finally:
             self.module.train(was_training)
         new = output[0, inputs["input_ids"].shape[1]:]
-        return self.tokenizer.decode(new, skip_special_tokens=True), len(new)
+        return _one_text(self.tokenizer.decode(new, skip_special_tokens=True)), len(new)
 
     def _generate_vllm(self, prepared: Inputs, goal: str, history: Sequence[str],
                        seed: int) -> tuple[str, int]:
@@ -221,9 +233,7 @@ class VLMPolicy:
                 gpu_memory_utilization=self.vllm_gpu_memory, seed=seed,
                 limit_mm_per_prompt={"image": self.history_length + 1},
                 mm_processor_kwargs={"max_pixels": self.max_pixels})
-        text = self.tokenizer.apply_chat_template(
-            self.messages(goal, history, len(prepared.images) - 1), add_generation_prompt=True,
-            tokenize=False)
+        text = self._prompt(goal, history, len(prepared.images) - 1)
         params = SamplingParams(temperature=self.temperature, top_p=1.0,
                                 max_tokens=self.max_new_tokens, seed=seed)
         outputs = self._vllm.generate(
