@@ -6,19 +6,13 @@ OpenAPI document shows each field's type, range and description as the model sta
 Python callers and the command line construct them directly; there a bad value raises the
 product's `InvalidInput` (or the model's own subclass of it) naming the field, like every
 other check in the product, instead of pydantic's multi-line report. Checks that span fields
-raise that error themselves, so its message is the same on every path.
-
-The command line's flags come from the same fields (`add_options`): one `--flag` per field,
-its description as the help, the model's default shown and applied by the model.
+raise that error themselves, so its message is the same on every path. The command line
+makes its flags from the same fields.
 """
 
 from __future__ import annotations
 
-import argparse
-import types
-import typing
-from collections.abc import Iterable
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -56,43 +50,3 @@ class SpecModel(BaseModel):
             if isinstance(exc, self.error):
                 raise
             raise self.error(str(exc)) from None
-
-
-def _option_type(annotation: Any) -> tuple[type | None, tuple | None]:
-    """The argparse type and choices of a field; (None, None) for a nested model."""
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        kinds = [a for a in typing.get_args(annotation) if a is not type(None)]
-        annotation = kinds[0] if len(kinds) == 1 else None
-    if typing.get_origin(annotation) is Literal:
-        choices = typing.get_args(annotation)
-        return type(choices[0]), choices
-    if not isinstance(annotation, type) or issubclass(annotation, BaseModel):
-        return None, None
-    return annotation, None
-
-
-def add_options(parser: Any, model: type[BaseModel], only: Iterable[str] | None = None) -> None:
-    """One `--flag` per field of `model` (or of `only`), nested models left out: the field's
-    description is the help, booleans get `--flag/--no-flag`, a `Literal` its choices. Every
-    flag defaults to None, so `given_options` leaves out what was not given and the model's
-    own default applies (the help shows it)."""
-    names = set(model.model_fields if only is None else only)
-    for name, field in model.model_fields.items():
-        kind, choices = _option_type(field.annotation)
-        if name not in names or kind is None:
-            continue
-        help_text = (field.description or "").replace("%", "%%")
-        if not field.is_required() and field.default is not None and field.default is not False:
-            help_text += f" (default {field.default})"
-        flag = "--" + name.replace("_", "-")
-        if kind is bool:
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
-                                help=help_text)
-        else:
-            parser.add_argument(flag, type=kind, choices=choices, default=None, help=help_text)
-
-
-def given_options(args: argparse.Namespace, model: type[BaseModel]) -> dict[str, Any]:
-    """The `add_options` flags of `model` given on the command line, by field name."""
-    return {name: getattr(args, name) for name in model.model_fields
-            if getattr(args, name, None) is not None}

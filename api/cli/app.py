@@ -23,8 +23,8 @@ from typer.core import TyperCommand, TyperGroup
 
 from episodelake.api.settings import EnvSettings
 
-#: Help wraps at the terminal's width up to this many columns.
-HELP_WIDTH = 120
+#: Help wraps at the terminal's width, however wide (click alone stops at 80 columns).
+HELP_WIDTH = 100_000
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,7 @@
-"""TrainConfig: defaults, the conflicts it refuses (naming the fix), and its CLI flags."""
+"""TrainConfig: defaults, the conflicts it refuses (naming the fix), and the settings its CLI
+flags give (`TrainConfig.from_settings`; the flags themselves: tests/test_cli_options.py)."""
 
 from __future__ import annotations
-
-import argparse
 
 import pytest
 
@@ -13,7 +12,7 @@ from episodelake.trainer.advantages import (
     AdvantageConfig,
     compute_advantages,
 )
-from episodelake.trainer.config import ConfigError, TrainConfig, add_arguments, from_arguments
+from episodelake.trainer.config import ConfigError, TrainConfig
 from episodelake.trainer.reference_advantages import reference_advantages
 
 
@@ -49,27 +48,20 @@ def test_conflicts_are_refused_with_the_fix(settings, names):
 
 
 def test_flags_round_trip_to_the_defaults():
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    assert from_arguments(parser.parse_args([])) == TrainConfig()
-    args = parser.parse_args(["--algo", "grpo", "--group-size", "4", "--no-step-rewards",
-                              "--lr", "0.01", "--gamma", "0.9"])
-    config = from_arguments(args)
+    assert TrainConfig.from_settings({}) == TrainConfig()
+    config = TrainConfig.from_settings({"algo": "grpo", "group_size": 4, "step_rewards": False,
+                                        "lr": 0.01, "gamma": 0.9})
     assert (config.advantages.algo, config.group_size, config.step_rewards, config.lr) == \
         ("grpo", 4, False, 0.01)
     assert config.advantages == TUNED_ADVANTAGES.replace(algo="grpo", gamma=0.9)
 
 
-def test_every_setting_documents_itself_and_has_a_flag():
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    flags = {action.dest: action for action in parser._actions}
+def test_every_setting_documents_itself():
     for model in (TrainConfig, AdvantageConfig):
         for name, field in model.model_fields.items():
-            if name == "advantages":
-                continue
             assert len(field.description or "") > 10, name
-            assert field.description in flags[name].help, name
+    config = TrainConfig()
+    assert TrainConfig.from_settings(config.settings()) == config  # every setting by its flag's name
 
 
 def test_json_round_trip():
@@ -116,28 +108,26 @@ def test_tuned_advantage_defaults_and_the_reference_set():
     assert TrainConfig.from_json(reference.to_json()) == reference
 
 
-def parse(*argv: str) -> TrainConfig:
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    return from_arguments(parser.parse_args(list(argv)))
+def reference(**given) -> TrainConfig:
+    return TrainConfig.from_settings(given, reference_defaults=True)
 
 
-@pytest.mark.parametrize(("flags", "names"), [
-    (["--no-revisit-rewards"], "drop --no-revisit-rewards or --reference-defaults"),
-    (["--no-normalize-step-rewards"], "--normalize-step-rewards"),
-    (["--gamma", "0.9"], "(--gamma 0.95), not with 0.9"),
-    (["--mode", "mean_std_norm"], "--mode"),
-    (["--dynamic-sampling"], "--no-dynamic-sampling"),
+@pytest.mark.parametrize(("given", "names"), [
+    ({"revisit_rewards": False}, "drop --no-revisit-rewards or --reference-defaults"),
+    ({"normalize_step_rewards": False}, "--normalize-step-rewards"),
+    ({"gamma": 0.9}, "(--gamma 0.95), not with 0.9"),
+    ({"mode": "mean_std_norm"}, "--mode"),
+    ({"dynamic_sampling": True}, "--no-dynamic-sampling"),
 ])
-def test_reference_defaults_refuse_a_setting_that_changes_the_equations(flags, names):
+def test_reference_defaults_refuse_a_setting_that_changes_the_equations(given, names):
     with pytest.raises(ConfigError) as caught:
-        parse("--reference-defaults", *flags)
+        reference(**given)
     assert names in str(caught.value)
 
 
 def test_reference_defaults_flag():
-    assert parse("--reference-defaults") == TrainConfig(advantages=REFERENCE_ADVANTAGES)
-    assert parse("--reference-defaults", "--gamma", "0.95").advantages == REFERENCE_ADVANTAGES
-    config = parse("--normalize-step-rewards")
+    assert reference() == TrainConfig(advantages=REFERENCE_ADVANTAGES)
+    assert reference(gamma=0.95).advantages == REFERENCE_ADVANTAGES
+    config = TrainConfig.from_settings({"normalize_step_rewards": True})
     assert (config.advantages.normalize_step_rewards, config.advantages.revisit_rewards) == (True, False)
-    assert parse("--no-revisit-rewards").advantages.revisit_rewards is False
+    assert TrainConfig.from_settings({"revisit_rewards": False}).advantages.revisit_rewards is False
