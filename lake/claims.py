@@ -100,6 +100,8 @@ class FileClaim(Claim):
         return cls(path, fd, previous if plain else None)
 
     def own(self, holder: str) -> None:
+        if self.fd is None:
+            raise RuntimeError(f"{self.path}: the claim was released; take a new one")
         os.ftruncate(self.fd, 0)
         os.pwrite(self.fd, holder.encode(), 0)
         self.owned = True

@@ -3,13 +3,12 @@
 A set (kind failure | regression | sft | eval) collects episodes; each member carries the
 failure category, the step where the episode went wrong and a note. Annotations label one
 step (or a whole episode when `step` is null). Every change is one `Lake.upsert` commit on
-the `sets` / `set_members` / `annotations` tables, so it is durable when the call returns
-and visible to the next SQL query. Nothing is deleted: sets and annotations get a `deleted`
+the `sets` / `set_members` / `annotations` tables (a member change is two: its set's
+`updated_at` follows it), so it is durable when the call returns and visible to the next
+SQL query. Nothing is deleted: sets and annotations get a `deleted`
 flag and members a `removed` flag, so older lake versions (and tags that pin a set) keep
 meaning what they meant, and SQL over curation filters on those flags.
 """
-
-from __future__ import annotations
 
 import threading
 import uuid
@@ -46,10 +45,16 @@ def _text(value: object, field: str, max_len: int = MAX_TEXT, *, required: bool 
     return value
 
 
+def _required_text(value: object, field: str, max_len: int = MAX_TEXT) -> str:
+    text = _text(value, field, max_len, required=True)
+    assert text is not None  # required: _text raised instead of returning None
+    return text
+
+
 def _choice(value: object, field: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise InvalidInput(f"{field} must be one of {', '.join(allowed)}, not {value!r}")
-    return value  # type: ignore[return-value]
+    return value
 
 
 def _rows(lake: Lake, query: str, params: list) -> list[dict]:
@@ -90,14 +95,15 @@ def _check_tag(lake: Lake, tag: object) -> str | None:
     layout.check_id(tag, "pinned_tag")
     if tag not in lake.tags():
         raise NotFound(f"pinned_tag: no tag {tag!r}; create it with `elake tag {tag}`")
-    return tag  # type: ignore[return-value]
+    return tag
 
 
 def create_set(lake: Lake, name: str, kind: str = "failure", description: str | None = None,
                pinned_tag: str | None = None) -> dict:
-    name = _text(name, "name", MAX_NAME, required=True)  # type: ignore[assignment]
+    name = _required_text(name, "name", MAX_NAME)
+    set_id = f"set-{uuid.uuid4().hex[:12]}"
     row = {
-        "set_id": f"set-{uuid.uuid4().hex[:12]}",
+        "set_id": set_id,
         "name": name,
         "kind": _choice(kind, "kind", schema.SET_KINDS),
         "description": _text(description, "description"),
@@ -109,7 +115,7 @@ def create_set(lake: Lake, name: str, kind: str = "failure", description: str | 
     with _write_lock:
         _check_name_free(lake, name)
         lake.upsert("sets", [row])
-    return get_set(lake, row["set_id"])
+    return get_set(lake, set_id)
 
 
 def update_set(lake: Lake, set_id: str, **changes: object) -> dict:
@@ -121,7 +127,7 @@ def update_set(lake: Lake, set_id: str, **changes: object) -> dict:
         current = get_set(lake, set_id)
         row = {k: current[k] for k in schema.SETS.names}
         if "name" in changes:
-            row["name"] = _text(changes["name"], "name", MAX_NAME, required=True)
+            row["name"] = _required_text(changes["name"], "name", MAX_NAME)
             _check_name_free(lake, row["name"], except_id=set_id)
         if "kind" in changes:
             row["kind"] = _choice(changes["kind"], "kind", schema.SET_KINDS)
@@ -186,7 +192,14 @@ def add_member(lake: Lake, set_id: str, episode_id: str, *, failure_category: st
     }
     with _write_lock:
         lake.upsert("set_members", [row])
+        _touch_set(lake, set_id)
     return member(lake, set_id, episode_id)
+
+
+def _touch_set(lake: Lake, set_id: str) -> None:
+    """Stamp the set's `updated_at`: adding, changing or removing a member changes the set."""
+    current = get_set(lake, set_id)
+    lake.upsert("sets", [{**{k: current[k] for k in schema.SETS.names}, "updated_at": _now()}])
 
 
 def member(lake: Lake, set_id: str, episode_id: str) -> dict:
@@ -203,6 +216,7 @@ def remove_member(lake: Lake, set_id: str, episode_id: str) -> None:
         current = member(lake, layout.check_id(set_id, "set_id"), episode_id)
         row = {k: current[k] for k in schema.SET_MEMBERS.names}
         lake.upsert("set_members", [{**row, "removed": True}])
+        _touch_set(lake, set_id)
 
 
 def memberships(lake: Lake, episode_id: str) -> list[dict]:

@@ -10,10 +10,9 @@ conflicts with concurrent writers like every other commit (`tables.commit`).
 
 from __future__ import annotations
 
-import lance
 import pyarrow as pa
 
-from episodelake.lake import layout, schema, tables
+from episodelake.lake import schema, tables
 from episodelake.lake.errors import InvalidInput
 from episodelake.lake.lake import Lake
 
@@ -33,11 +32,11 @@ def update_columns(lake: Lake, table: str, rows: pa.Table | list[dict]) -> int:
         return 0
     target = pa.schema([schema.TABLES[table].field(n) for n in names])
     rows = tables.dedupe_last(rows.select(names).cast(target), schema.KEYS[table])
-    uri = str(layout.table_path(lake.path, table))
     keys = list(schema.KEYS[table])
 
     def merge() -> dict:
-        return lance.dataset(uri).merge_insert(keys).when_matched_update_all().execute(rows)
+        stored = tables.open_table(lake.path, table)  # with an object store's options
+        return stored.merge_insert(keys).when_matched_update_all().execute(rows)
 
     stats = tables.retry_commit(f"update {table}", merge)
     lake.invalidate(table)

@@ -54,6 +54,9 @@ def load_images(steps: lance.LanceDataset, episode: EpisodeSteps,
     loaded = {}
     for (_, row), blob in zip(wanted, blobs, strict=True):
         fmt = row["image_format"] or "png"
+        if blob is None:
+            raise LakeCorrupt(f"episode {episode.episode_id} step {row['step']}: the row names "
+                              f"image {row['image_sha256']} but holds no image bytes")
         with blob:
             data = blob.read()
         if max_pixels is not None:
@@ -87,12 +90,15 @@ class ImageStore:
 
     def data(self, sha: str) -> tuple[bytes, str]:
         """The image's bytes as exported (downscaled if asked) and its format."""
+        episode = self._episode
+        if episode is None:
+            raise RuntimeError("ImageStore.data: call begin(episode) first")
         if self._loaded is None:
-            self._loaded = load_images(self._dataset, self._episode, self.max_pixels)
+            self._loaded = load_images(self._dataset, episode, self.max_pixels)
         try:
             return self._loaded[sha]
         except KeyError:
-            raise LakeCorrupt(f"episode {self._episode.episode_id}: no image with sha256 {sha} "
+            raise LakeCorrupt(f"episode {episode.episode_id}: no image with sha256 {sha} "
                               "among its steps; run `elake recover`") from None
 
     def file(self, sha: str) -> str:

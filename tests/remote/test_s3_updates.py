@@ -1,0 +1,25 @@
+"""`update_columns` on a lake on S3 reaches the store the lake names, not the one the
+environment names."""
+
+from __future__ import annotations
+
+from factories import response, screenshot
+
+from episodelake.collectors.record.recorder import Recorder
+from episodelake.lake import Lake
+from episodelake.lake.store import location
+from episodelake.lake.updates import update_columns
+
+
+def test_update_columns_uses_the_lakes_storage_options(s3_lake, s3_server, monkeypatch):
+    with Recorder(s3_lake, run_id="r1", image_checks="structure") as rec:
+        with rec.start_episode("wifi_on", "Turn on Wi-Fi", episode_id="ep-0") as ep:
+            for s in range(2):
+                ep.log_step(screenshot(s), response(), reward=0.5)
+    # the variables now point nowhere; only the lake's own options reach the server
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    lake = Lake(location(s3_lake, {"aws_endpoint": s3_server.endpoint}))
+    updated = update_columns(lake, "steps", [
+        {"episode_id": "ep-0", "step": 1, "step_reward": 1.0, "step_reward_reason": "good"}])
+    assert updated == 1
+    assert [r["step_reward"] for r in lake.steps("ep-0").to_pylist()] == [None, 1.0]
