@@ -1,8 +1,14 @@
 """The one error handler: every failure leaves the API as `{"error": {"type", "message"}}`.
 
-`LakeError`s keep their status and message; FastAPI's validation errors become
-`InvalidInput` naming each bad field; routing errors (404, 405) keep their status; anything
-else is a bug, logged with its traceback and answered with a 500 that reveals nothing.
+The product's errors (`episodelake.lake.errors`) know nothing of HTTP; `STATUS` gives each
+class its status here, in one table, and the most specific class listed wins (a subclass
+defined outside the product, or at run time, answers as its nearest listed base). Every
+class the product defines is listed: a test walks the packages and fails on one that is not,
+so a new error gets its status decided rather than inherited by accident.
+
+FastAPI's validation errors become `InvalidInput` naming each bad field; routing errors (404,
+405) keep their status; anything else is a bug, logged with its traceback and answered with
+a 500 that reveals nothing.
 """
 
 from __future__ import annotations
@@ -15,9 +21,98 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
-from episodelake.lake.errors import InvalidInput, LakeError
+from episodelake.collectors.agents.model_client import ModelError
+from episodelake.lake.errors import (
+    ActionFailed,
+    Conflict,
+    DeviceError,
+    DeviceUnavailable,
+    EnvironmentLost,
+    EpisodeLakeError,
+    InvalidInput,
+    LakeCorrupt,
+    LakeError,
+    NotFound,
+    SqlRefused,
+)
+from episodelake.lake.export.errors import (
+    EmptySelection,
+    ExportFolderNotOurs,
+    SetEpisodesMissing,
+    UnknownFormat,
+)
+from episodelake.lake.spool import SpoolWriteError
+from episodelake.lake.store import StoreUnavailable
+from episodelake.lake.tables import CommitContention, StorageFull
+from episodelake.lake.writer import CommitFailed
+from episodelake.trainer.config import ConfigError
 
 log = logging.getLogger(__name__)
+
+
+# -- the API's own errors ----------------------------------------------------------------------
+class Unauthorized(EpisodeLakeError):
+    """No token, or a wrong one, where the server requires one."""
+
+
+class PayloadTooLarge(EpisodeLakeError):
+    """A request body over the server's limit."""
+
+
+class BadHost(EpisodeLakeError):
+    """A Host header that is not the server's name (DNS rebinding)."""
+
+
+class WebAppNotBuilt(EpisodeLakeError):
+    """The server has no built web app to serve."""
+
+
+#: The HTTP status of each error class; the most specific class listed wins.
+STATUS: dict[type[EpisodeLakeError], int] = {
+    EpisodeLakeError: 400,
+    InvalidInput: 422,
+    UnknownFormat: 422,
+    ConfigError: 422,
+    NotFound: 404,
+    EmptySelection: 404,
+    SetEpisodesMissing: 404,
+    Conflict: 409,
+    ExportFolderNotOurs: 409,
+    # the lake: a refused query is the caller's; the rest is the server's storage
+    LakeError: 500,
+    SqlRefused: 400,
+    LakeCorrupt: 500,
+    CommitContention: 503,
+    CommitFailed: 503,
+    StorageFull: 507,
+    SpoolWriteError: 507,
+    StoreUnavailable: 503,
+    # what the server talks to: a gateway's statuses
+    DeviceError: 502,
+    DeviceUnavailable: 503,
+    EnvironmentLost: 503,
+    ActionFailed: 422,
+    ModelError: 502,
+    # the API's own
+    Unauthorized: 401,
+    PayloadTooLarge: 413,
+    BadHost: 400,
+    WebAppNotBuilt: 503,
+}
+
+
+def status_of(exc: EpisodeLakeError) -> int:
+    """The status of `exc`'s most specific class in `STATUS`."""
+    return next(STATUS[cls] for cls in type(exc).__mro__ if cls in STATUS)
+
+
+def error_json(kind: str, message: str) -> dict:
+    """The body of every error response."""
+    return {"error": {"type": kind, "message": message}}
+
+
+def error_response(exc: EpisodeLakeError, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(error_json(exc.kind, str(exc)), status_code=status_of(exc), headers=headers)
 
 
 class ErrorDetail(BaseModel):
@@ -47,24 +142,22 @@ def _validation_message(exc: RequestValidationError) -> str:
 
 
 def install(app: FastAPI) -> None:
-    @app.exception_handler(LakeError)
-    async def lake_error(_: Request, exc: LakeError) -> JSONResponse:
-        return JSONResponse(exc.to_json(), status_code=exc.status)
+    @app.exception_handler(EpisodeLakeError)
+    async def product_error(_: Request, exc: EpisodeLakeError) -> JSONResponse:
+        return error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-        err = InvalidInput(_validation_message(exc))
-        return JSONResponse(err.to_json(), status_code=err.status)
+        return error_response(InvalidInput(_validation_message(exc)))
 
     @app.exception_handler(HTTPException)
     async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
         kind = _HTTP_KINDS.get(exc.status_code, "HTTPError")
-        return JSONResponse({"error": {"type": kind, "message": str(exc.detail)}},
-                            status_code=exc.status_code, headers=exc.headers)
+        return JSONResponse(error_json(kind, str(exc.detail)), status_code=exc.status_code,
+                            headers=exc.headers)
 
     @app.exception_handler(Exception)
     async def bug(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return JSONResponse({"error": {"type": "InternalError",
-                                       "message": "internal error; the server log has the details"}},
+        return JSONResponse(error_json("InternalError", "internal error; the server log has the details"),
                             status_code=500)

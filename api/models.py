@@ -240,17 +240,23 @@ class JobProgress(BaseModel):
 
 
 class JobOut(BaseModel):
-    """One long job (export, re-run, import, judging) from the lake's jobs table."""
+    """One long job (export, re-run, import, judging), started from the command line or the
+    API, from the lake's jobs table."""
 
     job_id: str = Field(description="the export's or re-run's id, for those kinds")
     kind: str = Field(description="export | rerun | import | judge")
     status: Literal[schema.JOB_STATUSES] = Field(  # type: ignore[valid-type]
-        description="queued | running | done | failed | interrupted (its server stopped) | cancelled")
+        description="queued | running | done | failed | interrupted (the process running it "
+        "stopped) | cancelled")
     progress: JobProgress
     error: ErrorDetail | None = None
     params: dict[str, Any] | None = Field(None, description="what the job was asked to do")
-    who: str | None = Field(None, description="who asked for it")
+    result: dict[str, Any] | None = Field(None, description="a summary of what it produced, once done")
+    who: str | None = Field(None, description="who asked for it: a user, or the API and the client's address")
+    host: str | None = Field(None, description="the machine that ran it")
+    pid: int | None = Field(None, description="the process that ran it")
     created_at: datetime
+    started_at: datetime | None = Field(None, description="when it was accepted and began")
     updated_at: datetime | None = None
     finished_at: datetime | None = None
 
@@ -275,7 +281,7 @@ class ExportSummary(BaseModel):
     selection: dict[str, Any] | None = Field(None, description="the spec and what it resolved to")
     created_at: datetime | None
     finished_at: datetime | None = None
-    progress: JobProgress | None = Field(None, description="of its job, when the server ran it")
+    progress: JobProgress | None = Field(None, description="of its job")
     error: ErrorDetail | None = None
     download_url: str | None = Field(None, description="a zip of the folder; null unless finished and "
                                      "written under this server's exports folder")
@@ -328,7 +334,8 @@ class RerunTask(BaseModel):
 class RerunSummary(BaseModel):
     rerun_id: str
     created_at: datetime | None
-    status: str | None = Field(description="running | finished | failed | interrupted (its server stopped)")
+    status: str | None = Field(description="queued | running | finished | failed | interrupted (the "
+                               "process running it stopped) | cancelled")
     set: RerunSet | None
     policy: str | None
     env: str | None
@@ -339,7 +346,7 @@ class RerunSummary(BaseModel):
     interval: list[float] | None = Field(None, description="the delta's confidence interval [low, high]")
     fixed: int = 0
     broke: int = 0
-    progress: JobProgress | None = Field(None, description="while it runs in this server")
+    progress: JobProgress | None = Field(None, description="of its job (none for re-runs recorded before jobs were)")
     error: ErrorDetail | None = None
 
 

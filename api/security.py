@@ -21,22 +21,10 @@ from urllib.parse import parse_qs
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from episodelake.lake.errors import LakeError
+from episodelake.api.errors import BadHost, PayloadTooLarge, Unauthorized, error_json, status_of
+from episodelake.lake.errors import EpisodeLakeError
 
 COOKIE = "elake_token"
-
-
-class Unauthorized(LakeError):
-    status = 401
-
-
-class PayloadTooLarge(LakeError):
-    status = 413
-
-
-class BadHost(LakeError):
-    status = 400
-
 
 #: Same-origin only: no third-party script, style, image or connection, and no framing.
 #: Styles allow inline attributes: Swagger UI and React's `style` props set them (styles
@@ -104,9 +92,9 @@ class AllowedHosts:
         await self.app(scope, receive, send)
 
 
-async def _reply(send: Send, error: LakeError, headers: list[tuple[bytes, bytes]] = ()) -> None:
-    body = json.dumps(error.to_json()).encode()
-    await send({"type": "http.response.start", "status": error.status,
+async def _reply(send: Send, error: EpisodeLakeError, headers: list[tuple[bytes, bytes]] = ()) -> None:
+    body = json.dumps(error_json(error.kind, str(error))).encode()
+    await send({"type": "http.response.start", "status": status_of(error),
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(body)).encode()), *headers]})
     await send({"type": "http.response.body", "body": body})

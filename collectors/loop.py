@@ -39,11 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from episodelake.collectors.envs.base import (
-    ActionFailed,
     Device,
-    DeviceError,
-    DeviceUnavailable,
-    EnvironmentLost,
     Evaluation,
     StepJudge,
     StepScore,
@@ -52,7 +48,13 @@ from episodelake.collectors.envs.base import (
 from episodelake.collectors.record.actions import ParsedAction, parse_response
 from episodelake.collectors.record.recorder import EpisodeHandle, Recorder
 from episodelake.lake.action_space import action_summary
-from episodelake.lake.errors import InvalidInput
+from episodelake.lake.errors import (
+    ActionFailed,
+    DeviceError,
+    DeviceUnavailable,
+    EnvironmentLost,
+    InvalidInput,
+)
 from episodelake.lake.prompts import HistoryStep
 
 log = logging.getLogger(__name__)

@@ -1,49 +1,84 @@
-"""One exception family for the whole product.
+"""The product's errors: one family for every failure any layer raises on purpose.
 
-Every user-facing failure is a :class:`LakeError` carrying an HTTP status, so the CLI prints
-one line and the API answers one JSON shape (``{"error": {"type", "message"}}``) for all of
-them. Messages name what was wrong and, where there is one, the next thing to do.
+It lives in the lake because the lake is the bottom layer: every layer can raise and catch
+these, and nothing here knows what sits above. Nor does it know HTTP: the API maps each class
+to a status (`episodelake.api.errors.STATUS`, the most specific class wins) and answers one
+JSON shape; the CLI prints any of them as one line. Messages name what was wrong and, where
+there is one, the next thing to do.
+
+```
+EpisodeLakeError                 anything raised on purpose (catch this for "a product error")
+    InvalidInput                 bad data from a caller: an image that is not one, a NaN reward
+    NotFound                     no such episode, set, tag, job ...
+    Conflict                     contradicts what is stored (a duplicate step, a finished episode)
+    LakeError                    the lake itself: storage and queries
+        SqlRefused               the SQL sandbox refused a statement
+        LakeCorrupt              stored data does not read back
+    DeviceError                  a phone or environment server
+        DeviceUnavailable        nothing to drive; the next step is in the message
+        EnvironmentLost          stopped answering mid-episode
+        ActionFailed             this one action could not be carried out
+```
+
+Siblings are separate on purpose: a device that went away is not a storage failure, so code
+that handles the lake's errors (`except LakeError`) never swallows a lost phone. Families
+grow where their raisers live (the writer's `CommitFailed` is a `LakeError`, the API's
+`Unauthorized` an `EpisodeLakeError`); every class needs a status in the API's table, which a
+test checks.
 """
 
 from __future__ import annotations
 
 
-class LakeError(Exception):
+class EpisodeLakeError(Exception):
     """Base of every error the product raises on purpose."""
-
-    status: int = 400
 
     @property
     def kind(self) -> str:
+        """The name clients see (the API's `error.type`, a job's recorded error)."""
         return type(self).__name__
 
-    def to_json(self) -> dict:
-        return {"error": {"type": self.kind, "message": str(self)}}
 
-
-class InvalidInput(LakeError):
+class InvalidInput(EpisodeLakeError):
     """Bad data from a caller: an image that is not one, a NaN reward, a bad id."""
 
-    status = 422
+
+class NotFound(EpisodeLakeError):
+    """What was asked for is not there (an episode, a set, a tag, a job)."""
 
 
-class NotFound(LakeError):
-    status = 404
-
-
-class Conflict(LakeError):
+class Conflict(EpisodeLakeError):
     """The request contradicts what is stored (a duplicate step, a finished episode)."""
 
-    status = 409
+
+# -- the lake: storage and queries -------------------------------------------------------------
+class LakeError(EpisodeLakeError):
+    """The lake could not store or read what was asked; no input of the caller's is at fault."""
 
 
 class SqlRefused(LakeError):
     """The SQL sandbox refused a statement (writes, file access, settings, limits)."""
 
-    status = 400
-
 
 class LakeCorrupt(LakeError):
     """Stored data could not be read back; `elake recover` is the next step."""
 
-    status = 500
+
+# -- devices and environments ------------------------------------------------------------------
+class DeviceError(EpisodeLakeError):
+    """A phone or an environment server failed; see the subclasses for what the loop does."""
+
+
+class DeviceUnavailable(DeviceError):
+    """Nothing to drive (no device, unauthorized, no healthy server); the next step is in the
+    message."""
+
+
+class EnvironmentLost(DeviceError):
+    """The device or server stopped answering mid-episode: the episode is recorded as aborted
+    with its steps, and the next episode may go elsewhere."""
+
+
+class ActionFailed(DeviceError):
+    """This one action could not be carried out (rejected by the server, missing input
+    method): the step is kept with the reason and the episode goes on."""

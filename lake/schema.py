@@ -144,8 +144,9 @@ RUNS = pa.schema(
     ]
 )
 
-#: Long jobs the server runs (exports, re-runs, imports, judging): one row per job, the one
-#: record of every kind's progress and outcome. The kind's result lives in its own table.
+#: Long jobs (exports, re-runs, imports, judging), started from the command line or the API:
+#: one row per job, the one record of every kind's progress and outcome (`lake.jobs`). The
+#: kind's own record lives in its table (`exports`, `runs`); `result` is a small summary.
 JOBS = pa.schema(
     [
         pa.field("job_id", pa.string(), nullable=False),
@@ -155,11 +156,16 @@ JOBS = pa.schema(
         pa.field("total", pa.int64()),  # null until the job knows
         pa.field("error", pa.string()),  # JSON text: {"type", "message"}
         pa.field("params", pa.string()),  # JSON text: what the job was asked to do
-        pa.field("who", pa.string()),  # who asked for it
-        pa.field("owner", pa.string()),  # the server process that runs it (its lock name)
+        pa.field("who", pa.string()),  # who asked for it: the user, or the API and the client's address
+        pa.field("owner", pa.string()),  # the process that runs it (its lock name)
         pa.field("created_at", _ts),
         pa.field("updated_at", _ts),
         pa.field("finished_at", _ts),
+        # added after the first release of the table (older tables gain them, null)
+        pa.field("started_at", _ts),  # its first progress report: accepted and running
+        pa.field("host", pa.string()),  # the machine and process that ran it
+        pa.field("pid", pa.int64()),
+        pa.field("result", pa.string()),  # JSON text: a summary of what it produced
     ]
 )
 

@@ -139,7 +139,7 @@ def start_export(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, body: Expo
     # Server exports are downloaded as a zip and unpacked elsewhere: image paths must be
     # relative to the export folder, never paths on the server.
     spec = ExportSpec(out=settings.exports_root / export_id, relative_paths=True, **body.model_dump())
-    job = jobs.start(KIND, export_id, lambda progress: run_export(lake, spec, progress, export_id=export_id),
+    job = jobs.start(KIND, export_id, lambda job: run_export(lake, spec, job=job),
                      wait_s=settings.job_start_wait_s, params=body.model_dump(mode="json"),
                      who=who)
     return export_of(lake, settings, job, export_id)

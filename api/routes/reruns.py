@@ -1,10 +1,11 @@
 """Regression re-runs: list them, read one's report, start one on the simulated phone.
 
 POST /api/reruns runs `run_rerun` as a job (see `episodelake.api.jobs`; the job id is the
-re-run id) with one of the simulated phone's own policies. A re-run whose server died shows
-`interrupted`, from its job, though its own record still says running. Re-runs that drive a model endpoint or a real device take
-URLs and device names, which a request should not choose for the server: those start from
-the command line (`elake rerun`) and show up here like any other.
+re-run id) with one of the simulated phone's own policies. A re-run's status, progress and
+error are its job's (`rerun_state`), so one whose process died shows `interrupted`. Re-runs
+that drive a model endpoint or a real device take URLs and device names, which a request
+should not choose for the server: those start from the command line (`elake rerun`) and
+show up here like any other, with their job.
 """
 
 from __future__ import annotations
@@ -31,20 +32,6 @@ KIND = "rerun"
 SIM_POLICIES = ("oracle", "noisy", "random")
 
 
-def with_job(out: dict, job: dict | None) -> dict:
-    """A stored re-run with its job's progress and error, and the job's outcome where the
-    re-run's own record could not say it (a server killed mid-run)."""
-    if isinstance(out.get("error"), str):  # recorded by run_rerun as "Type: message"
-        kind, _, message = out["error"].partition(": ")
-        out["error"] = {"type": kind, "message": message or kind}
-    if job is not None:
-        out["progress"] = job["progress"]
-        out["error"] = job["error"] or out.get("error")
-        if out.get("status") == "running" and job["status"] in ("interrupted", "cancelled"):
-            out["status"] = job["status"]
-    return out
-
-
 def pending_out(job: dict) -> dict:
     """A re-run job not recorded yet: still checking its set, or failed before starting."""
     params = job["params"] or {}
@@ -55,23 +42,23 @@ def pending_out(job: dict) -> dict:
 
 def rerun_of(lake: Lake, job: dict | None, rerun_id: str) -> dict:
     try:
-        report = get_rerun(lake, rerun_id)
+        report = get_rerun(lake, rerun_id, job)
     except NotFound:
         if job is None:
             raise
         return pending_out(job)
-    return with_job({**report, "rerun_id": rerun_id}, job)
+    return {**report, "rerun_id": rerun_id}
 
 
 @router.get("/reruns", response_model=list[RerunSummary])
 def reruns(lake: LakeDep, jobs: JobsDep) -> list[dict]:
     """Every re-run, newest first (after this server's jobs not recorded yet), with its
     before and after success rates, the delta and its interval, and fixed/broke counts."""
-    rows = list_reruns(lake)
-    recorded = {r["rerun_id"] for r in rows}
     of_kind = jobs.of_kind(KIND)
+    rows = list_reruns(lake, of_kind)
+    recorded = {r["rerun_id"] for r in rows}
     pending = [pending_out(j) for j in of_kind.values() if j["job_id"] not in recorded and j["status"] in ACTIVE]
-    return pending + [with_job(r, of_kind.get(r["rerun_id"])) for r in rows]
+    return pending + rows
 
 
 @router.post("/reruns", response_model=RerunDetail, status_code=202)
@@ -86,7 +73,7 @@ def start_rerun(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, body: Rerun
                            "`elake rerun --policy model --model-url URL --model NAME`")
     spec = RerunSpec(env="sim", **body.model_dump())
     rerun_id = new_rerun_id()
-    job = jobs.start(KIND, rerun_id, lambda progress: run_rerun(lake, spec, progress, rerun_id=rerun_id),
+    job = jobs.start(KIND, rerun_id, lambda job: run_rerun(lake, spec, job=job),
                      wait_s=settings.job_start_wait_s, params=body.model_dump(mode="json"),
                      who=who)
     return rerun_of(lake, job, rerun_id)

@@ -14,11 +14,8 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from episodelake.lake.errors import LakeError, NotFound
-
-
-class WebAppNotBuilt(LakeError):
-    status = 503
+from episodelake.api.errors import WebAppNotBuilt
+from episodelake.lake.errors import NotFound
 
 
 def mount(app: FastAPI, static_dir: Path | None) -> None:

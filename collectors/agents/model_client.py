@@ -20,15 +20,13 @@ from typing import Any
 
 import httpx
 
-from episodelake.lake.errors import LakeError
+from episodelake.lake.errors import EpisodeLakeError
 
 log = logging.getLogger(__name__)
 
 
-class ModelError(LakeError):
+class ModelError(EpisodeLakeError):
     """The model server could not give an answer (after retries, or a request it refused)."""
-
-    status = 502
 
 
 @dataclass(frozen=True)

@@ -21,19 +21,28 @@ import math
 import random
 from dataclasses import dataclass, replace
 
-from episodelake.collectors.envs.base import DeviceError
 from episodelake.collectors.envs.sim.device import SimDevice
 from episodelake.collectors.envs.sim.geometry import HEIGHT, WIDTH, to_coordinate, to_pixels
+from episodelake.collectors.envs.sim.navigation import TAP_HANDLERS
 from episodelake.collectors.envs.sim.phone import Phone, describe, hit
 from episodelake.collectors.envs.sim.state import APPS
 from episodelake.collectors.envs.sim.tasks import Task
 from episodelake.collectors.loop import Observation, Reply
 from episodelake.collectors.record.actions import format_tool_call
-from episodelake.lake.errors import InvalidInput
+from episodelake.lake.errors import DeviceError, InvalidInput
 from episodelake.lake.seeds import derive
 
 Action = dict[str, object]
 NOISE_KINDS = ("grounding", "planning", "premature_terminate", "loop")
+TAP_VERBS = {"click": "tap", "long_press": "long-press", "double_tap": "double-tap"}
+#: What the policy says it does, by action type (a tap names its target instead).
+SAYS = {
+    "swipe": "What I need is not in view; I will swipe {direction} to scroll.",
+    "type": 'I will type "{text}".',
+    "open": "I will open {text}.",
+    "system_button": "I will press {button}.",
+    "answer": "The answer is {text}.",
+}
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from episodelake.collectors.record.recorder import build_step_row
 from episodelake.lake import Lake, WriterOptions, schema
 from episodelake.lake.errors import InvalidInput
 from episodelake.lake.export.clawgui import EPISODE_FILE, IMAGE_DIR, IMAGE_SUFFIXES
+from episodelake.lake.jobs import Job
 from episodelake.lake.layout import check_id
 from episodelake.lake.writer import LakeWriter
 
@@ -435,14 +436,27 @@ def _group(deriver: GroupDeriver, parsed: ParsedEpisode, report: ImportReport) -
 
 
 def import_clawgui(lake: Lake, root: Path | str, *, group_by: str = "task-window",
-                   window_min: float = DEFAULT_GROUP_WINDOW_MIN, progress: bool = True) -> ImportReport:
+                   window_min: float = DEFAULT_GROUP_WINDOW_MIN, progress: bool = True,
+                   job: Job | None = None) -> ImportReport:
     """Import every episode folder under `root`; safe to run again (nothing duplicates).
 
     An episode that cannot be imported is skipped with its reason and the import goes on.
     Group ids are derived as :class:`GroupDeriver` says; steps get anchor keys within them.
     Two passes: the first reads every episode.json (no images) to place episodes in their
-    batch in creation order, the second reads the screenshots and writes.
+    batch in creation order, the second reads the screenshots and writes. Recorded as `job`
+    (by default a new job of kind ``import``), with its progress in episodes and its counts.
     """
+    job = job or Job(lake, "import", params={"format": "clawgui", "dir": str(Path(root).resolve()), "group_by": group_by,
+                                             "window_min": window_min})
+    with job.recording():
+        report = _import(lake, root, group_by, window_min, progress, job)
+        job.result = {"episodes": report.episodes, "steps": report.steps, "skipped": len(report.skipped),
+                      "missing_images": len(report.missing_images), "ungrouped": len(report.ungrouped)}
+    return report
+
+
+def _import(lake: Lake, root: Path | str, group_by: str, window_min: float, progress: bool,
+            job: Job) -> ImportReport:
     deriver = GroupDeriver(group_by, window_min)
     import_root = ImportRoot(root)
     report = ImportReport()
@@ -459,19 +473,22 @@ def import_clawgui(lake: Lake, root: Path | str, *, group_by: str = "task-window
     for parsed in sorted(headers, key=lambda p: (p.started is None, p.started or datetime.min, str(p.path))):
         groups[parsed.path] = _group(deriver, parsed, report)
     anchor = DefaultKeyer()
+    job.progress(0, len(groups))
     with LakeWriter(lake.path, WriterOptions(dedupe_steps=True, batch_rows=256)) as writer:
-        for path in tqdm(sorted(groups), desc="import clawgui", unit="episode", disable=not progress):
+        for done, path in enumerate(tqdm(sorted(groups), desc="import clawgui", unit="episode",
+                                         disable=not progress), 1):
             try:  # read again: the file may have changed since the first pass
                 episode, steps = _rows(import_root, parse_episode(import_root, path), groups[path],
                                        deriver, report, anchor)
             except InvalidInput as exc:
                 report.skipped.append((str(path), str(exc)))
-                continue
-            writer.append("episodes", episode)
-            if steps:
-                writer.append_rows("steps", steps)
-            report.episodes += 1
-            report.steps += len(steps)
+            else:
+                writer.append("episodes", episode)
+                if steps:
+                    writer.append_rows("steps", steps)
+                report.episodes += 1
+                report.steps += len(steps)
+            job.progress(done, len(groups))
     lake.invalidate()
     return report
 

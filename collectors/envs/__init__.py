@@ -5,18 +5,15 @@ is its `Device`), `adb` (a real phone) and `remote` (a client of an environment 
 format. See README.md in this folder for real-phone use and the environment server API."""
 
 from episodelake.collectors.envs.base import (
-    ActionFailed,
     ActionResult,
     Device,
-    DeviceError,
-    DeviceUnavailable,
-    EnvironmentLost,
     Evaluation,
     Screen,
     StepJudge,
     StepScore,
     Task,
 )
+from episodelake.lake.errors import ActionFailed, DeviceError, DeviceUnavailable, EnvironmentLost
 
 __all__ = ["ActionFailed", "ActionResult", "Device", "DeviceError", "DeviceUnavailable",
            "EnvironmentLost", "Evaluation", "Screen", "StepJudge", "StepScore", "Task"]

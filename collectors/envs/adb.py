@@ -23,14 +23,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from episodelake.collectors.envs.base import (
-    ActionFailed,
     ActionResult,
     Device,
-    DeviceUnavailable,
-    EnvironmentLost,
     Screen,
 )
 from episodelake.collectors.record.actions import ParsedAction
+from episodelake.lake.errors import ActionFailed, DeviceUnavailable, EnvironmentLost
 
 log = logging.getLogger(__name__)
 

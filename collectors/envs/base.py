@@ -11,13 +11,9 @@ steps table stores: points are fractions of the screenshot (``x``, ``y``, ``x2``
 every implementation converts with its own real screen size instead of assuming 1080x2400 as
 the reference framework does.
 
-Errors form one family under :class:`DeviceError` (a `LakeError`, so the CLI prints one line):
-- :class:`DeviceUnavailable`: nothing to drive (no device, unauthorized, no healthy server);
-  the next step is in the message.
-- :class:`EnvironmentLost`: the device or server stopped answering mid-episode; the episode
-  is recorded as aborted with its steps and the next episode may go elsewhere.
-- :class:`ActionFailed`: this one action could not be carried out (rejected by the server,
-  missing input method); the step is kept with the reason and the episode goes on.
+Devices fail with the product's device errors (`episodelake.lake.errors.DeviceError` and its
+kinds `DeviceUnavailable`, `EnvironmentLost`, `ActionFailed`, which say what the loop does
+next); they are siblings of the lake's storage errors, never `LakeError`s.
 
 An environment may also have a step judge (:class:`StepJudge`, e.g. the simulated phone's
 rule judge): it scores each step from state the agent never sees, read through the device,
@@ -31,23 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from episodelake.collectors.record.actions import ParsedAction
-from episodelake.lake.errors import LakeError
-
-
-class DeviceError(LakeError):
-    status = 502
-
-
-class DeviceUnavailable(DeviceError):
-    status = 503
-
-
-class EnvironmentLost(DeviceError):
-    status = 503
-
-
-class ActionFailed(DeviceError):
-    status = 422
+from episodelake.lake.errors import DeviceUnavailable
 
 
 @dataclass(frozen=True)

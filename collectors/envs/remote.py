@@ -31,18 +31,15 @@ from typing import Any, NoReturn
 import httpx
 
 from episodelake.collectors.envs.base import (
-    ActionFailed,
     ActionResult,
     Device,
-    DeviceError,
-    DeviceUnavailable,
-    EnvironmentLost,
     Evaluation,
     Screen,
     Task,
 )
 from episodelake.collectors.envs.jsonaction import to_json_action
 from episodelake.collectors.record.actions import ParsedAction
+from episodelake.lake.errors import ActionFailed, DeviceError, DeviceUnavailable, EnvironmentLost
 
 log = logging.getLogger(__name__)
 

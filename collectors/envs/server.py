@@ -29,9 +29,9 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from episodelake.collectors.envs.base import ActionFailed, Device, DeviceError, Task
+from episodelake.collectors.envs.base import Device, Task
 from episodelake.collectors.envs.jsonaction import from_json_action
-from episodelake.lake.errors import InvalidInput
+from episodelake.lake.errors import ActionFailed, DeviceError, InvalidInput
 
 log = logging.getLogger(__name__)
 

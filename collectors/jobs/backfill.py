@@ -7,15 +7,18 @@ writing ``step_reward`` and ``step_reward_reason`` back with
 run resumes where it stopped. Rewards are stored raw, in {0, 1}: the reference's
 division by (steps - 1) is the trainer's business. Last steps are not judged (no after
 screenshot); invalid verdicts leave the reward null with the reason, so the next run retries.
+A back-fill is a job (kind ``judge``, `episodelake.lake.jobs`): its progress in episodes, its
+outcome and the report's counts are recorded whoever started it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from episodelake.collectors.agents.judge import StepJudge, StepToJudge
 from episodelake.lake.errors import InvalidInput, NotFound
+from episodelake.lake.jobs import Job
 from episodelake.lake.lake import Lake
 from episodelake.lake.updates import update_columns
 
@@ -68,15 +71,28 @@ def _steps_to_judge(lake: Lake, episode_id: str, goal: str, redo: bool) -> Itera
 
 
 def backfill(lake: Lake, judge: StepJudge, episode_ids: Sequence[str], *, redo: bool = False,
-             progress: bool = True) -> BackfillReport:
-    """Judge the steps of `episode_ids` that have no step reward yet (all with `redo`)."""
+             progress: bool = True, job: Job | None = None) -> BackfillReport:
+    """Judge the steps of `episode_ids` that have no step reward yet (all with `redo`).
+
+    Recorded as `job` (by default a new job of kind ``judge``)."""
+    job = job or Job(lake, "judge", params={"episodes": len(episode_ids), "redo": redo,
+                                            "model": judge.client.model})
+    with job.recording():
+        report = _backfill(lake, judge, episode_ids, redo, progress, job)
+        job.result = asdict(report)
+    return report
+
+
+def _backfill(lake: Lake, judge: StepJudge, episode_ids: Sequence[str], redo: bool, progress: bool,
+              job: Job) -> BackfillReport:
     from tqdm import tqdm
 
     report = BackfillReport()
     goals = {r["episode_id"]: r["task_goal"] or ""
              for r in lake.sql("SELECT episode_id, task_goal FROM episodes").to_pylist()}
+    job.progress(0, len(episode_ids))
     bar = tqdm(episode_ids, unit="episode", desc="judging", disable=not progress)
-    for episode_id in bar:
+    for done, episode_id in enumerate(bar, 1):
         goal = goals.get(episode_id)
         if goal is None:
             raise NotFound(f"episode {episode_id!r} is not in the lake")
@@ -91,4 +107,5 @@ def backfill(lake: Lake, judge: StepJudge, episode_ids: Sequence[str], *, redo: 
         if updates:
             update_columns(lake, "steps", updates)
             report.episodes += 1
+        job.progress(done, len(episode_ids))
     return report

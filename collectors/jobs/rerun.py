@@ -6,7 +6,10 @@ re-run months later is what it was when the set was curated). `run_rerun` runs e
 times on a device with the new policy, records the new episodes in the lake (``run_id`` = the
 re-run's id, tag ``rerun``), and reports per task before/after success, what got fixed and
 what broke, and the overall change in success rate with a confidence interval. The report is
-stored in the ``runs`` table (kind ``rerun``) so the web app can list re-runs later.
+stored in the ``runs`` table (kind ``rerun``; ``metrics`` holds the set and, once finished,
+the report) so the web app can list re-runs later. Where it stands (status, progress, error,
+who) is its job's record (`episodelake.lake.jobs`, same id), as for every long job; re-runs
+recorded before jobs were kept their status and error in ``metrics``, which is read for them.
 
 Reading the numbers: a task *passes* when at least half of its judged episodes succeeded;
 *fixed* = failed before, passes now; *broke* = passed before, fails now. The overall delta is
@@ -44,8 +47,8 @@ from episodelake.collectors.jobs.batch import (
 from episodelake.collectors.loop import EpisodeSummary
 from episodelake.lake.errors import InvalidInput, NotFound
 from episodelake.lake.export.selection import check_members_present, resolve_set, set_episode_ids
+from episodelake.lake.jobs import Job, get_job, list_jobs
 from episodelake.lake.lake import Lake
-from episodelake.lake.layout import check_id
 
 ENVS = ("sim", "mobileworld", "adb")
 #: Policies by name; `noisy:P` is the sim's demo policy making a mistake (wrong tap, wrong
@@ -313,26 +316,37 @@ def new_rerun_id() -> str:
 
 
 def run_rerun(lake: Lake, spec: RerunSpec, progress: Progress | None = None, *,
-              rerun_id: str | None = None) -> dict:
+              job: Job | None = None) -> dict:
     """Re-run the set's tasks and return the report (also stored in ``runs``).
 
     `progress(done, total)` is called once with done = 0 when the set's tasks are resolved
-    and the re-run is recorded as running, then after each episode. `rerun_id` lets a
-    caller that tracks the re-run (the API) choose the id first; by default a new one is made.
+    and the re-run is recorded as running, then after each episode. The re-run is a job
+    whose id is the re-run's: `job` lets a caller that runs it (the API) make it first; by
+    default a new one is made.
     """
+    job = job or Job(lake, "rerun", job_id=new_rerun_id(),
+                     params={**asdict(spec), "servers": list(spec.servers)})
+    with job.listen(progress).recording():
+        report = _rerun(lake, spec, job)
+        job.result = {k: report[k] for k in ("delta", "interval")} | {
+            "before": report["before"]["rate"], "after": report["after"]["rate"],
+            "fixed": len(report["fixed"]), "broke": len(report["broke"])}
+    return report
+
+
+def _rerun(lake: Lake, spec: RerunSpec, job: Job) -> dict:
     set_info, tasks = _before(lake, spec)
     if spec.env == "sim":
         _check_sim_tasks(set_info, tasks)
-    rerun_id = check_id(rerun_id, "rerun_id") if rerun_id else new_rerun_id()
+    rerun_id = job.job_id
     started = datetime.now(UTC)
     recorded = {**asdict(spec), "servers": list(spec.servers), "set_id": set_info["set_id"]}
-    _record_run(lake, rerun_id, started, recorded, {"status": "running", "set": set_info})
+    _record_run(lake, rerun_id, started, recorded, {"set": set_info})
     by_task = {result.task: result for result in tasks}
     episodes = [Task(result.task, result.goal or None, f"{rerun_id}.g{index}" if spec.n > 1 else None)
                 for index, result in enumerate(tasks) for _ in range(spec.n)]
     total, done = len(episodes), 0
-    if progress is not None:
-        progress(0, total)
+    job.progress(0, total)
 
     def finished(summary: EpisodeSummary) -> None:
         nonlocal done
@@ -342,20 +356,14 @@ def run_rerun(lake: Lake, spec: RerunSpec, progress: Progress | None = None, *,
         if summary.episode_id:
             result.episode_ids.append(summary.episode_id)
         done += 1
-        if progress is not None:
-            progress(done, total)
+        job.progress(done, total)
 
     settings = RunSettings(rerun_id, max_steps=spec.max_steps, tags=(RERUN_TAG,),
                            policy_version=spec.policy)
-    try:
-        run_batch(lake, [(device_spec(spec), agent_spec(spec))], episodes, settings,
-                  backend="thread", on_episode=finished)
-    except BaseException as exc:
-        _record_run(lake, rerun_id, started, recorded, {"status": "failed", "set": set_info,
-                                                        "error": f"{type(exc).__name__}: {exc}"})
-        raise
+    run_batch(lake, [(device_spec(spec), agent_spec(spec))], episodes, settings,
+              backend="thread", on_episode=finished)
     report = RerunReport(rerun_id, set_info, recorded, tasks).to_json()
-    _record_run(lake, rerun_id, started, recorded, {"status": "finished", **report})
+    _record_run(lake, rerun_id, started, recorded, report)
     return report
 
 
@@ -374,14 +382,33 @@ def _check_sim_tasks(set_info: dict, tasks: list[TaskResult]) -> None:
 
 
 # -- reading re-runs back ------------------------------------------------------------------------
-def list_reruns(lake: Lake) -> list[dict]:
+def rerun_state(metrics: dict, job: dict | None) -> dict:
+    """A re-run's status, progress and error: from its job (`done` reads `finished`, the
+    re-run's word), else, for a re-run recorded before jobs were, from its ``metrics``."""
+    if job is not None:
+        status = "finished" if job["status"] == "done" else job["status"]
+        return {"status": status, "progress": job["progress"], "error": job["error"]}
+    error = metrics.get("error")  # recorded as "Type: message"
+    if isinstance(error, str):
+        kind, _, message = error.partition(": ")
+        error = {"type": kind, "message": message or kind}
+    return {"status": metrics.get("status"), "progress": None, "error": error}
+
+
+def list_reruns(lake: Lake, jobs: dict[str, dict] | None = None) -> list[dict]:
     """Every re-run, newest first: id, set, policy, status and the headline numbers (success
-    rates before and after, their delta and its interval, how many tasks got fixed or broke)."""
+    rates before and after, their delta and its interval, how many tasks got fixed or broke).
+
+    `jobs` (job id -> job, as `lake.jobs` shows them) lets a caller with fresher jobs (the
+    server's live progress) pass them; by default they are read from the lake."""
+    if jobs is None:
+        jobs = {j["job_id"]: j for j in list_jobs(lake, kind="rerun", limit=None)}
     out = []
     for row in lake.sql("SELECT run_id, config, metrics, created_at FROM runs WHERE kind = 'rerun' "
                         "ORDER BY created_at DESC, run_id").to_pylist():
         config, metrics = json.loads(row["config"] or "{}"), json.loads(row["metrics"] or "{}")
-        out.append({"rerun_id": row["run_id"], "created_at": row["created_at"], "status": metrics.get("status"),
+        out.append({"rerun_id": row["run_id"], "created_at": row["created_at"],
+                    **rerun_state(metrics, jobs.get(row["run_id"])),
                     "set": metrics.get("set"), "policy": config.get("policy"), "env": config.get("env"),
                     "n": config.get("n"), "before": (metrics.get("before") or {}).get("rate"),
                     "after": (metrics.get("after") or {}).get("rate"), "delta": metrics.get("delta"),
@@ -390,9 +417,12 @@ def list_reruns(lake: Lake) -> list[dict]:
     return out
 
 
-def get_rerun(lake: Lake, rerun_id: str) -> dict:
-    """One re-run's stored report (with `status`; running and failed ones have no numbers yet)."""
+def get_rerun(lake: Lake, rerun_id: str, job: dict | None = None) -> dict:
+    """One re-run's stored report with its status, progress and error (`rerun_state`; by
+    default its job is read from the lake). A running or failed re-run has no numbers yet."""
     rows = lake.sql("SELECT metrics FROM runs WHERE kind = 'rerun' AND run_id = ?", [rerun_id]).to_pylist()
     if not rows:
         raise NotFound(f"no re-run {rerun_id!r}; `elake rerun --list` shows them")
-    return json.loads(rows[0]["metrics"])
+    metrics = json.loads(rows[0]["metrics"] or "{}")
+    job = job if job is not None else get_job(lake, rerun_id)
+    return {**metrics, **rerun_state(metrics, job)}

@@ -1,6 +1,7 @@
 """The ways an export (or a re-run of a set) can be refused, each naming what to do next.
 
-All are `LakeError`s, so the CLI prints one line and the API answers its usual JSON shape.
+All are product errors (`EpisodeLakeError`), so the CLI prints one line and the API answers
+its usual JSON shape.
 """
 
 from __future__ import annotations

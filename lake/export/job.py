@@ -7,8 +7,10 @@ Callers that show progress (the CLI's bar, the API's job status) pass `progress(
 total)`, called once with done = 0 when the selection is resolved and the folder claimed,
 then after each episode.
 
-An export's record moves running -> finished | failed; a server that dies mid-export leaves
-it running until the next server marks it `interrupted` (`mark_interrupted`); `delete_export`
+An export's record moves running -> finished | failed, and its job (`episodelake.lake.jobs`,
+the one record of status, progress and who, same id) with it. A process that dies
+mid-export leaves the record running; its job reads `interrupted` at once, and the next
+server marks the record so too (`mark_interrupted`); `delete_export`
 removes a finished, failed or interrupted export's folder and marks it `deleted` (the row
 stays, so the lake still says what was exported and when).
 """
@@ -37,6 +39,7 @@ from episodelake.lake.export.samples import Sample, samples
 from episodelake.lake.export.selection import EpisodeSteps, Selection, select
 from episodelake.lake.export.spec import ExportSpec
 from episodelake.lake.export.split import Dedup, split_of
+from episodelake.lake.jobs import Job
 from episodelake.lake.lake import Lake
 from episodelake.lake.layout import check_id
 
@@ -97,24 +100,33 @@ def new_export_id() -> str:
 
 
 def run_export(lake: Lake, spec: ExportSpec, progress: Progress | None = None, *,
-               export_id: str | None = None, prepare: Prepare = prepare_here) -> ExportResult:
-    """Export `spec` from `lake` (writable: the export is recorded in it). Raises a LakeError
-    subclass for bad input before anything is written.
+               job: Job | None = None, prepare: Prepare = prepare_here) -> ExportResult:
+    """Export `spec` from `lake` (writable: the export is recorded in it). Raises an
+    `EpisodeLakeError` for bad input before anything is written.
 
-    `export_id` lets a caller that names the folder after the export (the API) choose the
-    id first; by default a new one is made. `prepare` says where samples are built and
-    images read (see `Prepare`); the files written are the same wherever that is."""
+    The export is a job (`episodelake.lake.jobs`) whose id is the export's: `job` lets a
+    caller that runs it (the API, which names the folder after the id) make it first; by
+    default a new one is made. `prepare` says where samples are built and images read (see
+    `Prepare`); the files written are the same wherever that is."""
+    job = (job or Job(lake, "export", job_id=new_export_id(), params=spec.recorded())).listen(progress)
+    with job.recording():
+        result = _export(lake, spec, job, prepare)
+        job.result = {"samples": result.samples, "out": str(result.out)}
+    return result
+
+
+def _export(lake: Lake, spec: ExportSpec, job: Job, prepare: Prepare) -> ExportResult:
     fmt = get_format(spec.format)
     selection = select(lake, spec)
     out = spec.out.resolve()
     manifest_mod.prepare_folder(out)
-    row = {"export_id": check_id(export_id, "export_id") if export_id else new_export_id(), "format": fmt.name,
+    row = {"export_id": job.job_id, "format": fmt.name,
            "selection": json.dumps({**spec.recorded(), **selection.recorded()}, sort_keys=True),
            "lake_versions": json.dumps(selection.versions, sort_keys=True), "out_dir": str(out),
            "status": "running", "created_at": datetime.now(UTC)}
     _record(lake, row)
     try:
-        doc = _write(out, spec, fmt, selection, progress, prepare)
+        doc = _write(out, spec, fmt, selection, job.progress, prepare)
     except BaseException as exc:
         _record(lake, {**row, "status": "failed", "finished_at": datetime.now(UTC),
                        "manifest": json.dumps({"error": f"{type(exc).__name__}: {exc}"})})

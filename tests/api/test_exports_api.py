@@ -149,8 +149,8 @@ def test_one_job_of_a_kind_at_a_time(lake):
     jobs, release = Jobs(lake), threading.Event()
     jobs.open()
 
-    def work(progress):
-        progress(0, 1)
+    def work(job):
+        job.progress(0, 1)
         release.wait(10)
 
     first = jobs.start("export", "exp-a", work, wait_s=5)
@@ -168,11 +168,11 @@ def test_stopping_interrupts_a_running_job_at_its_next_report(lake):
     jobs = Jobs(lake)
     jobs.open()
 
-    def work(progress):
-        progress(0, 2)
+    def work(job):
+        job.progress(0, 2)
         for _ in range(1000):
             time.sleep(0.01)
-            progress(1, 2)
+            job.progress(1, 2)
 
     assert jobs.start("export", "exp-s", work, wait_s=5)["status"] == "running"
     jobs.stop(10)

@@ -1,5 +1,6 @@
 """Jobs live in the lake: an export survives its server's SIGKILL as `interrupted`, a live
-server's jobs are left alone, progress writes are throttled, and exports can be deleted."""
+server's jobs are left alone, progress writes are throttled, exports can be deleted, and
+/api/jobs lists every kind, started from the command line or the API."""
 
 from __future__ import annotations
 
@@ -13,16 +14,24 @@ import threading
 import time
 from pathlib import Path
 
+import factories
 import httpx
 import pytest
 from PIL import Image, ImageDraw
+from test_jobs import start_runner
 from test_read_api import error_of
 from webapp_support import ServerThread
 
 from episodelake.api.settings import Settings
+from episodelake.collectors.agents.judge import StepJudge
+from episodelake.collectors.agents.model_client import ModelClient
+from episodelake.collectors.clawgui.importer import import_clawgui
+from episodelake.collectors.jobs.backfill import backfill
+from episodelake.collectors.jobs.rerun import RerunSpec, run_rerun
+from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake import schema, tables
+from episodelake.lake import curation, schema, tables
 from episodelake.lake.lake import Lake
 
 EPISODES, STEPS = 100, 10
@@ -138,9 +147,9 @@ def test_a_second_server_leaves_a_live_servers_job_alone_and_progress_is_throttl
         jobs = first.server.config.app.state.jobs
         release = threading.Event()
 
-        def work(progress):
+        def work(job):
             for i in range(501):
-                progress(i, 500)
+                job.progress(i, 500)
             release.wait(30)
 
         versions = len(big_lake.dataset("jobs").versions())
@@ -210,3 +219,43 @@ def test_a_lake_made_before_the_jobs_table_gains_it(tmp_path):
     with ServerThread(Settings(lake=lake.path, static_dir=None)) as srv:
         assert httpx.get(f"{srv.url}/api/jobs").json() == []
     assert tables.open_table(lake.path, "jobs").schema == schema.JOBS
+
+
+def test_every_kind_is_listed_whoever_started_it_and_a_killed_commands_job_reads_interrupted(tmp_path):
+    """Jobs started from the command line (re-run, import, back-fill) and from the API
+    (export) are one list; a command killed mid-job shows `interrupted` on a running server."""
+    lake = Lake(tmp_path / "lake")
+    run_rollouts(lake, RolloutSpec(task_ids(2, seed=1), group_size=1, max_steps=6, run_id="seed"),
+                 demo_agent("demo"), progress=False)
+    bench = curation.create_set(lake, "bench", kind="regression")
+    for episode_id in lake.sql("SELECT episode_id FROM episodes").column(0).to_pylist():
+        curation.add_member(lake, bench["set_id"], episode_id)
+    rerun = run_rerun(lake, RerunSpec(set="bench", policy="oracle", n=1, max_steps=8))
+    factories.write_reference_episode(tmp_path / "clawgui", "wifi_on", "imported-0", 2)
+    import_clawgui(lake, tmp_path / "clawgui", progress=False)
+    backfill(lake, StepJudge(ModelClient("http://127.0.0.1:9/v1", "judge")), [], progress=False)
+
+    with ServerThread(Settings(lake=lake.path, static_dir=None), lake) as srv, \
+            httpx.Client(base_url=srv.url, timeout=60) as client:
+        r = client.post("/api/exports", json={"format": "llamafactory", "val_fraction": 0.0})
+        assert r.status_code == 202, r.text
+        wait_status(client, f"/api/jobs/{r.json()['export_id']}", ("done", "failed", "interrupted"))
+        killed = start_runner(lake, "imp-killed")
+        os.kill(killed.pid, signal.SIGKILL)
+        killed.wait(10)
+
+        jobs = client.get("/api/jobs").json()
+        by_kind = {}
+        for job in jobs:
+            by_kind.setdefault(job["kind"], []).append(job)
+        assert sorted(by_kind) == ["export", "import", "judge", "rerun"]
+        assert [j["status"] for j in by_kind["import"]] == ["interrupted", "done"]
+        assert all(j["status"] == "done" for k in ("export", "judge", "rerun") for j in by_kind[k])
+        assert by_kind["export"][0]["who"].startswith("api") and by_kind["rerun"][0]["pid"] == os.getpid()
+        assert by_kind["judge"][0]["progress"] == {"done": 0, "total": 0}
+        assert by_kind["rerun"][0]["result"]["fixed"] == len(rerun["fixed"])
+        assert client.get("/api/jobs", params={"kind": "import", "status": "interrupted"}).json()[0]["job_id"] \
+            == "imp-killed"
+        listed = {r["rerun_id"]: r for r in client.get("/api/reruns").json()}
+        assert listed[rerun["rerun_id"]]["status"] == "finished"
+        assert listed[rerun["rerun_id"]]["progress"] == by_kind["rerun"][0]["progress"]

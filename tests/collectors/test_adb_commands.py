@@ -10,13 +10,9 @@ import factories
 import pytest
 
 from episodelake.collectors.envs import adb
-from episodelake.collectors.envs.base import (
-    ActionFailed,
-    DeviceUnavailable,
-    EnvironmentLost,
-    Screen,
-)
+from episodelake.collectors.envs.base import Screen
 from episodelake.collectors.record.actions import format_tool_call, parse_response
+from episodelake.lake.errors import ActionFailed, DeviceUnavailable, EnvironmentLost
 
 PORTRAIT = Screen(1080, 2400)
 

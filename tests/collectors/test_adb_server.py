@@ -15,9 +15,10 @@ from device_support import ScriptedPolicy, elake
 from fake_adbd import FakeAdbd
 
 from episodelake.collectors.envs import adb
-from episodelake.collectors.envs.base import DeviceUnavailable, Task
+from episodelake.collectors.envs.base import Task
 from episodelake.collectors.loop import run_episode
 from episodelake.collectors.record.recorder import Recorder
+from episodelake.lake.errors import DeviceUnavailable
 
 pytestmark = pytest.mark.skipif(shutil.which("adb") is None, reason="adb is not installed "
                                 "(apt-get install adb)")

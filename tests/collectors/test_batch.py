@@ -9,7 +9,7 @@ import importlib.util
 import pytest
 from device_support import elake
 
-from episodelake.collectors.envs.base import DeviceUnavailable, Task
+from episodelake.collectors.envs.base import Task
 from episodelake.collectors.envs.remote import RemoteOptions
 from episodelake.collectors.jobs.batch import (
     BatchReport,
@@ -23,7 +23,7 @@ from episodelake.collectors.jobs.batch import (
     work_units,
 )
 from episodelake.collectors.loop import EpisodeSummary
-from episodelake.lake.errors import InvalidInput
+from episodelake.lake.errors import DeviceUnavailable, InvalidInput
 
 TASKS = [Task("wifi_on"), Task("bluetooth_on"), Task("wifi_off"), Task("bluetooth_off"),
          Task("wifi_on", group_id="g"), Task("wifi_on", group_id="g")]

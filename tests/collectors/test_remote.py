@@ -10,12 +10,13 @@ from device_support import ScriptedPolicy, oracle_script
 from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse
 
-from episodelake.collectors.envs.base import DeviceError, DeviceUnavailable, Task
+from episodelake.collectors.envs.base import Task
 from episodelake.collectors.envs.remote import RemoteDevice, RemoteOptions, read_server_file
 from episodelake.collectors.envs.server import create_app
 from episodelake.collectors.envs.sim.device import SimDevice, task_infos
 from episodelake.collectors.loop import collect, collect_one, run_episode
 from episodelake.collectors.record.recorder import Recorder
+from episodelake.lake.errors import DeviceError, DeviceUnavailable
 
 FAST = RemoteOptions(health_timeout_s=2, init_timeout_s=5, screenshot_timeout_s=2,
                      step_timeouts_s=(2,), eval_timeout_s=2, tear_down_timeout_s=2,

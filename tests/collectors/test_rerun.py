@@ -84,7 +84,8 @@ def test_the_report_is_stored_listed_and_rendered(lake):
     record_set(lake, "failures", lambda d: RandomPolicy(3, terminate_p=0.3), episodes_per_task=1,
                only_failures=True)
     report = run_rerun(lake, RerunSpec(set="failures", policy="oracle", n=1))
-    assert get_rerun(lake, report["rerun_id"]) == {"status": "finished", **report}
+    total = {"done": len(report["tasks"]), "total": len(report["tasks"])}
+    assert get_rerun(lake, report["rerun_id"]) == {**report, "status": "finished", "progress": total, "error": None}
     (listed,) = list_reruns(lake)
     assert listed["rerun_id"] == report["rerun_id"] and listed["status"] == "finished"
     assert listed["fixed"] == len(report["fixed"]) and listed["set"]["name"] == "failures"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from episodelake.lake.errors import LakeError
+from episodelake.lake.errors import EpisodeLakeError
 from episodelake.trainer.advantages import (
     REFERENCE_ADVANTAGES,
     TUNED_ADVANTAGES,
@@ -44,7 +44,7 @@ def test_conflicts_are_refused_with_the_fix(settings, names):
     with pytest.raises(ConfigError) as caught:
         TrainConfig(**settings)
     assert names in str(caught.value)
-    assert isinstance(caught.value, LakeError)  # the CLI prints it as one line
+    assert isinstance(caught.value, EpisodeLakeError)  # the CLI prints it as one line
 
 
 def test_flags_round_trip_to_the_defaults():

@@ -18,10 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from episodelake.collectors.envs.base import (
-    ActionFailed,
     ActionResult,
     Device,
-    DeviceError,
     Evaluation,
     Screen,
     StepScore,
@@ -34,7 +32,7 @@ from episodelake.collectors.envs.sim.judge import RuleJudge
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.state import PhoneState
 from episodelake.collectors.record.actions import ParsedAction
-from episodelake.lake.errors import InvalidInput
+from episodelake.lake.errors import ActionFailed, DeviceError, InvalidInput
 
 
 class SimDevice(Device):

@@ -856,7 +856,7 @@ export interface components {
             manifest?: {
                 [key: string]: unknown;
             } | null;
-            /** @description of its job, when the server ran it */
+            /** @description of its job */
             progress?: components["schemas"]["JobProgress"] | null;
             /**
              * Samples
@@ -906,7 +906,7 @@ export interface components {
             finished_at?: string | null;
             /** Format */
             format: string | null;
-            /** @description of its job, when the server ran it */
+            /** @description of its job */
             progress?: components["schemas"]["JobProgress"] | null;
             /**
              * Samples
@@ -997,7 +997,8 @@ export interface components {
         };
         /**
          * JobOut
-         * @description One long job (export, re-run, import, judging) from the lake's jobs table.
+         * @description One long job (export, re-run, import, judging), started from the command line or the
+         *     API, from the lake's jobs table.
          */
         JobOut: {
             /**
@@ -1008,6 +1009,11 @@ export interface components {
             error?: components["schemas"]["ErrorDetail"] | null;
             /** Finished At */
             finished_at?: string | null;
+            /**
+             * Host
+             * @description the machine that ran it
+             */
+            host?: string | null;
             /**
              * Job Id
              * @description the export's or re-run's id, for those kinds
@@ -1025,10 +1031,27 @@ export interface components {
             params?: {
                 [key: string]: unknown;
             } | null;
+            /**
+             * Pid
+             * @description the process that ran it
+             */
+            pid?: number | null;
             progress: components["schemas"]["JobProgress"];
             /**
+             * Result
+             * @description a summary of what it produced, once done
+             */
+            result?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Started At
+             * @description when it was accepted and began
+             */
+            started_at?: string | null;
+            /**
              * Status
-             * @description queued | running | done | failed | interrupted (its server stopped) | cancelled
+             * @description queued | running | done | failed | interrupted (the process running it stopped) | cancelled
              * @enum {string}
              */
             status: "queued" | "running" | "done" | "failed" | "interrupted" | "cancelled";
@@ -1036,7 +1059,7 @@ export interface components {
             updated_at?: string | null;
             /**
              * Who
-             * @description who asked for it
+             * @description who asked for it: a user, or the API and the client's address
              */
             who?: string | null;
         };
@@ -1266,14 +1289,14 @@ export interface components {
             n: number | null;
             /** Policy */
             policy: string | null;
-            /** @description while it runs in this server */
+            /** @description of its job (none for re-runs recorded before jobs were) */
             progress?: components["schemas"]["JobProgress"] | null;
             /** Rerun Id */
             rerun_id: string;
             set: components["schemas"]["RerunSet"] | null;
             /**
              * Status
-             * @description running | finished | failed | interrupted (its server stopped)
+             * @description queued | running | finished | failed | interrupted (the process running it stopped) | cancelled
              */
             status: string | null;
         };
