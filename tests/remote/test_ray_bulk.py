@@ -54,11 +54,12 @@ def test_export_on_ray_writes_the_same_files(tmp_path, fmt, options):
     assert exports[0]["samples"] == exports[1]["samples"]
 
 
-def grouped_lake(path) -> Lake:
+def grouped_lake(path, **recorder) -> Lake:
     """Three groups of two episodes; a group's episodes show the same screens under
-    different clocks. Recorded without perceptual hashes or keys, as an import would be."""
+    different clocks. By default recorded without perceptual hashes or keys, as an import
+    would be."""
     lake = Lake(path)
-    with Recorder(lake, anchor=None, image_checks="structure") as rec:
+    with Recorder(lake, **(recorder or {"anchor": None, "image_checks": "structure"})) as rec:
         for g in range(3):
             for e in range(2):
                 with rec.start_episode(f"task-{g}", "Goal", episode_id=f"ep-{g}-{e}",
@@ -89,16 +90,7 @@ def test_rekey_on_ray_gives_the_recorders_keys(tmp_path):
     assert keys(there) == keys(here)
 
     # what the recorder's own keyer gives when it records the same steps
-    recorded = Lake(tmp_path / "recorded")
-    with Recorder(recorded) as rec:
-        for g in range(3):
-            for e in range(2):
-                with rec.start_episode(f"task-{g}", "Goal", episode_id=f"ep-{g}-{e}",
-                                       group_id=f"g{g}") as ep:
-                    for n in range(3):
-                        ep.log_step(screenshot(10 * g + n % 2, clock=f"12:0{e}"),
-                                    response(coordinate=[n, n]))
-                    ep.finish(success=True)
+    recorded = grouped_lake(tmp_path / "recorded", image_checks="decode")
     assert keys(recorded) == keys(here)
     per_group = {(r["episode_id"][:4], r["anchor_key"]) for r in keys(here)}
     assert len(per_group) == 6  # two screens per group, shared by its episodes across clocks

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 import ray_cluster as support
+from test_export import tree
 from test_ray_collect import TASKS, assert_complete, steps_per_episode
 
 from episodelake.collectors.envs.base import Task
@@ -32,10 +33,6 @@ def ray_on_s3(s3_lake):
         yield s3_lake
     finally:
         ray.shutdown()
-
-
-def tree(folder) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def test_actors_record_into_s3_and_export_on_ray(ray_on_s3, tmp_path):
