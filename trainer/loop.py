@@ -40,7 +40,7 @@ from tqdm import tqdm
 from episodelake.collectors.envs.sim import tasks as sim_tasks
 from episodelake.collectors.jobs.rollout import RolloutReport, RolloutSpec, run_rollouts
 from episodelake.lake import Lake
-from episodelake.lake.layout import check_id
+from episodelake.lake.layout import check_id, local_state
 from episodelake.lake.seeds import derive
 from episodelake.trainer import checkpoint
 from episodelake.trainer.advantages import AdvantageResult, compute_advantages
@@ -65,7 +65,8 @@ class TrainResult:
 def train(config: TrainConfig, lake: Lake, *, progress: bool = True) -> TrainResult:
     """Run (or resume) the online loop until `config.iterations`; metrics go to `runs`."""
     run_id = check_id(config.run_id or _new_run_id(config), "run_id")
-    root = Path(config.checkpoint_dir) if config.checkpoint_dir else lake.path / CHECKPOINTS / run_id
+    # checkpoints are local files: in the lake folder, or this machine's folder for a remote lake
+    root = Path(config.checkpoint_dir) if config.checkpoint_dir else local_state(lake.location) / CHECKPOINTS / run_id
     start, resumed = _resume_point(config, run_id, root)
     if config.threads:
         torch.set_num_threads(config.threads)

@@ -116,9 +116,14 @@ def cmd_optimize(
 
 
 @commands.command("recover", summary="replay spools left by crashed writers and check every table reads")
-def cmd_recover(ctx: typer.Context) -> int:
+def cmd_recover(
+    ctx: typer.Context,
+    spool: Annotated[Path | None, typer.Option(
+        help="replay the spools in this folder (copied from another machine: $ELAKE_SPOOL there, or "
+        "the lake's folder under it) instead of this machine's", show_default=False)] = None,
+) -> int:
     lake = Lake(globals_of(ctx).lake, create=False)
-    report = lake.recover()
+    report = lake.recover(spool)
     print(f"replayed {report['rows_replayed']} row(s) from crashed writers' spools")
     if report.get("torn_tails"):
         print(f"dropped the torn last write of {report['torn_tails']} segment(s) (never acknowledged)")

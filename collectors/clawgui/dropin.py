@@ -17,7 +17,6 @@ import logging
 import os
 import threading
 from datetime import datetime
-from pathlib import Path
 
 from episodelake.collectors.clawgui.importer import (
     DEFAULT_GROUP_WINDOW_MIN,
@@ -27,6 +26,7 @@ from episodelake.collectors.clawgui.importer import (
 from episodelake.collectors.record.recorder import Recorder, field_value, now
 from episodelake.lake.errors import Conflict, InvalidInput, NotFound
 from episodelake.lake.layout import LAKE_ENV
+from episodelake.lake.store import location
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ _recorders_lock = threading.Lock()
 
 def _recorder(save_dir: str | None) -> Recorder:
     path = os.environ.get(LAKE_ENV) or (save_dir if save_dir and save_dir != REFERENCE_SAVE_DIR else None) or "./elake-data"
-    key = str(Path(path).resolve())
+    key = str(location(path).resolve())  # a folder or an object store's URI
     with _recorders_lock:
         rec = _recorders.get(key)
         if rec is None:

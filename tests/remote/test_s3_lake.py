@@ -113,3 +113,24 @@ def test_a_wrong_store_is_one_line_naming_the_uri(case, s3_server, s3_env):
     assert env["AWS_SECRET_ACCESS_KEY"] not in proc.stderr
     with pytest.raises(StoreUnavailable, match=cause):
         Lake(location(uri, {"aws_endpoint": env["AWS_ENDPOINT_URL"]}))
+
+
+def test_clawgui_drop_in_and_folder_import_into_s3(s3_lake, s3_env, tmp_path):
+    import base64
+
+    from factories import write_reference_episode
+
+    from episodelake.collectors import clawgui
+    from episodelake.collectors.clawgui import dropin
+
+    for n in range(3):
+        clawgui.save_episode_to_json([base64.b64encode(screenshot(n)).decode()], [response()],
+                                     "open wifi", "Open Wi-Fi", "dropin-1", step_number=n)  # to $ELAKE_LAKE
+    assert clawgui.update_episode_result("open wifi", "dropin-1", 1.0, "done", 1.5, 3) is True
+    dropin.close_recorders()
+    root = tmp_path / "episodes"
+    write_reference_episode(root, "task a", "imported-1", steps=3)
+    assert "imported 1 episode(s), 3 step(s)" in elake("import", "clawgui", str(root), env=s3_env).stdout
+    lake = Lake(s3_lake)
+    got = lake.sql("select episode_id, count(*) n from steps group by 1 order by 1").to_pylist()
+    assert got == [{"episode_id": "dropin-1", "n": 3}, {"episode_id": "imported-1", "n": 3}]
