@@ -8,7 +8,7 @@ body size limit (ours, not FastAPI's `max_body_size`, which answers an oversized
 Content-Length in plain text, not our error shape).
 
 At start-up the server makes sure every table exists (a lake made before a table was added
-gains it) and marks the jobs left running by a server that died as interrupted.
+gains it) and records `interrupted` for the jobs left running by a process that died.
 """
 
 from __future__ import annotations

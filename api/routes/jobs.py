@@ -1,9 +1,10 @@
-"""GET /api/jobs: every long job the server ran (exports, re-runs, ...), from the lake's
-jobs table, with live progress for the ones this server runs now."""
+"""GET /api/jobs: every long job (exports, re-runs, ClawGUI imports, judge back-fills),
+started from the command line or the API, from the lake's jobs table, with live progress for
+the ones this server runs now; a job whose process died reads `interrupted`."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
@@ -20,7 +21,7 @@ router = APIRouter(tags=["jobs"])
 def jobs_list(
     jobs: JobsDep,
     kind: Annotated[str | None, Query(max_length=40, description="export | rerun | import | judge")] = None,
-    status: Annotated[Literal[schema.JOB_STATUSES] | None, Query()] = None,  # type: ignore[valid-type]
+    status: Annotated[schema.JobStatus | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> list[dict]:
     """Jobs, newest first."""
