@@ -116,6 +116,19 @@ def test_a_flag_of_the_wrong_type_is_a_usage_error(capsys):
     assert err[-1].endswith("(see `elake train --help`)") and len(err) == 2
 
 
+@pytest.mark.parametrize(("argv", "line"), [
+    (["judge", "--model-url", "u", "--model", "m", "--set", "a", "--where", "b"],
+     "elake judge: give only one of --set, --where (see `elake judge --help`)"),
+    (["collect", "remote", "--policy", "random"],
+     "elake collect remote: give one of --server, --server-file (see `elake collect remote --help`)"),
+    (["serve-env"], "elake serve-env: --sim is required (see `elake serve-env --help`)"),
+])
+def test_options_that_exclude_each_other_are_a_usage_error(capsys, argv, line):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    assert exit_.value.code == 2 and capsys.readouterr().err == line + "\n"
+
+
 def test_given_holds_exactly_the_flags_given_as_their_fields_types():
     """Flags parse to the field's type; those not given stay out of `given`, so the model's
     default (or the command's base settings) applies."""

@@ -58,7 +58,7 @@ def root(
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     ctx.obj = Globals(lake=environment.lake if lake_dir is None else lake_dir, verbose=verbose,
-                      debug=debug, environment=environment)
+                      environment=environment)
 
 
 def verb(summary: str, *parts: typer.Typer) -> Commands:
@@ -109,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         parsed = getattr(exc, "ctx", None)
         path = parsed.command_path if parsed is not None else "elake"
         message = exc.format_message().replace("Value error, ", "").rstrip(".")
-        print(f"{path}: {message[:1].lower()}{message[1:]} (see `{path} --help`)", file=sys.stderr)
+        hint = f" (see `{path} --help`)" if code == 2 else ""
+        print(f"{path}: {message[:1].lower()}{message[1:]}{hint}", file=sys.stderr)
         raise SystemExit(code) from None
     except BaseException as exc:  # KeyboardInterrupt too: one line, exit 130
         return report_error(exc, ctx.invoked_subcommand if ctx is not None else None, debug=debug)

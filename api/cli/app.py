@@ -8,8 +8,9 @@ heading of their group (`rich_help_panel`), and a group run without a command pr
 help. A command module makes one (or one per shared verb, `elake export ...`) and
 `episodelake.api.cli` adds them to the root.
 
-The root's options (`--lake`, `-v`, `--debug`) and the environment (`EnvSettings`) reach a
-command as `Globals`, the context's object: `globals_of(ctx)`.
+The root's options (`--lake`, `-v`) and the environment (`EnvSettings`) reach a command as
+`Globals`, the context's object: `globals_of(ctx)`. (`--debug` is `main`'s own: it decides how
+an error is printed, after every command has ended.)
 """
 
 from __future__ import annotations
@@ -33,12 +34,19 @@ class Globals:
 
     lake: str
     verbose: bool
-    debug: bool
     environment: EnvSettings
 
 
 def globals_of(ctx: typer.Context) -> Globals:
     return ctx.find_root().obj
+
+
+class UsageError(typer.BadParameter):
+    """A usage error a command finds itself (options that exclude each other): one line and
+    exit code 2, as the parser's own."""
+
+    def format_message(self) -> str:
+        return self.message
 
 
 class Command(TyperCommand):

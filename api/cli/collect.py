@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from episodelake.api.cli.app import Commands, globals_of
+from episodelake.api.cli.app import Commands, UsageError, globals_of
 from episodelake.api.cli.model_options import Fields, with_fields
 from episodelake.api.settings import EnvSettings
 from episodelake.collectors.jobs.bulk import RayOptions
@@ -63,9 +63,10 @@ def exclusive(ctx: typer.Context, flags: dict[str, object], *, required: bool) -
     `required`: a usage error, like an unknown option."""
     given = [flag for flag, value in flags.items() if value not in (None, False, [])]
     if len(given) > 1:
-        raise typer.BadParameter("give only one of them", ctx=ctx, param_hint=" / ".join(given))
+        raise UsageError(f"give only one of {', '.join(given)}", ctx=ctx)
     if required and not given:
-        raise typer.BadParameter("give one of them", ctx=ctx, param_hint=" / ".join(flags))
+        raise UsageError(f"{next(iter(flags))} is required" if len(flags) == 1 else
+                         f"give one of {', '.join(flags)}", ctx=ctx)
 
 
 @dataclass(frozen=True)
@@ -327,7 +328,7 @@ def cmd_rekey(
     given: dict[str, Any],
     set_name: Annotated[str | None, typer.Option("--set", metavar="NAME", help="the episodes of this set")] = None,
     where: Annotated[str | None, typer.Option(metavar="SQL", help="a condition over the episodes table")] = None,
-    threshold: Annotated[int, typer.Option(show_default=False, help="largest Hamming distance in bits "
+    threshold: Annotated[int, typer.Option(metavar="BITS", show_default=False, help="largest Hamming distance in bits "
                                            f"between two screenshots of one anchor state (default "
                                            f"{DEFAULT_THRESHOLD})")] = DEFAULT_THRESHOLD,
 ) -> None:

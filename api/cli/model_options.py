@@ -90,9 +90,9 @@ def with_fields(*sections: Fields) -> Callable[[Callable[..., Any]], Callable[..
                     given[option.name] = value
             return command(**kwargs, given=given)
 
-        # Typer reads a command's options from its signature (an attribute that functions
-        # accept but their type does not declare).
-        run.__signature__ = signature.replace(parameters=[*own, *options])  # type: ignore[attr-defined]
+        # Typer reads a command's options from its signature.
+        run.__signature__ = signature.replace(  # type: ignore[attr-defined]  # functions take it; Callable does not declare it
+            parameters=[*own, *options])
         return run
 
     return decorate

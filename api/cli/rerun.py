@@ -40,7 +40,7 @@ def cmd_rerun(
     server: Annotated[list[str] | None, typer.Option(metavar="URL", help="environment server URL (env mobileworld)")] = None,
     serial: Annotated[str | None, typer.Option(help="adb device serial (env adb; default: the only one "
                                                "attached)")] = None,
-    list_reruns: Annotated[bool, typer.Option("--list", help="list earlier re-runs")] = False,
+    list_all: Annotated[bool, typer.Option("--list", help="list earlier re-runs")] = False,
     show: Annotated[str | None, typer.Option(metavar="RERUN_ID", help="print an earlier re-run's report")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
 ) -> int:
@@ -57,7 +57,7 @@ def cmd_rerun(
     from episodelake.lake.lake import Lake
 
     lake = Lake(globals_of(ctx).lake, create=False)
-    if list_reruns:
+    if list_all:
         reruns = list_reruns(lake)
         if as_json:
             print(json.dumps(reruns, indent=2, default=str))
