@@ -176,27 +176,15 @@ class DemoPolicy:
         """What the policy says it is doing, phrased from the screen it sees."""
         context = self._context(phone)
         kind = action["action"]
-        if kind in ("click", "long_press", "double_tap"):
+        if kind in TAP_HANDLERS:
             x, y = to_pixels(*action["coordinate"])  # type: ignore[misc]
-            handler = {"click": "on_click", "long_press": "on_long_press", "double_tap": "on_double_tap"}[kind]
-            target = hit(phone.screen(), x, y, (handler, "on_set_value")).target
-            verb = {"click": "tap", "long_press": "long-press", "double_tap": "double-tap"}[kind]
+            target = hit(phone.screen(), x, y, (TAP_HANDLERS[kind], "on_set_value")).target
             what = describe(target) if target is not None else "there"
-            return f"{context} I will {verb} {what}."
-        if kind == "swipe":
-            return f"{context} What I need is not in view; I will swipe {action['direction']} to scroll."
-        if kind == "type":
-            return f'{context} I will type "{action["text"]}".'
-        if kind == "open":
-            return f"{context} I will open {action['text']}."
-        if kind == "system_button":
-            return f"{context} I will press {action['button']}."
-        if kind == "answer":
-            return f"{context} The answer is {action['text']}."
+            return f"{context} I will {TAP_VERBS[kind]} {what}."
         if kind == "terminate":
             return f"{context} The goal is reached." if action["status"] == "success" else \
                 f"{context} I cannot reach the goal from here."
-        return f"{context} I will {kind}."
+        return f"{context} {SAYS.get(str(kind), 'I will {action}.').format(**action)}"
 
 
 class OraclePolicy:

@@ -19,6 +19,8 @@ from episodelake.collectors.envs.sim.widgets import Screen, Widget
 Action = dict[str, object]
 
 BACK: Action = {"action": "system_button", "button": "back"}
+#: The widget handler each kind of tap reaches.
+TAP_HANDLERS = {"click": "on_click", "long_press": "on_long_press", "double_tap": "on_double_tap"}
 
 
 @dataclass(frozen=True)
@@ -64,8 +66,7 @@ def tap(phone: Phone, name: str, kind: str = "click") -> Action | None:
     widget = screen.find(name)
     if widget is None:
         return None
-    handler = {"click": "on_click", "long_press": "on_long_press", "double_tap": "on_double_tap"}[kind]
-    point = _aim(screen, widget, handler)
+    point = _aim(screen, widget, TAP_HANDLERS[kind])
     if point is not None:
         return click_at(*point, kind=kind)
     return _scroll_toward(screen, widget)

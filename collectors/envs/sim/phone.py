@@ -301,7 +301,7 @@ class Phone:
         else:
             module = APP_MODULES[route.app]
             ui = UI(state, route, module.PACKAGE, f"{route.app}/{route.screen}")
-            module.build(ui)
+            module.SCREENS[route.screen](ui)
             if state.dialog is not None:
                 module.dialog(ui, state.dialog)
         return apply_overlays(ui, state)

@@ -25,27 +25,38 @@ Color = tuple[int, int, int]
 PNG_COMPRESS_LEVEL = 1
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
-LIGHT: dict[str, Color] = {
-    "bg": (250, 250, 252), "surface": (238, 240, 246), "surface_high": (226, 230, 240),
-    "text": (28, 27, 31), "muted": (96, 98, 108), "primary": (26, 115, 232), "on_primary": (255, 255, 255),
-    "tonal": (211, 227, 253), "on_tonal": (4, 30, 73), "outline": (120, 122, 132), "master_on": (211, 227, 253),
-    "master_off": (226, 230, 240), "keyboard": (226, 230, 236), "key": (255, 255, 255),
-    "key_special": (200, 206, 216), "toast": (50, 50, 56), "on_toast": (240, 240, 244),
-    "danger": (217, 48, 37), "call": (30, 142, 62), "wallpaper_top": (98, 143, 220),
-    "wallpaper_bottom": (214, 170, 205), "bubble_theirs": (226, 230, 240), "disabled": (200, 202, 208),
-    "on_disabled": (140, 142, 150), "call_background": (24, 40, 72), "star": (240, 170, 0),
+#: Each role's colour as (light theme, dark theme): one row per role, so neither theme can
+#: lack a colour the other has.
+PALETTE: dict[str, tuple[Color, Color]] = {
+    "bg": ((250, 250, 252), (18, 18, 22)),
+    "surface": ((238, 240, 246), (36, 37, 44)),
+    "surface_high": ((226, 230, 240), (48, 50, 58)),
+    "text": ((28, 27, 31), (230, 230, 236)),
+    "muted": ((96, 98, 108), (160, 162, 172)),
+    "primary": ((26, 115, 232), (138, 180, 248)),
+    "on_primary": ((255, 255, 255), (8, 32, 70)),
+    "tonal": ((211, 227, 253), (40, 64, 100)),
+    "on_tonal": ((4, 30, 73), (214, 227, 255)),
+    "outline": ((120, 122, 132), (140, 142, 152)),
+    "master_on": ((211, 227, 253), (40, 64, 100)),
+    "master_off": ((226, 230, 240), (48, 50, 58)),
+    "keyboard": ((226, 230, 236), (32, 33, 38)),
+    "key": ((255, 255, 255), (62, 64, 72)),
+    "key_special": ((200, 206, 216), (44, 46, 54)),
+    "toast": ((50, 50, 56), (226, 226, 232)),
+    "on_toast": ((240, 240, 244), (28, 28, 32)),
+    "danger": ((217, 48, 37), (242, 139, 130)),
+    "call": ((30, 142, 62), (129, 201, 149)),
+    "wallpaper_top": ((98, 143, 220), (26, 38, 70)),
+    "wallpaper_bottom": ((214, 170, 205), (70, 40, 72)),
+    "bubble_theirs": ((226, 230, 240), (48, 50, 58)),
+    "disabled": ((200, 202, 208), (60, 62, 70)),
+    "on_disabled": ((140, 142, 150), (120, 122, 130)),
+    "call_background": ((24, 40, 72), (12, 20, 40)),
+    "star": ((240, 170, 0), (250, 200, 60)),
 }
-
-DARK: dict[str, Color] = {
-    "bg": (18, 18, 22), "surface": (36, 37, 44), "surface_high": (48, 50, 58),
-    "text": (230, 230, 236), "muted": (160, 162, 172), "primary": (138, 180, 248), "on_primary": (8, 32, 70),
-    "tonal": (40, 64, 100), "on_tonal": (214, 227, 255), "outline": (140, 142, 152), "master_on": (40, 64, 100),
-    "master_off": (48, 50, 58), "keyboard": (32, 33, 38), "key": (62, 64, 72),
-    "key_special": (44, 46, 54), "toast": (226, 226, 232), "on_toast": (28, 28, 32),
-    "danger": (242, 139, 130), "call": (129, 201, 149), "wallpaper_top": (26, 38, 70),
-    "wallpaper_bottom": (70, 40, 72), "bubble_theirs": (48, 50, 58), "disabled": (60, 62, 70),
-    "on_disabled": (120, 122, 130), "call_background": (12, 20, 40), "star": (250, 200, 60),
-}
+LIGHT: dict[str, Color] = {role: light for role, (light, _) in PALETTE.items()}
+DARK: dict[str, Color] = {role: dark for role, (_, dark) in PALETTE.items()}
 
 
 def s(value: float) -> int:

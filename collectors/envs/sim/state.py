@@ -151,9 +151,11 @@ class PhoneState:
             return None
         return self.stacks[self.foreground][-1]
 
-    def push(self, app: str, screen: str, arg: str = "") -> Route:
+    def push(self, app: str, screen: str, arg: str = "", **fields: str) -> Route:
+        """Open a screen on top of `app`'s stack; `fields` are its input fields' first text
+        (an editor opened on an existing item holds the item's values as its draft)."""
         self._leave_screen()
-        route = Route(app, screen, arg)
+        route = Route(app, screen, arg, fields=dict(fields))
         self.stacks.setdefault(app, []).append(route)
         return route
 
@@ -189,6 +191,14 @@ class PhoneState:
         route = Route(self.foreground, screen, arg)
         self.stacks[self.foreground][-1] = route
         return route
+
+    def close_deleted(self, screen: str) -> None:
+        """After an item is deleted from its confirmation dialog: the dialog closes and, if
+        the current screen is the item's own `screen` (its editor, its card), it is left."""
+        self.dialog = None
+        route = self.route
+        if route is not None and route.screen == screen:
+            self.back()
 
     def _leave_screen(self) -> None:
         self.focus = None

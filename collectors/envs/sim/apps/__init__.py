@@ -1,5 +1,6 @@
-"""The apps of the simulated phone. Each module exposes ``PACKAGE``, ``build(ui)`` (lay out
-the screen of ``ui.route``) and, when it has dialogs, ``dialog(ui, dialog)``."""
+"""The apps of the simulated phone. Each module exposes ``PACKAGE``, ``SCREENS`` (each
+route screen name with the function that lays that screen out) and, when it has dialogs,
+``dialog(ui, dialog)``. The launcher, which has no route, exposes ``build(ui)``."""
 
 from __future__ import annotations
 

@@ -8,8 +8,10 @@ accepts any ``H:MM``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import partial
 
+from episodelake.collectors.envs.sim.apps.kit import close_dialog, confirm_delete
 from episodelake.collectors.envs.sim.geometry import CONTENT_TOP, WIDTH, Rect
 from episodelake.collectors.envs.sim.overlays import dialog_box
 from episodelake.collectors.envs.sim.state import Alarm, Dialog, PhoneState
@@ -20,22 +22,15 @@ PACKAGE = "com.google.android.deskclock"
 TIME_PATTERN = re.compile(r"^\s*(\d{1,2})\s*:\s*(\d{2})\s*$")
 
 
-def build(ui: UI) -> None:
-    assert ui.route is not None
-    {"main": _alarms, "edit": _editor}[ui.route.screen](ui)
-
-
 def dialog(ui: UI, box: Dialog) -> None:
     if box.kind == "time":
         dialog_box(ui, "Type in time", "Enter the time as hh:mm", field_name="time_input",
                    placeholder="hh:mm",
-                   buttons=(("button1", "OK", _apply_typed_time), ("button2", "Cancel", _close_dialog)))
+                   buttons=(("button1", "OK", _apply_typed_time), ("button2", "Cancel", close_dialog)))
     elif box.kind == "delete_alarm":
         alarm = ui.state.alarm(box.arg)
         assert alarm is not None
-        dialog_box(ui, "Delete alarm?", f"The {alarm.time} alarm will be removed.",
-                   buttons=(("button1", "Delete", partial(_delete, alarm.id)),
-                            ("button2", "Cancel", _close_dialog)))
+        confirm_delete(ui, "Delete alarm?", f"The {alarm.time} alarm will be removed.", partial(_delete, alarm.id))
 
 
 # --- handlers ------------------------------------------------------------------------------
@@ -49,21 +44,15 @@ def parse_time(text: str) -> tuple[int, int] | None:
     return (hour, minute) if hour < 24 and minute < 60 else None
 
 
-def _close_dialog(state: PhoneState) -> None:
-    state.dialog = None
-    state.focus = None
-
-
 def _new_alarm(state: PhoneState) -> None:
-    route = state.push("clock", "edit", "new")
-    route.fields.update(hour="8", minute="0", label="")
+    state.push("clock", "edit", "new", hour="8", minute="0", label="")
 
 
 def _edit_alarm(alarm_id: str, state: PhoneState) -> None:
     alarm = state.alarm(alarm_id)
     assert alarm is not None
-    route = state.push("clock", "edit", alarm_id)
-    route.fields.update(hour=str(alarm.hour), minute=str(alarm.minute), label=alarm.label)
+    state.push("clock", "edit", alarm_id, hour=str(alarm.hour), minute=str(alarm.minute),
+               label=alarm.label)
 
 
 def _ask_delete(alarm_id: str, state: PhoneState) -> None:
@@ -72,10 +61,7 @@ def _ask_delete(alarm_id: str, state: PhoneState) -> None:
 
 def _delete(alarm_id: str, state: PhoneState) -> None:
     state.alarms = [a for a in state.alarms if a.id != alarm_id]
-    state.dialog = None
-    route = state.route
-    if route is not None and route.screen == "edit":
-        state.back()
+    state.close_deleted("edit")
 
 
 def _flip_alarm(alarm_id: str, state: PhoneState) -> None:
@@ -105,7 +91,7 @@ def _apply_typed_time(state: PhoneState) -> None:
         state.toast = "Enter a valid time"
         return
     route.fields["hour"], route.fields["minute"] = str(parsed[0]), str(parsed[1])
-    _close_dialog(state)
+    close_dialog(state)
 
 
 def _save(state: PhoneState) -> None:
@@ -174,3 +160,7 @@ def _editor(ui: UI) -> None:
                       role="outlined")
         ui.button(Rect(WIDTH - 680, y, WIDTH - 400, y + 150), "Cancel", "cancel", PhoneState.back, role="text")
         ui.button(Rect(WIDTH - 360, y, WIDTH - 80, y + 150), "Save", "save", _save)
+
+
+#: The app's screens by route name, each laying its screen out.
+SCREENS: dict[str, Callable[[UI], None]] = {"main": _alarms, "edit": _editor}

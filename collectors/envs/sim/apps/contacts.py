@@ -3,28 +3,23 @@ text / favourite, an editor, and deletion from the card's overflow menu or a lon
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
-from episodelake.collectors.envs.sim.apps.kit import avatar_color, contact_rows
+from episodelake.collectors.envs.sim.apps.kit import avatar_color, confirm_delete, contact_rows
 from episodelake.collectors.envs.sim.geometry import CONTENT_TOP, WIDTH, Rect
-from episodelake.collectors.envs.sim.overlays import dialog_box
 from episodelake.collectors.envs.sim.state import Contact, Dialog, PhoneState
 from episodelake.collectors.envs.sim.widgets import TEXT_SMALL, UI, Widget
 
 PACKAGE = "com.google.android.contacts"
 
 
-def build(ui: UI) -> None:
-    assert ui.route is not None
-    {"main": _list, "detail": _detail, "edit": _editor}[ui.route.screen](ui)
-
-
 def dialog(ui: UI, box: Dialog) -> None:
     if box.kind == "delete_contact":
         contact = ui.state.contact(box.arg)
         assert contact is not None
-        dialog_box(ui, f"Delete {contact.name}?", "This contact will be removed from your phone.",
-                   buttons=(("button1", "Delete", partial(_delete, contact.id)), ("button2", "Cancel", _close)))
+        confirm_delete(ui, f"Delete {contact.name}?", "This contact will be removed from your phone.",
+                       partial(_delete, contact.id))
 
 
 def matches(contact: Contact, query: str) -> bool:
@@ -34,10 +29,6 @@ def matches(contact: Contact, query: str) -> bool:
 
 
 # --- handlers ------------------------------------------------------------------------------
-
-def _close(state: PhoneState) -> None:
-    state.dialog = None
-
 
 def _open(contact: Contact, state: PhoneState) -> None:
     state.push("contacts", "detail", contact.id)
@@ -52,10 +43,7 @@ def _delete(contact_id: str, state: PhoneState) -> None:
     contact = state.contact(contact_id)
     assert contact is not None
     state.contacts = [c for c in state.contacts if c.id != contact_id]
-    state.dialog = None
-    route = state.route
-    if route is not None and route.screen == "detail":
-        state.back()
+    state.close_deleted("detail")
     state.toast = f"{contact.name} deleted"
 
 
@@ -83,8 +71,7 @@ def _video(state: PhoneState) -> None:
 def _edit(contact_id: str, state: PhoneState) -> None:
     contact = state.contact(contact_id)
     assert contact is not None
-    route = state.push("contacts", "edit", contact_id)
-    route.fields.update(name=contact.name, phone=contact.phone)
+    state.push("contacts", "edit", contact_id, name=contact.name, phone=contact.phone)
 
 
 def _new(state: PhoneState) -> None:
@@ -191,3 +178,7 @@ def _editor(ui: UI) -> None:
     if y + 150 <= ui.bottom:
         ui.button(Rect(WIDTH - 680, y, WIDTH - 400, y + 150), "Cancel", "cancel", PhoneState.back, role="text")
         ui.button(Rect(WIDTH - 360, y, WIDTH - 60, y + 150), "Save", "save", _save)
+
+
+#: The app's screens by route name, each laying its screen out.
+SCREENS: dict[str, Callable[[UI], None]] = {"main": _list, "detail": _detail, "edit": _editor}

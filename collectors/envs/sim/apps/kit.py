@@ -1,4 +1,5 @@
-"""Pieces several apps share: avatar colours, toggle rows, the contact picker list."""
+"""Pieces several apps share: avatar colours, toggle rows, the contact picker list, the
+delete confirmation."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import zlib
 from collections.abc import Callable, Iterable
 
 from episodelake.collectors.envs.sim.geometry import Rect
-from episodelake.collectors.envs.sim.state import Contact
-from episodelake.collectors.envs.sim.widgets import Handler, ListBuilder
+from episodelake.collectors.envs.sim.overlays import dialog_box
+from episodelake.collectors.envs.sim.state import Contact, PhoneState
+from episodelake.collectors.envs.sim.widgets import UI, Handler, ListBuilder
 
 AVATAR_COLORS = (
     (219, 68, 55), (244, 160, 0), (15, 157, 88), (66, 133, 244), (171, 71, 188),
@@ -41,3 +43,14 @@ def contact_rows(lst: ListBuilder, contacts: Iterable[Contact], prefix: str,
         lst.row(contact.name, name=f"{prefix}_{contact.id}", on_click=on_pick(contact),
                 on_long_press=on_long_press(contact) if on_long_press else None,
                 avatar=contact.name[0], avatar_color=avatar_color(contact.name), height=160)
+
+
+def close_dialog(state: PhoneState) -> None:
+    """Cancel: the dialog closes, and a text field in it loses the keyboard."""
+    state.dialog = None
+    state.focus = None
+
+
+def confirm_delete(ui: UI, title: str, message: str, delete: Handler) -> None:
+    """The confirmation every delete asks for: Delete (``button1``) or Cancel."""
+    dialog_box(ui, title, message, buttons=(("button1", "Delete", delete), ("button2", "Cancel", close_dialog)))

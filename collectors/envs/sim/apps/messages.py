@@ -3,6 +3,7 @@ bar. The thread's call icon is a deliberate distractor for messaging tasks."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 from episodelake.collectors.envs.sim.apps.contacts import matches
@@ -12,11 +13,6 @@ from episodelake.collectors.envs.sim.state import Contact, PhoneState
 from episodelake.collectors.envs.sim.widgets import TEXT_SMALL, UI, Widget
 
 PACKAGE = "com.google.android.apps.messaging"
-
-
-def build(ui: UI) -> None:
-    assert ui.route is not None
-    {"main": _threads, "new": _new_conversation, "thread": _thread}[ui.route.screen](ui)
 
 
 # --- handlers ------------------------------------------------------------------------------
@@ -105,3 +101,7 @@ def _thread(ui: UI) -> None:
     has_text = bool(route.fields.get("message", "").strip())
     ui.icon_button(Rect(WIDTH - 170, bar_top + 25, WIDTH - 40, bar_top + 155), "send", "send", "Send SMS",
                    _send if has_text else None, role="primary" if has_text else "disabled")
+
+
+#: The app's screens by route name, each laying its screen out.
+SCREENS: dict[str, Callable[[UI], None]] = {"main": _threads, "new": _new_conversation, "thread": _thread}

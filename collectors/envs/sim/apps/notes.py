@@ -3,11 +3,11 @@ confirmation, and sharing a note to a contact as a message."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
-from episodelake.collectors.envs.sim.apps.kit import contact_rows
+from episodelake.collectors.envs.sim.apps.kit import confirm_delete, contact_rows
 from episodelake.collectors.envs.sim.geometry import CONTENT_TOP, WIDTH, Rect
-from episodelake.collectors.envs.sim.overlays import dialog_box
 from episodelake.collectors.envs.sim.state import Contact, Dialog, Note, PhoneState
 from episodelake.collectors.envs.sim.widgets import TEXT_SMALL, UI, Widget
 
@@ -19,30 +19,19 @@ def share_text(note: Note) -> str:
     return f"{note.title}: {note.body}" if note.body else note.title
 
 
-def build(ui: UI) -> None:
-    assert ui.route is not None
-    {"main": _list, "edit": _editor, "share": _share}[ui.route.screen](ui)
-
-
 def dialog(ui: UI, box: Dialog) -> None:
     if box.kind == "delete_note":
         note = ui.state.note(box.arg)
         title = f'Delete "{note.title}"?' if note is not None and note.title else "Delete this note?"
-        dialog_box(ui, title, "The note will be deleted.",
-                   buttons=(("button1", "Delete", partial(_delete, box.arg)), ("button2", "Cancel", _close)))
+        confirm_delete(ui, title, "The note will be deleted.", partial(_delete, box.arg))
 
 
 # --- handlers ------------------------------------------------------------------------------
 
-def _close(state: PhoneState) -> None:
-    state.dialog = None
-
-
 def _open_note(note_id: str, state: PhoneState) -> None:
     note = state.note(note_id)
     assert note is not None
-    route = state.push("notes", "edit", note_id)
-    route.fields.update(title=note.title, body=note.body)
+    state.push("notes", "edit", note_id, title=note.title, body=note.body)
 
 
 def _new_note(state: PhoneState) -> None:
@@ -57,10 +46,7 @@ def _ask_delete(note_id: str, state: PhoneState) -> None:
 def _delete(note_id: str, state: PhoneState) -> None:
     """Deletes the note (an unsaved new one is just discarded) and leaves its editor."""
     state.notes = [n for n in state.notes if n.id != note_id]
-    state.dialog = None
-    route = state.route
-    if route is not None and route.screen == "edit":
-        state.back()
+    state.close_deleted("edit")
     state.toast = "Note deleted"
 
 
@@ -146,3 +132,7 @@ def _share(ui: UI) -> None:
     lst = ui.list_view("share_list")
     contact_rows(lst, ui.state.contacts, "share", lambda c: partial(_send_to, c))
     lst.done()
+
+
+#: The app's screens by route name, each laying its screen out.
+SCREENS: dict[str, Callable[[UI], None]] = {"main": _list, "edit": _editor, "share": _share}

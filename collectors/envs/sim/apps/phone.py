@@ -6,6 +6,7 @@ so ``type`` works there with nothing focused.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 from episodelake.collectors.envs.sim.apps.kit import avatar_color, contact_rows
@@ -21,23 +22,6 @@ KEY_LETTERS = {"2": "ABC", "3": "DEF", "4": "GHI", "5": "JKL", "6": "MNO", "7": 
 KEY_NAMES = {"*": "star", "#": "pound"}
 TABS = (("tab_recents", "Recents", "recents"), ("tab_contacts", "Contacts", "contacts"),
         ("tab_keypad", "Keypad", "main"))
-
-
-def build(ui: UI) -> None:
-    route = ui.route
-    assert route is not None
-    if route.screen == "call":
-        _in_call(ui)
-        return
-    ui.app_bar(next(text for _, text, screen in TABS if screen == route.screen))
-    ui.tabs([(name, text, route.screen == screen, partial(_switch_tab, screen)) for name, text, screen in TABS])
-    order = [screen for _, _, screen in TABS]
-    index = order.index(route.screen)
-    if index + 1 < len(order):
-        ui.screen.swipes["left"] = partial(_switch_tab, order[index + 1])
-    if index > 0:
-        ui.screen.swipes["right"] = partial(_switch_tab, order[index - 1])
-    {"main": _keypad, "recents": _recents, "contacts": _contacts}[route.screen](ui)
 
 
 # --- handlers ------------------------------------------------------------------------------
@@ -149,3 +133,25 @@ def _in_call(ui: UI) -> None:
     if active:
         ui.add(Widget("fab", Rect(WIDTH // 2 - 120, 1800, WIDTH // 2 + 120, 2040), rid=ui.rid("end_call"),
                       desc="End call", glyph="call_end", role="danger", on_click=_hang_up))
+
+
+def _tab(body: Callable[[UI], None], ui: UI) -> None:
+    """A tab's screen: the app bar and tab row, swipes to the neighbouring tabs, then `body`."""
+    route = ui.route
+    assert route is not None
+    ui.app_bar(next(text for _, text, screen in TABS if screen == route.screen))
+    ui.tabs([(name, text, route.screen == screen, partial(_switch_tab, screen)) for name, text, screen in TABS])
+    order = [screen for _, _, screen in TABS]
+    index = order.index(route.screen)
+    if index + 1 < len(order):
+        ui.screen.swipes["left"] = partial(_switch_tab, order[index + 1])
+    if index > 0:
+        ui.screen.swipes["right"] = partial(_switch_tab, order[index - 1])
+    body(ui)
+
+
+#: The app's screens by route name, each laying its screen out.
+SCREENS: dict[str, Callable[[UI], None]] = {
+    "main": partial(_tab, _keypad), "recents": partial(_tab, _recents), "contacts": partial(_tab, _contacts),
+    "call": _in_call,
+}

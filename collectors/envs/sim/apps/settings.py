@@ -8,6 +8,7 @@ the rest of the row opens its page.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 from episodelake.collectors.envs.sim import catalog
@@ -45,15 +46,6 @@ INFO_PAGES = {
     "hotspot": ("Hotspot & tethering", (("Wi-Fi hotspot", "Off"), ("USB tethering", "Off"))),
     "timeout": ("Screen timeout", (("Current", "30 seconds"),)),
 }
-
-
-def build(ui: UI) -> None:
-    route = ui.route
-    assert route is not None
-    {
-        "main": _main, "network": _network, "wifi": _wifi, "devices": _devices,
-        "bluetooth": _bluetooth, "display": _display, "sound": _sound, "info": _info,
-    }[route.screen](ui)
 
 
 # --- handlers ------------------------------------------------------------------------------
@@ -96,11 +88,8 @@ def _main(ui: UI) -> None:
 
 def _network(ui: UI) -> None:
     s = ui.state.settings
-    ui.app_bar("Network & internet", back=PhoneState.back)
-    lst = ui.list_view("network_list")
-    wifi_switch = ui.switch(Rect(0, 0, 150, 84), "wifi_switch", s.wifi, partial(_flip, "wifi"))
-    lst.row("Wi-Fi", name="wifi", subtitle=s.wifi_network if s.wifi else "Off", glyph="wifi",
-            on_click=partial(_open, "wifi", ""), trailing=wifi_switch, height=200)
+    lst = _page(ui, "Network & internet", "network_list")
+    _radio_row(lst, "Wi-Fi", "wifi", s.wifi_network if s.wifi else "Off")
     toggle_row(lst, "Wi-Fi calling", "wifi_calling", s.wifi_calling, partial(_flip, "wifi_calling"),
                subtitle="Call over Wi-Fi when available", glyph="call")
     toggle_row(lst, "Mobile data", "mobile_data", s.mobile_data, partial(_flip, "mobile_data"),
@@ -113,9 +102,7 @@ def _network(ui: UI) -> None:
 
 def _wifi(ui: UI) -> None:
     s = ui.state.settings
-    ui.app_bar("Wi-Fi", back=PhoneState.back)
-    lst = ui.list_view("wifi_list")
-    _master(lst, "Use Wi-Fi", "wifi_master", s.wifi, partial(_flip, "wifi"))
+    lst = _radio_page(ui, "Wi-Fi", "wifi", "To see available networks, turn Wi-Fi on.")
     if s.wifi:
         lst.header("Connected")
         lst.row(s.wifi_network, name="network_connected", subtitle="Connected", glyph="wifi", height=180)
@@ -124,18 +111,13 @@ def _wifi(ui: UI) -> None:
             if network != s.wifi_network:
                 lst.row(network, name=f"network_{network.lower().replace('-', '_')}", subtitle="Saved",
                         glyph="wifi", on_click=partial(_connect, network), height=180)
-    else:
-        _off_message(lst, "To see available networks, turn Wi-Fi on.")
     lst.done()
 
 
 def _devices(ui: UI) -> None:
     s = ui.state.settings
-    ui.app_bar("Connected devices", back=PhoneState.back)
-    lst = ui.list_view("devices_list")
-    bt_switch = ui.switch(Rect(0, 0, 150, 84), "bluetooth_switch", s.bluetooth, partial(_flip, "bluetooth"))
-    lst.row("Bluetooth", name="bluetooth", subtitle="On" if s.bluetooth else "Off", glyph="bluetooth",
-            on_click=partial(_open, "bluetooth", ""), trailing=bt_switch, height=200)
+    lst = _page(ui, "Connected devices", "devices_list")
+    _radio_row(lst, "Bluetooth", "bluetooth", "On" if s.bluetooth else "Off")
     toggle_row(lst, "NFC", "nfc", s.nfc, partial(_flip, "nfc"), subtitle="Tap to pay", glyph="nfc")
     lst.row("Pair new device", name="pair_new", glyph="plus", on_click=partial(_open, "bluetooth", ""),
             height=200)
@@ -143,24 +125,18 @@ def _devices(ui: UI) -> None:
 
 
 def _bluetooth(ui: UI) -> None:
-    s = ui.state.settings
-    ui.app_bar("Bluetooth", back=PhoneState.back)
-    lst = ui.list_view("bluetooth_list")
-    _master(lst, "Use Bluetooth", "bluetooth_master", s.bluetooth, partial(_flip, "bluetooth"))
-    if s.bluetooth:
+    lst = _radio_page(ui, "Bluetooth", "bluetooth", "Turn on Bluetooth to connect to nearby devices.")
+    if ui.state.settings.bluetooth:
         lst.header("Paired devices")
         for device in catalog.PAIRED_DEVICES:
             lst.row(device, name=f"device_{device.lower().replace(' ', '_')}", subtitle="Saved",
                     glyph="bluetooth", height=180)
-    else:
-        _off_message(lst, "Turn on Bluetooth to connect to nearby devices.")
     lst.done()
 
 
 def _display(ui: UI) -> None:
     s = ui.state.settings
-    ui.app_bar("Display", back=PhoneState.back)
-    lst = ui.list_view("display_list")
+    lst = _page(ui, "Display", "display_list")
     lst.header("Brightness")
     _slider_item(lst, "Brightness level", "brightness", s.brightness, partial(_set, "brightness"))
     toggle_row(lst, "Adaptive brightness", "adaptive_brightness", s.adaptive_brightness,
@@ -175,8 +151,7 @@ def _display(ui: UI) -> None:
 
 def _sound(ui: UI) -> None:
     s = ui.state.settings
-    ui.app_bar("Sound & vibration", back=PhoneState.back)
-    lst = ui.list_view("sound_list")
+    lst = _page(ui, "Sound & vibration", "sound_list")
     _slider_item(lst, "Ring volume", "ring_volume", s.ring_volume, partial(_set, "ring_volume"))
     _slider_item(lst, "Media volume", "media_volume", s.media_volume, partial(_set, "media_volume"))
     toggle_row(lst, "Do Not Disturb", "dnd", s.dnd, partial(_flip, "dnd"), subtitle="Silence notifications",
@@ -188,14 +163,39 @@ def _sound(ui: UI) -> None:
 def _info(ui: UI) -> None:
     assert ui.route is not None
     title, rows = INFO_PAGES[ui.route.arg]
-    ui.app_bar(title, back=PhoneState.back)
-    lst = ui.list_view("info_list")
+    lst = _page(ui, title, "info_list")
     for label, value in rows:
         lst.row(label, name="", subtitle=value, height=200)
     lst.done()
 
 
 # --- pieces --------------------------------------------------------------------------------
+
+def _page(ui: UI, title: str, list_name: str) -> ListBuilder:
+    """A page below the main one: its app bar with a back arrow, and its list."""
+    ui.app_bar(title, back=PhoneState.back)
+    return ui.list_view(list_name)
+
+
+def _radio_row(lst: ListBuilder, title: str, radio: str, subtitle: str) -> None:
+    """A radio's row, split like Android's: the switch flips the radio, the rest of the row
+    opens the radio's page."""
+    on = getattr(lst.ui.state.settings, radio)
+    switch = lst.ui.switch(Rect(0, 0, 150, 84), f"{radio}_switch", on, partial(_flip, radio))
+    lst.row(title, name=radio, subtitle=subtitle, glyph=radio, on_click=partial(_open, radio, ""),
+            trailing=switch, height=200)
+
+
+def _radio_page(ui: UI, title: str, radio: str, off_text: str) -> ListBuilder:
+    """A radio's page: its master switch, then (the caller's rows, while it is on) or
+    `off_text`."""
+    on = getattr(ui.state.settings, radio)
+    lst = _page(ui, title, f"{radio}_list")
+    _master(lst, f"Use {title}", f"{radio}_master", on, partial(_flip, radio))
+    if not on:
+        _off_message(lst, off_text)
+    return lst
+
 
 def _master(lst: ListBuilder, title: str, name: str, checked: bool, toggle) -> None:
     """The highlighted on/off card at the top of a radio's page."""
@@ -223,3 +223,9 @@ def _slider_item(lst: ListBuilder, title: str, name: str, value: int, handler) -
     lst.ui.label(name, value)
     lst.add(item, 250)
 
+
+#: The app's screens by route name, each laying its screen out.
+SCREENS: dict[str, Callable[[UI], None]] = {
+    "main": _main, "network": _network, "wifi": _wifi, "devices": _devices,
+    "bluetooth": _bluetooth, "display": _display, "sound": _sound, "info": _info,
+}

@@ -6,6 +6,7 @@ beside "Add to cart" in the same style. Double-tapping a product's picture likes
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 from episodelake.collectors.envs.sim.geometry import CONTENT_TOP, WIDTH, Rect
@@ -13,12 +14,6 @@ from episodelake.collectors.envs.sim.state import PRODUCTS, PhoneState, Product
 from episodelake.collectors.envs.sim.widgets import TEXT_SMALL, UI, ListBuilder, Widget
 
 PACKAGE = "com.example.shop"
-
-
-def build(ui: UI) -> None:
-    assert ui.route is not None
-    {"main": _home, "results": _results, "product": _product, "cart": _cart,
-     "checkout": _checkout}[ui.route.screen](ui)
 
 
 def search(query: str) -> list[Product]:
@@ -242,3 +237,9 @@ def _checkout(ui: UI) -> None:
     ui.label("order", ",".join(f"{pid}x{qty}" for pid, qty in lines.items()))
     ui.button(Rect(60, ui.bottom - 200, WIDTH - 60, ui.bottom - 40), "Place order", "place_order", _place_order,
               enabled=bool(lines))
+
+
+#: The app's screens by route name, each laying its screen out.
+SCREENS: dict[str, Callable[[UI], None]] = {
+    "main": _home, "results": _results, "product": _product, "cart": _cart, "checkout": _checkout,
+}
