@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hmac
 import json
+from collections.abc import Sequence
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qs
 
@@ -92,7 +93,7 @@ class AllowedHosts:
         await self.app(scope, receive, send)
 
 
-async def _reply(send: Send, error: EpisodeLakeError, headers: list[tuple[bytes, bytes]] = ()) -> None:
+async def _reply(send: Send, error: EpisodeLakeError, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
     body = json.dumps(error_json(error.kind, str(error))).encode()
     await send({"type": "http.response.start", "status": status_of(error),
                 "headers": [(b"content-type", b"application/json"),

@@ -47,6 +47,7 @@ from episodelake.lake.store import location
 
 if TYPE_CHECKING:
     from episodelake.lake.lake import Lake
+    from episodelake.lake.store import Location
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ def _user() -> str:
 class Owner:
     """An exclusive lock held for as long as its process may run jobs; rows name it in `owner`."""
 
-    def __init__(self, lake_path: Path):
+    def __init__(self, lake_path: Location | Path):
         self.name = uuid.uuid4().hex
         self.path = layout.lock_path(lake_path, f"jobs-{self.name}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -104,7 +105,7 @@ _process_owners: dict[str, Owner] = {}
 _process_owners_lock = threading.Lock()
 
 
-def process_owner(lake_path: Path) -> Owner:
+def process_owner(lake_path: Location | Path) -> Owner:
     """This process's owner for the lake at `lake_path`, taken at its first job and held until
     the process exits (the operating system then lets the lock go)."""
     key = str(location(lake_path).resolve())  # a folder or an object store's URI
@@ -115,7 +116,7 @@ def process_owner(lake_path: Path) -> Owner:
         return owner
 
 
-def owner_alive(lake_path: Path, owner: str | None) -> bool:
+def owner_alive(lake_path: Location | Path, owner: str | None) -> bool:
     """Whether the process that stamped `owner` still holds its lock."""
     if not owner:
         return False
@@ -152,7 +153,8 @@ class Job:
         self.started_at: datetime | None = None
         self.finished_at: datetime | None = None
         self.status = "queued"
-        self.done, self.total = 0, None
+        self.done = 0
+        self.total: int | None = None
         #: {"type", "message"} once it failed or was interrupted.
         self.error: dict | None = None
         #: A small JSON summary of what it produced, set by the work before it ends.
@@ -176,7 +178,7 @@ class Job:
         return self
 
     # -- reporting ---------------------------------------------------------------------
-    def progress(self, done: int, total: int | None) -> None:
+    def progress(self, done: int, total: int) -> None:
         """`done` units of `total`; the first report accepts the job and records it."""
         if self.stop.is_set():
             raise JobStopped(f"the server stopped before {self.kind} {self.job_id} finished")

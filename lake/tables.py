@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import logging
 import random
 import re
@@ -126,7 +127,7 @@ def ensure_tables(lake: Location | Path | str) -> None:
     if stale:
         with file_lock(layout.lock_path(lake, "create")):
             for table in stale:
-                retry_commit(f"add columns to {table}", lambda table=table: _add_missing_columns(lake, table))
+                retry_commit(f"add columns to {table}", functools.partial(_add_missing_columns, lake, table))
 
 
 def _columns_missing(lake: Location, table: str) -> list[pa.Field]:

@@ -134,8 +134,8 @@ def _export(lake: Lake, spec: ExportSpec, job: Job, prepare: Prepare) -> ExportR
     _record(lake, {**row, "status": "finished", "finished_at": datetime.now(UTC),
                    "samples": sum(doc["counts"]["samples"].values()),
                    "manifest": json.dumps(doc, sort_keys=True)})
-    log.info("export %s: %s samples to %s", row["export_id"], doc["counts"]["samples"], out)
-    return ExportResult(row["export_id"], out, doc)
+    log.info("export %s: %s samples to %s", job.job_id, doc["counts"]["samples"], out)
+    return ExportResult(job.job_id, out, doc)
 
 
 def _write(out: Path, spec: ExportSpec, fmt, selection: Selection, progress: Progress | None,
