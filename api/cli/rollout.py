@@ -11,6 +11,7 @@ import typer
 from episodelake.api.cli.app import Commands, globals_of
 from episodelake.lake.errors import InvalidInput
 from episodelake.lake.lake import Lake
+from episodelake.lake.seeds import derive
 
 #: The demo's two "checkpoints": an earlier, noisier policy and a later, better one, so the
 #: stats pages have a success rate that moves across policy_version.
@@ -71,7 +72,7 @@ def cmd_demo(
     total = 0
     for i, (version, noise) in enumerate(DEMO_POLICIES):
         spec = RolloutSpec(ids, group_size=group_size, run_id=f"demo-{version}", policy_version=version,
-                           seed=seed + i, batch=f"b{i}")
+                           seed=derive(seed, "demo", i), batch=f"b{i}")
         report = run_rollouts(lake, spec, demo_agent(noise), workers=workers)
         print(report.summary())
         total += len(report.episodes)
