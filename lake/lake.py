@@ -77,9 +77,10 @@ class Lake:
             ds = self._at_tag(table)
         elif hit:
             ds = hit[1]
-            latest = ds.latest_version
-            if latest != ds.version:
-                ds = ds.checkout_version(latest)
+            with store_errors(self.location):  # the first read after an object store went away
+                latest = ds.latest_version
+                if latest != ds.version:
+                    ds = ds.checkout_version(latest)
         else:
             ds = tables.open_table(self.path, table)
         checked = time.monotonic()

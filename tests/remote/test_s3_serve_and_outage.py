@@ -120,3 +120,32 @@ def test_writer_killed_during_an_outage_is_replayed_once_the_store_is_back(s3_pr
     assert lake.recover()["problems"] == {}
     rows = lake.sql("select count(*) n, count(distinct step) d from steps where episode_id = 'dies'")
     assert rows.to_pylist()[0] == {"n": 10, "d": 10}
+
+
+def test_serve_answers_one_json_error_while_the_store_is_unreachable(s3_proxied_lake, s3_proxy, s3_env):
+    with Recorder(s3_proxied_lake, image_checks="structure") as rec:
+        with rec.start_episode("wifi_on", episode_id="ep-1") as ep:
+            ep.log_step(screenshot(0), response())
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "episodelake.api.cli", "serve", "--port", str(port)],
+                            env=s3_env, stderr=subprocess.PIPE, text=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                httpx.get(f"{base}/api/health", timeout=5)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.2)
+        with s3_proxy.blocked():
+            got = httpx.get(f"{base}/api/episodes/ep-1/steps/0/image", timeout=120)
+        assert got.status_code == 503, got.text
+        error = got.json()["error"]
+        assert error["type"] == "StoreUnavailable" and s3_proxied_lake in error["message"]
+        assert "cannot be reached" in error["message"] and "testing-secret" not in got.text
+        assert httpx.get(f"{base}/api/episodes/ep-1/steps/0/image", timeout=60).content == screenshot(0)
+    finally:
+        proc.terminate()
+        proc.wait(20)
