@@ -19,8 +19,10 @@ A process that dies leaves its jobs `running` in the table. Each process that ru
 an advisory lock (`_locks/jobs-<owner>.lock`, an :class:`Owner`) while it may run them and
 stamps its rows with the owner's name. A queued or running row whose owner's lock is free
 belongs to a process that is gone: every read shows it `interrupted` at once, and `reap`
-records that (the server does at start-up). The lock works for processes on one machine, or
-a filesystem with working `flock`, like the spool's.
+records that (the server does at start-up). Locks live on the machine that runs the job
+(under the lake folder, or this machine's state folder of a remote lake), so only jobs of
+this machine's processes are judged; another machine's job on a shared lake reads as it was
+last recorded.
 """
 
 from __future__ import annotations
@@ -293,8 +295,11 @@ def view(row: dict) -> dict:
 
 
 def _gone(lake: Lake, rows: list[dict]) -> set[str]:
-    """Owners of the active rows among `rows` whose process is gone."""
-    owners = {row["owner"] for row in rows if row["status"] in ACTIVE}
+    """Owners of the active rows among `rows` whose process is gone. Only this machine's
+    processes can be told (their locks are here): a job another machine runs on a shared
+    lake reads as that machine last recorded it."""
+    here = socket.gethostname()
+    owners = {row["owner"] for row in rows if row["status"] in ACTIVE and row.get("host") in (None, here)}
     return {owner for owner in owners if not owner_alive(lake.path, owner)}
 
 

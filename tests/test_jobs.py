@@ -1,7 +1,8 @@
 """Job records (`episodelake.lake.jobs`): a job whose process was killed reads `interrupted`
 at once and `reap` records it, a live process's job is left alone, a job refused before its
 first report leaves no row, progress writes are throttled, Ctrl-C ends a job `interrupted`,
-and a jobs table made before its newer columns gains them."""
+another machine's job is not judged from here, and a jobs table made before its newer
+columns gains them."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
+from datetime import UTC, datetime
 
 import lance
 import pyarrow as pa
@@ -130,3 +133,15 @@ def test_a_jobs_table_made_before_its_newer_columns_gains_them(tmp_path):
     with job.recording():
         job.progress(1, 1)
     assert get_job(again, job.job_id)["pid"] == os.getpid()
+
+
+def test_another_machines_job_reads_as_it_was_recorded(lake):
+    """Its process's lock is on that machine: this one cannot tell whether it is alive."""
+    now = datetime.now(UTC)
+    lake.upsert("jobs", [{"job_id": "exp-there", "kind": "export", "status": "running", "owner": "gone-owner",
+                          "host": "another-machine", "created_at": now, "updated_at": now},
+                         {"job_id": "exp-here", "kind": "export", "status": "running", "owner": "gone-owner-2",
+                          "host": socket.gethostname(), "created_at": now, "updated_at": now}])
+    assert get_job(lake, "exp-there")["status"] == "running"
+    assert get_job(lake, "exp-here")["status"] == "interrupted"
+    assert [j["job_id"] for j in reap(lake)] == ["exp-here"]
