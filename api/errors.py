@@ -14,6 +14,7 @@ a 500 that reveals nothing.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -127,7 +128,8 @@ class ErrorBody(BaseModel):
 
 
 #: Documented on every route so clients (and schemathesis) know the error shape.
-ERROR_RESPONSES = {code: {"model": ErrorBody} for code in (400, 401, 404, 409, 413, 422)}
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody} for code in (400, 401, 404, 409, 413, 422)}
 
 
 _HTTP_KINDS = {404: "NotFound", 405: "MethodNotAllowed", 413: "PayloadTooLarge"}

@@ -35,13 +35,15 @@ def _py_type(t: pa.DataType) -> Any:
     if pa.types.is_timestamp(t):
         return datetime
     if pa.types.is_list(t):
-        return list[_py_type(t.value_type)]
+        return list[_py_type(t.value_type)]  # type: ignore[misc]  # a type built at run time
     raise TypeError(f"no API type for Arrow type {t}")
 
 
 def row_model(name: str, table: str, *, exclude: tuple[str, ...] = (), json_fields: tuple[str, ...] = (),
               extra: dict[str, tuple[Any, Any]] | None = None, doc: str = "") -> type[BaseModel]:
-    """A response model with one field per column of `table` (minus `exclude`)."""
+    """A response model with one field per column of `table` (minus `exclude`). A type
+    checker cannot see these models' fields; where one is used as a type it says so:
+    `# type: ignore[valid-type]  # a row model built at import`."""
     fields: dict[str, tuple[Any, Any]] = {}
     for field in schema.TABLES[table]:
         if field.name in exclude or field.name in schema.IMAGE_COLUMNS.get(table, ()):
@@ -49,7 +51,7 @@ def row_model(name: str, table: str, *, exclude: tuple[str, ...] = (), json_fiel
         typ = dict[str, Any] if field.name in json_fields else _py_type(field.type)
         fields[field.name] = (typ, ...) if not field.nullable else (typ | None, None)
     fields.update(extra or {})
-    model = create_model(name, __config__=ConfigDict(extra="ignore"), **fields)  # type: ignore[call-overload]
+    model = create_model(name, __config__=ConfigDict(extra="ignore"), **fields)  # type: ignore[call-overload]  # **fields could fill create_model's own keywords
     model.__doc__ = doc or f"One row of the {table} table."
     return model
 
@@ -80,19 +82,19 @@ Membership = row_model(
 )
 Annotation = row_model("Annotation", "annotations", exclude=("deleted",))
 
-SetKind = Literal[schema.SET_KINDS]  # type: ignore[valid-type]
-FailureCategory = Literal[schema.FAILURE_CATEGORIES]  # type: ignore[valid-type]
+SetKind = schema.SetKind
+FailureCategory = schema.FailureCategory
 
 
 class EpisodeDetail(BaseModel):
-    episode: Episode  # type: ignore[valid-type]
-    steps: list[Step]  # type: ignore[valid-type]
-    memberships: list[Membership]  # type: ignore[valid-type]
-    annotations: list[Annotation]  # type: ignore[valid-type]
+    episode: Episode  # type: ignore[valid-type]  # a row model built at import
+    steps: list[Step]  # type: ignore[valid-type]  # a row model built at import
+    memberships: list[Membership]  # type: ignore[valid-type]  # a row model built at import
+    annotations: list[Annotation]  # type: ignore[valid-type]  # a row model built at import
 
 
 class EpisodePage(BaseModel):
-    items: list[Episode]  # type: ignore[valid-type]
+    items: list[Episode]  # type: ignore[valid-type]  # a row model built at import
     next_cursor: str | None = Field(None, description="pass as `cursor` for the next page; null at the end")
     total: int | None = Field(None, description="matching episodes; given on the first page only")
 
@@ -154,7 +156,7 @@ class SqlResult(BaseModel):
 class SetCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=MAX_NAME)
-    kind: SetKind = "failure"  # type: ignore[valid-type]
+    kind: SetKind = "failure"
     description: str | None = Field(None, max_length=MAX_TEXT)
     pinned_tag: str | None = Field(None, max_length=200)
 
@@ -164,14 +166,14 @@ class SetUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: str | None = Field(None, min_length=1, max_length=MAX_NAME)
-    kind: SetKind | None = None  # type: ignore[valid-type]
+    kind: SetKind | None = None
     description: str | None = Field(None, max_length=MAX_TEXT)
     pinned_tag: str | None = Field(None, max_length=200)
 
 
 class MemberPut(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    failure_category: FailureCategory | None = None  # type: ignore[valid-type]
+    failure_category: FailureCategory | None = None
     failing_step: int | None = Field(None, ge=0, le=1_000_000)
     note: str | None = Field(None, max_length=MAX_TEXT)
     added_by: str | None = Field(None, max_length=MAX_NAME)
@@ -213,7 +215,7 @@ class AnchorGroup(BaseModel):
 class GroupDetail(BaseModel):
     group_id: str
     gamma: float
-    episodes: list[Episode]  # type: ignore[valid-type]
+    episodes: list[Episode]  # type: ignore[valid-type]  # a row model built at import
     anchors: list[AnchorGroup] = Field(description="anchor-state groups, most shared first")
     unanchored_steps: int = Field(description="steps without an anchor key")
     advantages_note: str = Field(description="which advantages and returns these are (the trainer's defaults)")
@@ -245,7 +247,7 @@ class JobOut(BaseModel):
 
     job_id: str = Field(description="the export's or re-run's id, for those kinds")
     kind: str = Field(description="export | rerun | import | judge")
-    status: Literal[schema.JOB_STATUSES] = Field(  # type: ignore[valid-type]
+    status: schema.JobStatus = Field(
         description="queued | running | done | failed | interrupted (the process running it "
         "stopped) | cancelled")
     progress: JobProgress

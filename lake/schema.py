@@ -7,6 +7,8 @@ column but the image" ask :func:`columns` instead of listing names.
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import pyarrow as pa
 
 #: Metadata that makes Lance store a column out of line as a blob (read lazily, by row).
@@ -16,9 +18,14 @@ BLOB_METADATA = {"lance-encoding:blob": "true"}
 IMAGE_COLUMNS = {"steps": ("image",)}
 
 EPISODE_STATUSES = ("running", "finished", "aborted")
-SET_KINDS = ("failure", "regression", "sft", "eval")
-FAILURE_CATEGORIES = ("grounding", "planning", "perception", "environment", "other")
-JOB_STATUSES = ("queued", "running", "done", "failed", "interrupted", "cancelled")
+#: String columns with a fixed set of values: each a `Literal` (what API models and type
+#: checks use) and the tuple of its values (what validation and messages use).
+SetKind = Literal["failure", "regression", "sft", "eval"]
+FailureCategory = Literal["grounding", "planning", "perception", "environment", "other"]
+JobStatus = Literal["queued", "running", "done", "failed", "interrupted", "cancelled"]
+SET_KINDS: tuple[SetKind, ...] = get_args(SetKind)
+FAILURE_CATEGORIES: tuple[FailureCategory, ...] = get_args(FailureCategory)
+JOB_STATUSES: tuple[JobStatus, ...] = get_args(JobStatus)
 
 _ts = pa.timestamp("us", tz="UTC")
 

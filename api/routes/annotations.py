@@ -1,7 +1,5 @@
 """Per-step annotations: list and add under an episode, delete by id."""
 
-from __future__ import annotations
-
 from fastapi import APIRouter, Response
 
 from episodelake.api.deps import LakeDep
@@ -11,7 +9,7 @@ from episodelake.lake import curation
 router = APIRouter(tags=["annotations"])
 
 
-@router.get("/episodes/{episode_id}/annotations", response_model=list[Annotation])
+@router.get("/episodes/{episode_id}/annotations", response_model=list[Annotation])  # type: ignore[valid-type]  # a row model built at import
 def annotations(lake: LakeDep, episode_id: str) -> list[dict]:
     lake.episode(episode_id)
     return curation.annotations(lake, episode_id)

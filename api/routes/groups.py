@@ -9,7 +9,7 @@ GiGPO a step-level baseline.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Annotated
+from typing import Annotated, Any
 
 import duckdb
 from fastapi import APIRouter, Query
@@ -86,7 +86,7 @@ def group(lake: LakeDep, group_id: str,
             unanchored += 1
         else:
             anchors[s["anchor_key"]].append(s)
-    rows = [{"anchor_key": key, "episodes": len({s["episode_id"] for s in members}), "steps": members}
+    rows: list[dict[str, Any]] = [{"anchor_key": key, "episodes": len({s["episode_id"] for s in members}), "steps": members}
             for key, members in anchors.items()]
     rows.sort(key=lambda a: (-a["episodes"], -len(a["steps"]), a["anchor_key"]))
     return {"group_id": group_id, "gamma": gamma, "episodes": [episode_out(e) for e in episodes],

@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -104,7 +104,7 @@ def _id(value: object, name: str) -> str:
     return check_id(value, name)
 
 
-def field_value(table: str, name: str, value: object, *, minimum: int | None = None) -> object:
+def field_value(table: str, name: str, value: object, *, minimum: int | None = None) -> Any:
     """`value` as it will be stored in column `name` of `table`, or `InvalidInput` naming it.
 
     The one place that holds caller values to the Arrow schema: text is valid UTF-8, integers
@@ -386,13 +386,15 @@ class Recorder:
         self.defaults = {k: _text(v, k) for k, v in {
             "run_id": run_id, "policy_version": policy_version, "env": env, "device": device,
             "model_name": model_name}.items()}
-        self.lake = lake if isinstance(lake, Lake) else Lake(lake)
-        self.writer = self.lake.writer(options)
-        if anchor == "default":
+        if isinstance(anchor, str):
+            if anchor != "default":
+                raise InvalidInput(f"anchor: an AnchorKeyer, None or 'default', not {_show(anchor)}")
             from episodelake.collectors.record.anchor import AnchorKeyer as DefaultKeyer
 
             anchor = DefaultKeyer()
         self.anchor = anchor
+        self.lake = lake if isinstance(lake, Lake) else Lake(lake)
+        self.writer = self.lake.writer(options)
         self._open: dict[str, EpisodeHandle] = {}
         #: finished episodes whose claims wait for their rows to be committed
         self._settling: dict[str, claims.Claim] = {}

@@ -90,6 +90,11 @@ def test_same_screen_at_two_clock_times_shares_anchor_key(rec):
     assert a.anchor_key == b.anchor_key != c.anchor_key
 
 
+def test_an_anchor_that_is_not_a_keyer_is_refused(lake):
+    with pytest.raises(InvalidInput, match="anchor: an AnchorKeyer, None or 'default', not 'exact'"):
+        Recorder(lake, anchor="exact")
+
+
 def test_unparseable_response_is_kept_flagged(rec, lake):
     ep = rec.start_episode("t", "g")
     ep.log_step(screenshot(1), "I will click somewhere nice")

@@ -46,6 +46,7 @@ def parse(text: str, image_size: tuple[int, int] | None) -> ParsedAction:
     }
     arguments, problem = _ui_tars_arguments(name, kwargs)
     if arguments is None:
+        assert problem is not None  # no arguments always comes with the reason
         return unparsed(
             problem, thinking=thinking, action={"action": name, **kwargs}, fmt="ui-tars"
         )
