@@ -113,20 +113,25 @@ def action_commands(action: ParsedAction, screen: Screen | None, motion: Motion 
     kind, args = action.action_type, action.action
     if kind in POINTED and screen is None:
         raise ValueError(f"{kind}: needs the screen size to place its points")
+
+    def pixel(x: float, y: float) -> tuple[int, int]:
+        assert screen is not None  # checked above for every pointed action
+        return screen.pixel(x, y)
+
     if kind in ("click", "double_tap"):
-        x, y = screen.pixel(action.x, action.y)
+        x, y = pixel(*action.point())
         return [["input", "tap", str(x), str(y)]] * (2 if kind == "double_tap" else 1)
     if kind == "long_press":
-        x, y = screen.pixel(action.x, action.y)
+        x, y = pixel(*action.point())
         return [["input", "swipe", str(x), str(y), str(x), str(y), str(motion.long_press_ms)]]
     if kind == "swipe":
-        start = (action.x, action.y) if action.x is not None else (0.5, 0.5)
+        start = action.point() if action.x is not None else (0.5, 0.5)
         end = swipe_end(start, args["direction"], motion.swipe_distance)
-        (sx, sy), (ex, ey) = screen.pixel(*start), screen.pixel(*end)
+        (sx, sy), (ex, ey) = pixel(*start), pixel(*end)
         return [["input", "swipe", str(sx), str(sy), str(ex), str(ey), str(motion.swipe_ms)]]
     if kind == "drag":
-        sx, sy = screen.pixel(action.x, action.y)
-        ex, ey = screen.pixel(action.x2, action.y2)
+        sx, sy = pixel(*action.point())
+        ex, ey = pixel(*action.end_point())
         return [["input", "draganddrop", str(sx), str(sy), str(ex), str(ey), str(motion.drag_ms)]]
     if kind == "type":
         return input_text_commands(args["text"])

@@ -28,16 +28,16 @@ def to_json_action(action: ParsedAction, screen: Screen) -> dict[str, Any]:
         raise ValueError(f"only valid actions go to a device; this one is not: {action.error}")
     kind, args = action.action_type, action.action
     if kind in ("click", "long_press", "double_tap"):
-        x, y = screen.pixel(action.x, action.y)
+        x, y = screen.pixel(*action.point())
         return {"action_type": kind, "x": x, "y": y}
     if kind == "swipe":
         out: dict[str, Any] = {"action_type": "swipe", "direction": args["direction"]}
         if action.x is not None:
-            out["x"], out["y"] = screen.pixel(action.x, action.y)
+            out["x"], out["y"] = screen.pixel(*action.point())
         return out
     if kind == "drag":
-        sx, sy = screen.pixel(action.x, action.y)
-        ex, ey = screen.pixel(action.x2, action.y2)
+        sx, sy = screen.pixel(*action.point())
+        ex, ey = screen.pixel(*action.end_point())
         return {"action_type": "drag", "start_x": sx, "start_y": sy, "end_x": ex, "end_y": ey}
     if kind == "type":
         return {"action_type": "input_text", "text": args["text"]}

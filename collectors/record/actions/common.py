@@ -60,6 +60,18 @@ class ParsedAction:
     #: The format that read the response (``"fallback"`` when a fallback did).
     fmt: str | None = None
 
+    def point(self) -> tuple[float, float]:
+        """The normalised (x, y) of an action that has one (a click, a drag's start)."""
+        if self.x is None or self.y is None:
+            raise ValueError(f"{self.action_type}: the action has no point")
+        return self.x, self.y
+
+    def end_point(self) -> tuple[float, float]:
+        """The normalised (x2, y2) of an action that has an end (a drag)."""
+        if self.x2 is None or self.y2 is None:
+            raise ValueError(f"{self.action_type}: the action has no end point")
+        return self.x2, self.y2
+
     def to_row(self) -> dict[str, Any]:
         """The steps columns this action fills (``action`` as JSON text)."""
         return {
