@@ -21,6 +21,7 @@ from typing import Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup
+from typer.models import CommandFunctionType
 
 from episodelake.api.settings import EnvSettings
 
@@ -97,7 +98,7 @@ class Commands(typer.Typer):
         super().__init__(**kwargs)
 
     def command(self, name: str | None = None, *, summary: str | None = None,
-                description: str | None = None, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+                description: str | None = None, **kwargs: Any) -> Callable[[CommandFunctionType], CommandFunctionType]:
         """`summary` is the command's line in its group's list, `description` (default: the
         summary) opens its own help."""
         kwargs.setdefault("cls", Command)

@@ -125,7 +125,7 @@ class RunChoice:
             raise InvalidInput("no task: pass --task or --task-file")
         return tasks
 
-    def run(self, lake: Path, workers: Sequence, settings: Any, extra: Sequence[str] = ()) -> int:
+    def run(self, lake: str, workers: Sequence, settings: Any, extra: Sequence[str] = ()) -> int:
         from episodelake.collectors.jobs.batch import run_batch
 
         tasks = self.tasks(settings.run_id, extra)
@@ -213,7 +213,11 @@ def cmd_collect_remote(
     from episodelake.collectors.jobs.batch import split_servers
 
     exclusive(ctx, {"--server": server, "--server-file": server_file}, required=True)
-    urls = server or read_server_file(server_file)
+    if server:
+        urls = server
+    else:
+        assert server_file is not None  # exclusive() required one of the two
+        urls = read_server_file(server_file)
     agent = PolicyChoice(policy, model_url, model, api_key_env, style, history).spec()
     token = token if token is not None else globals_of(ctx).environment.env_token
     specs = split_servers(urls, workers, RemoteOptions(token=token))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
@@ -23,8 +23,10 @@ _EPILOG = """examples:
   elake export sft --format openai --where "task_name LIKE 'wifi%' AND step_reward = 1" --out wifi
   elake export sft --list-formats"""
 
-#: The registered formats' names, as the choices of `--format`.
-FormatName = Literal[tuple(sorted(FORMATS))]  # type: ignore[valid-type]  # built from the registry
+if TYPE_CHECKING:
+    FormatName = str
+else:  # the registered formats' names, as the choices of `--format`
+    FormatName = Literal[tuple(sorted(FORMATS))]
 
 exports = Commands()
 
@@ -61,9 +63,9 @@ def cmd_export_sft(
         for fmt in FORMATS.values():
             print(f"{fmt.name}: {fmt.summary}\n\n{fmt.doc.strip()}\n")
         return 0
-    for flag, value in (("format", format), ("out", out)):
-        if value is None:
-            raise InvalidInput(f"--{flag} is required (see `elake export sft --help`)")
+    if format is None or out is None:
+        missing = "format" if format is None else "out"
+        raise InvalidInput(f"--{missing} is required (see `elake export sft --help`)")
     ray = RayOptions(**{name: given.pop(name) for name in RayOptions.model_fields if name in given})
     spec = ExportSpec(format=format, out=out, **given)
     lake = Lake(globals_of(ctx).lake, create=False)
