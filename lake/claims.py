@@ -41,6 +41,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from episodelake.lake import layout, spool, tables
+from episodelake.lake.sql import sql_string
 from episodelake.lake.store import Location, location, store_errors
 
 log = logging.getLogger(__name__)
@@ -121,10 +122,6 @@ def _claims_path(lake: Location) -> Location:
     return lake / f"{layout.CLAIMS_TABLE}.lance"
 
 
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 class CommitClaim(Claim):
     """A row of the `_claims` dataset (see the module docstring)."""
 
@@ -151,7 +148,7 @@ class CommitClaim(Claim):
             mine = tables.retry_commit(f"claim episode {episode_id}", lambda: lance.write_dataset(
                 row, str(path), mode="append", storage_options=lake.storage_options))
             before = tables.dataset(path, version=mine.version - 1).to_table(
-                filter=f"episode_id = {_quote(episode_id)}").to_pylist()
+                filter=f"episode_id = {sql_string(episode_id)}").to_pylist()
         claim = cls(lake, episode_id, token)
         for earlier in before:
             theirs = Path(earlier["spool"])
@@ -171,7 +168,7 @@ class CommitClaim(Claim):
         episode, and whoever replays it releases the claim (`release_holder`)."""
         if self.released or not committed:
             return
-        _delete(self.lake, f"token = {_quote(self.token)}", f"release claim on episode {self.episode_id}")
+        _delete(self.lake, f"token = {sql_string(self.token)}", f"release claim on episode {self.episode_id}")
         self.released = True
 
 
@@ -194,4 +191,4 @@ def release_holder(lake: Location | Path | str, holder: str) -> None:
     loc = location(lake)
     if loc.is_local or layout.CLAIMS_TABLE not in tables.existing_tables(loc):
         return
-    _delete(loc, f"holder = {_quote(holder)}", f"release claims of writer {holder}")
+    _delete(loc, f"holder = {sql_string(holder)}", f"release claims of writer {holder}")
