@@ -19,10 +19,11 @@ from datetime import datetime
 
 from pydantic import ConfigDict, Field, field_validator
 
-from episodelake.lake.errors import InvalidInput
+from episodelake.lake.errors import InvalidInput, SqlRefused
 from episodelake.lake.lake import Lake
 from episodelake.lake.layout import check_id
 from episodelake.lake.spec_model import SpecModel
+from episodelake.lake.sql import check_statement
 
 #: Sortable columns and the SQL type their cursor value is cast back to.
 SORTS = {
@@ -108,11 +109,17 @@ def where_clause(lake: Lake, filt: EpisodeFilter, *, timeout_s: float) -> tuple[
 
 
 def matching_ids(lake: Lake, fragment: str, *, timeout_s: float) -> list[str]:
-    """Episode ids matching a caller's WHERE fragment, run through the sandbox."""
+    """Episode ids matching a caller's WHERE fragment, run through the sandbox. A refusal
+    quotes the fragment, and a syntax error is found in the fragment as typed first, so it
+    never points at the parenthesis that encloses it here."""
     if ";" in fragment:
         raise InvalidInput("where: a WHERE fragment is one condition, without ';'")
-    table, _ = lake.sql_sandboxed(f"SELECT episode_id FROM episodes WHERE ({fragment}\n)",
-                                  max_rows=WHERE_MAX_EPISODES, timeout_s=timeout_s)
+    try:
+        check_statement(f"SELECT episode_id FROM episodes WHERE {fragment}")
+        table, _ = lake.sql_sandboxed(f"SELECT episode_id FROM episodes WHERE ({fragment}\n)",
+                                      max_rows=WHERE_MAX_EPISODES, timeout_s=timeout_s)
+    except SqlRefused as exc:
+        raise SqlRefused(f"where {fragment!r}: {exc}") from None
     return table.column(0).to_pylist()
 
 

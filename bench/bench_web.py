@@ -239,7 +239,7 @@ IMAGE_MS = """async (url) => { const img = new Image(); const t0 = performance.n
 
 #: Between key presses: a person stepping through an episode, not a held-down key.
 PAUSE_MS = 100
-LOADED = "[...document.querySelectorAll('[data-testid=filmstrip] img')].every(i => i.complete)"
+LOADED = "() => [...document.querySelectorAll('[data-testid=filmstrip] img')].every(i => i.complete)"
 
 # Key press -> the screen element says the new step's image has loaded (seen by a
 # MutationObserver, so no polling granularity) -> the next frame (it is painted).

@@ -1,5 +1,5 @@
 """POST /api/sql: read-only SQL through the lake's sandbox (one SELECT, time limit), cut at a
-row cap and a byte cap.
+row cap and a byte cap; GET /api/sql/download: the same, as a CSV or Parquet file.
 
 The byte cap holds twice: the sandbox stops reading once the Arrow data passes it (so a huge
 result never sits in memory), and rows are added to the response only while their JSON
@@ -8,15 +8,21 @@ stays under it (cells are encoded differently from Arrow: numbers grow, escapes 
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from datetime import date, datetime, time
 from decimal import Decimal
 from time import perf_counter
+from typing import Annotated, Literal
 
-from fastapi import APIRouter
+import pyarrow as pa
+import pyarrow.parquet as pq
+from fastapi import APIRouter, Query, Response
 
 from episodelake.api.deps import LakeDep, SettingsDep
 from episodelake.api.models import SqlRequest, SqlResult
+from episodelake.lake.errors import InvalidInput
 
 router = APIRouter(tags=["sql"])
 MAX_CELL_CHARS = 4000
@@ -68,3 +74,54 @@ def sql(lake: LakeDep, settings: SettingsDep, body: SqlRequest) -> dict:
         rows.append(out)
     return {"columns": columns, "rows": rows, "truncated": truncated, "truncated_by": by,
             "elapsed_ms": (perf_counter() - started) * 1000}
+
+
+def csv_text(value: object) -> str:
+    """A CSV field: the grid's cell, with lists and objects as JSON and NULL as empty."""
+    value = cell(value)
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def csv_bytes(table: pa.Table) -> bytes:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(table.column_names)
+    values = [table.column(i).to_pylist() for i in range(table.num_columns)]
+    writer.writerows([csv_text(v) for v in row] for row in zip(*values, strict=True))
+    return out.getvalue().encode()
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    out = io.BytesIO()
+    try:
+        pq.write_table(table, out)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as exc:  # e.g. a struct with no field
+        raise InvalidInput(f"format: Parquet cannot hold this result ({exc}); download it as csv") from None
+    return out.getvalue()
+
+
+DOWNLOADS = {"csv": ("text/csv; charset=utf-8", csv_bytes), "parquet": ("application/vnd.apache.parquet", parquet_bytes)}
+
+
+@router.get("/sql/download", response_class=Response,
+            responses={200: {"content": {media.split(";")[0]: {} for media, _ in DOWNLOADS.values()},
+                             "description": "the result as a file; X-Elake-Truncated: no, rows or bytes"}})
+def sql_download(
+    lake: LakeDep, settings: SettingsDep,
+    query: Annotated[str, Query(min_length=1, max_length=20_000, description="one read-only query")],
+    format: Annotated[Literal["csv", "parquet"], Query(description="csv (lists as JSON) or parquet (types kept)")] = "csv",
+) -> Response:
+    """A query's whole result as a file, through the same sandbox and caps as POST /api/sql
+    (the Arrow byte cap included): a GET, so a plain link downloads it."""
+    table, truncated = lake.sql_sandboxed(query, max_rows=settings.sql_max_rows,
+                                          max_bytes=settings.sql_max_bytes, timeout_s=settings.sql_timeout_s)
+    by = ("rows" if table.num_rows >= settings.sql_max_rows else "bytes") if truncated else "no"
+    media, encode = DOWNLOADS[format]
+    return Response(encode(table), media_type=media, headers={
+        "Content-Disposition": f'attachment; filename="query.{format}"', "X-Elake-Truncated": by})

@@ -1,7 +1,19 @@
-"""One step in full, and its screenshot: original bytes, annotated, or as a thumbnail."""
+"""One step in full, and its screenshot: original bytes, annotated, or as a thumbnail.
+
+Thumbnails are made once and kept on disk under the lake's cache folder
+(`layout.thumbnail_path`), named by the screenshot's sha256: a stored screenshot never
+changes, so a cached file never goes stale, identical screens across episodes share one,
+and the cache outlives restarts and is shared by every server on the lake (an in-process
+LRU would be rebuilt by each). Decoding and scaling a phone screenshot costs tens of
+milliseconds; reading the cached JPEG, well under one.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import os
+import threading
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
@@ -9,12 +21,13 @@ from fastapi import APIRouter, Path, Query, Response
 from episodelake.api.deps import LakeDep
 from episodelake.api.models import StepDetail
 from episodelake.api.routes.episodes import step_out
-from episodelake.lake import overlay
+from episodelake.lake import layout, overlay
 from episodelake.lake.errors import NotFound
 from episodelake.lake.images import MEDIA_TYPES
 from episodelake.lake.lake import Lake
 from episodelake.lake.layout import check_id
 
+log = logging.getLogger(__name__)
 router = APIRouter(tags=["steps"])
 
 StepNo = Annotated[int, Path(ge=0, le=1_000_000)]
@@ -32,6 +45,26 @@ def step_row(lake: Lake, episode_id: str, step: int) -> dict:
     return rows[0]
 
 
+def thumbnail(lake: Lake, image: bytes, max_side: int) -> bytes:
+    """The JPEG thumbnail of `image`, from the cache or made and cached now. A cache that
+    cannot be written (a read-only lake) costs the next request a rendering, nothing else."""
+    path = layout.thumbnail_path(lake.path, hashlib.sha256(image).hexdigest(), max_side)
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        pass
+    data = overlay.thumbnail(image, max_side)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
+        os.replace(tmp, path)  # readers see the whole file or none
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        log.warning("thumbnail cache not written (%s): %s", path, exc)
+    return data
+
+
 @router.get("/episodes/{episode_id}/steps/{step}", response_model=StepDetail)
 def step(lake: LakeDep, episode_id: str, step: StepNo) -> dict:
     """One step with its prompt and collector info."""
@@ -47,16 +80,17 @@ def step(lake: LakeDep, episode_id: str, step: StepNo) -> dict:
 def step_image(
     lake: LakeDep, episode_id: str, step: StepNo,
     annotated: Annotated[bool, Query(description="draw the action on it (PNG, or JPEG with max_side)")] = False,
-    max_side: Annotated[int | None, Query(ge=32, le=4096, description="scale down to this many pixels on the long side (JPEG)")] = None,
+    max_side: Annotated[int | None, Query(ge=32, le=4096, description="scale down to this many pixels on "
+                                          "the long side (JPEG; without `annotated`, made once and cached)")] = None,
 ) -> Response:
     """The screenshot bytes exactly as recorded, unless asked to annotate or scale them."""
     data, fmt = lake.image(episode_id, step)
+    if fmt not in MEDIA_TYPES:
+        raise NotFound(f"episode {episode_id!r} step {step} has no image in a known format")
     if annotated:
         view = step_out(step_row(lake, episode_id, step))["action_view"]
         data = overlay.draw_action(data, view, max_side=max_side, fmt="jpeg" if max_side else "png")
         fmt = "jpeg" if max_side else "png"
     elif max_side:
-        data, fmt = overlay.thumbnail(data, max_side), "jpeg"
-    if fmt not in MEDIA_TYPES:
-        raise NotFound(f"episode {episode_id!r} step {step} has no image in a known format")
+        data, fmt = thumbnail(lake, data, max_side), "jpeg"
     return Response(data, media_type=MEDIA_TYPES[fmt], headers={"Cache-Control": IMAGE_CACHE})

@@ -64,12 +64,17 @@ def test_replay_curate_reload_compare(page):
     page.get_by_test_id("overlay-toggle").click()
     assert page.locator("[data-testid=overlay]").count() == 1
 
-    # key 1: add to the failure set with category grounding, failing step = this step
+    # a new failure set becomes the one filed into; F marks this step as the failing one,
+    # key 1 sets the category grounding (and saves the note)
     page.get_by_test_id("note").fill("tapped the wrong toggle")
-    page.locator("body").click(position={"x": 5, "y": 300})  # leave the text box: keys are shortcuts again
+    page.get_by_label("New failure set name").fill("failures")
+    page.get_by_role("button", name="Create").click()
+    page.get_by_test_id("curation-target").get_by_text("failures").wait_for()
+    page.locator("body").click(position={"x": 5, "y": 300})  # leave the form: keys are shortcuts again
+    page.keyboard.press("f")
+    page.get_by_test_id("memberships").get_by_text("failing step 1").wait_for()
     page.keyboard.press("1")
-    page.get_by_test_id("curation-message").wait_for()
-    assert "grounding" in page.get_by_test_id("curation-message").inner_text()
+    page.get_by_test_id("toast").get_by_text(re.compile("Saved in failures: grounding")).wait_for()
     page.get_by_test_id("memberships").get_by_text("grounding").wait_for()
     assert page.get_by_test_id("step-counter").inner_text().startswith("step 1")  # curation keeps the step
     shot(page, "05-curated")

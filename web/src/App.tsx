@@ -8,6 +8,10 @@ import { SetPage, SetsPage } from "./pages/SetsPage";
 import { SqlPage } from "./pages/SqlPage";
 import { StatsPage } from "./pages/StatsPage";
 import { RunPage, TrainingPage } from "./pages/TrainingPage";
+import { useEffect } from "react";
+import { DialogHost } from "./components/Dialogs";
+import { Toasts } from "./components/Toasts";
+import { useTitle } from "./hooks";
 import { Link, match, useLocation } from "./router";
 
 function Page({ path }: { path: string }) {
@@ -27,13 +31,25 @@ function Page({ path }: { path: string }) {
   if ((p = match("/reruns/:id", path))) return <RerunPage id={p.id} />;
   if (path === "/training") return <TrainingPage />;
   if ((p = match("/training/:id", path))) return <RunPage id={p.id} />;
+  return <NotFound path={path} />;
+}
+
+function NotFound({ path }: { path: string }) {
+  useTitle("Not found");
   return (
-    <main className="page">
+    <main className="page" data-testid="not-found">
+      <h1>Not found</h1>
       <div className="error" role="alert">
         No page at {path}. <Link to="/">Go to the episodes</Link>
       </div>
     </main>
   );
+}
+
+/** The view's content: the skip link's target, and where Escape sends the keys back to
+ * (the replay's shortcuts) from a text box or other control. */
+function focusContent(): void {
+  document.getElementById("content")?.focus({ preventScroll: true });
 }
 
 const NAV: [string, string][] = [
@@ -51,20 +67,48 @@ export function App() {
   const { path } = useLocation();
   const section = "/" + (path.split("/")[1] ?? "");
   const active = (to: string) => (to === "/" ? ["/", "/episodes", "/compare"].includes(section) : section === to);
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const el = document.activeElement;
+      if (e.key !== "Escape" || document.querySelector("dialog[open]")) return;
+      if (el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement || el instanceof HTMLSelectElement) {
+        (el as HTMLElement).blur();
+        focusContent();
+      }
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, []);
   return (
     <div className="app">
+      <a
+        href="#content"
+        className="skip-link"
+        onClick={(e) => {
+          e.preventDefault();
+          focusContent();
+        }}
+      >
+        Skip to content
+      </a>
       <header className="topbar">
         <strong>EpisodeLake</strong>
-        {NAV.map(([to, label]) => (
-          <Link key={to} to={to} className={active(to) ? "active" : ""}>
-            {label}
-          </Link>
-        ))}
+        <nav aria-label="sections" className="sections">
+          {NAV.map(([to, label]) => (
+            <Link key={to} to={to} className={active(to) ? "active" : ""} aria-current={active(to) ? "page" : undefined}>
+              {label}
+            </Link>
+          ))}
+        </nav>
         <a href="/api/docs" className="right-link">
           API
         </a>
       </header>
-      <Page path={path} />
+      <div id="content" tabIndex={-1}>
+        <Page path={path} />
+      </div>
+      <Toasts />
+      <DialogHost />
     </div>
   );
 }

@@ -67,8 +67,25 @@ export function useAction(): Action {
   return { error, busy, run };
 }
 
-/** Keys typed into inputs are text, not shortcuts. */
-export function isTyping(e: KeyboardEvent): boolean {
-  const t = e.target as HTMLElement | null;
-  return !!t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable);
+// Inputs that take typed text; checkboxes, radios and buttons leave the keys to the app.
+const TEXT_INPUTS = new Set(["text", "search", "email", "url", "tel", "password", "number", "date", "datetime-local", "month", "time", "week"]);
+
+/** Whether `el` takes typed keys itself: text inputs, text areas, selects, editable text. */
+export function takesKeys(el: Element | null): boolean {
+  if (!el) return false;
+  if (el instanceof HTMLInputElement) return TEXT_INPUTS.has(el.type);
+  return el instanceof HTMLTextAreaElement || el instanceof HTMLSelectElement || (el as HTMLElement).isContentEditable;
+}
+
+/** Whether a key press is one of the app's shortcuts: not typed into a text field, not
+ * with Ctrl/Alt/Meta (the browser's and the system's), not while a dialog is open. */
+export function isShortcut(e: KeyboardEvent): boolean {
+  return !e.ctrlKey && !e.metaKey && !e.altKey && !takesKeys(e.target as Element | null) && !document.querySelector("dialog[open]");
+}
+
+/** The window's title for the view: "<what> · EpisodeLake". */
+export function useTitle(what: string): void {
+  useEffect(() => {
+    document.title = `${what} · EpisodeLake`;
+  }, [what]);
 }

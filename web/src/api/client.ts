@@ -12,6 +12,7 @@ export type TaskNode = Schemas["TaskNode"];
 export type SetRow = Schemas["Set"];
 export type Member = Schemas["Member"];
 export type Membership = Schemas["Membership"];
+export type Annotation = Schemas["Annotation"];
 export type Stats = Schemas["Stats"];
 export type SqlResult = Schemas["SqlResult"];
 export type GroupDetail = Schemas["GroupDetail"];
@@ -42,6 +43,8 @@ export class ApiError extends Error {
   constructor(
     public status: number,
     message: string,
+    /** The API's error type (`InvalidInput`, `EmptySelection`, ...); none when the server did not answer. */
+    public type?: string,
   ) {
     super(message);
   }
@@ -60,10 +63,7 @@ export async function call<T>(request: Promise<Result<T>>): Promise<T> {
   if (!result.response.ok) {
     const body = result.error as { error?: { type?: string; message?: string } } | undefined;
     const err = body?.error;
-    throw new ApiError(
-      result.response.status,
-      err ? `${err.type}: ${err.message}` : `HTTP ${result.response.status}`,
-    );
+    throw new ApiError(result.response.status, err ? `${err.type}: ${err.message}` : `HTTP ${result.response.status}`, err?.type);
   }
   return result.data as T;
 }

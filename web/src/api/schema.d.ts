@@ -491,6 +491,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/sql/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sql Download
+         * @description A query's whole result as a file, through the same sandbox and caps as POST /api/sql
+         *     (the Arrow byte cap included): a GET, so a plain link downloads it.
+         */
+        get: operations["sql_download_api_sql_download_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/stats": {
         parameters: {
             query?: never;
@@ -2144,7 +2165,7 @@ export interface operations {
             query?: {
                 /** @description draw the action on it (PNG, or JPEG with max_side) */
                 annotated?: boolean;
-                /** @description scale down to this many pixels on the long side (JPEG) */
+                /** @description scale down to this many pixels on the long side (JPEG; without `annotated`, made once and cached) */
                 max_side?: number | null;
             };
             header?: never;
@@ -4102,6 +4123,86 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SqlResult"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    sql_download_api_sql_download_get: {
+        parameters: {
+            query: {
+                /** @description one read-only query */
+                query: string;
+                /** @description csv (lists as JSON) or parquet (types kept) */
+                format?: "csv" | "parquet";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the result as a file; X-Elake-Truncated: no, rows or bytes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.apache.parquet": unknown;
+                    "text/csv": unknown;
                 };
             };
             /** @description Bad Request */

@@ -1,68 +1,96 @@
-// Curation in place: keys 1-5 put the episode in the chosen set with that failure
-// category and the current step as the failing step; F marks the current step as the
-// failing one; the note is saved with the member. Each change is one API call, durable in
-// the lake when it returns.
-import { useEffect, useState } from "react";
+// Curation in place, into the set the user chose (remembered in this browser; never a set
+// picked for them): keys 1-5 set the episode's failure category, F marks the current step
+// as the failing one, and the note is saved with the member. A category key never moves
+// the failing step. Each change is one API call, durable in the lake when it returns; the
+// outcome shows as a toast, in view whatever the panel's scroll.
+import { useEffect, useRef, useState } from "react";
 import { api, call, FAILURE_CATEGORIES, type EpisodeDetail, type FailureCategory, type Membership } from "../api/client";
-import { useApi, isTyping } from "../hooks";
-import { Link, enc } from "../router";
+import { isShortcut, useApi } from "../hooks";
+import { Link, enc, useLeaveGuard } from "../router";
+import { toast } from "./Toasts";
 
 const SET_KEY = "elake.curation.set";
-const DEFAULT_SET = "failures";
+
+type Put = { failure_category: FailureCategory | null; failing_step: number | null; note: string | null };
 
 export function CurationPanel({ detail, stepNo, onChanged }: { detail: EpisodeDetail; stepNo: number; onChanged: () => void }) {
   const sets = useApi(() => call(api.GET("/api/sets")), []);
   const [setId, setSetId] = useState(() => localStorage.getItem(SET_KEY) ?? "");
-  const [message, setMessage] = useState<string>();
-  const [error, setError] = useState<string>();
   const [newName, setNewName] = useState("");
+  const select = useRef<HTMLSelectElement>(null);
   const episodeId = detail.episode.episode_id;
-  const chosen = sets.data?.find((s) => s.set_id === setId) ?? sets.data?.find((s) => s.kind === "failure");
+  const chosen = sets.data?.find((s) => s.set_id === setId);
   const member: Membership | undefined = detail.memberships.find((m) => m.set_id === chosen?.set_id);
-  const [note, setNote] = useState(member?.note ?? "");
-  useEffect(() => setNote(member?.note ?? ""), [member?.note, episodeId, chosen?.set_id]);
+  const saved = member?.note ?? "";
+  const [note, setNote] = useState(saved);
+  // Show the stored note of another episode, or a newly saved one; text the user is still
+  // writing survives a change of set (and leaving the episode asks first).
+  const shown = useRef({ saved, episodeId });
+  useEffect(() => {
+    const before = shown.current;
+    if (before.episodeId !== episodeId || note.trim() === before.saved.trim()) setNote(saved);
+    shown.current = { saved, episodeId };
+  }, [saved, episodeId]); // `note` is read here, not followed
+  useLeaveGuard(note.trim() !== saved.trim() ? `Your note on ${episodeId}` : null);
 
   const choose = (id: string) => {
     setSetId(id);
-    localStorage.setItem(SET_KEY, id);
+    if (id) localStorage.setItem(SET_KEY, id);
+    else localStorage.removeItem(SET_KEY);
   };
 
   const createSet = async (name: string) => {
-    const created = await call(api.POST("/api/sets", { body: { name, kind: "failure" } }));
-    choose(created.set_id);
-    sets.reload();
-    return created.set_id;
+    try {
+      const created = await call(api.POST("/api/sets", { body: { name, kind: "failure" } }));
+      choose(created.set_id);
+      setNewName("");
+      sets.reload();
+      toast(`Created set ${created.name}: keys 1-5 and F file into it`);
+    } catch (e) {
+      toast(`Could not create set ${name}: ${(e as Error).message}`, "error");
+    }
   };
 
-  const put = async (category: FailureCategory | null, failingStep: number | null, text: string) => {
+  const putMember = async (setIdTo: string, name: string, body: Put, done: string) => {
     try {
-      const target = chosen?.set_id ?? (await createSet(DEFAULT_SET));
-      const saved = await call(
+      const m = await call(
         api.PUT("/api/sets/{set_id}/members/{episode_id}", {
-          params: { path: { set_id: target, episode_id: episodeId } },
-          body: { failure_category: category, failing_step: failingStep, note: text || null, added_by: "web" },
+          params: { path: { set_id: setIdTo, episode_id: episodeId } },
+          body: { ...body, added_by: "web" },
         }),
       );
-      setError(undefined);
-      setMessage(`Saved in ${chosen?.name ?? DEFAULT_SET}: ${saved.failure_category ?? "no category"}, failing step ${saved.failing_step ?? "—"}`);
+      toast(`${done} in ${name}: ${m.failure_category ?? "no category"}, failing step ${m.failing_step ?? "—"}`);
       sets.reload();
       onChanged();
     } catch (e) {
-      setError((e as Error).message);
+      toast(`Could not save ${episodeId} in ${name}: ${(e as Error).message}`, "error");
+      sets.reload();
     }
+  };
+
+  /** File the episode into the chosen set with `changes` over what it has there. */
+  const file = (changes: Partial<Put>) => {
+    if (!chosen) {
+      toast("Choose a set first: keys 1-5 and F file the episode into the set chosen under Curation.", "error");
+      select.current?.focus();
+      return;
+    }
+    const current: Put = {
+      failure_category: (member?.failure_category as FailureCategory | null) ?? null,
+      failing_step: member?.failing_step ?? null,
+      note: note.trim() || null,
+    };
+    void putMember(chosen.set_id, chosen.name ?? chosen.set_id, { ...current, ...changes }, "Saved");
   };
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
-      if (isTyping(e) || e.ctrlKey || e.metaKey || e.altKey) return;
+      if (!isShortcut(e)) return;
       const n = Number(e.key);
-      if (n >= 1 && n <= FAILURE_CATEGORIES.length) {
-        e.preventDefault();
-        void put(FAILURE_CATEGORIES[n - 1], stepNo, note);
-      } else if (e.key === "f" || e.key === "F") {
-        e.preventDefault();
-        void put((member?.failure_category as FailureCategory | null) ?? null, stepNo, note);
-      }
+      if (n >= 1 && n <= FAILURE_CATEGORIES.length) file({ failure_category: FAILURE_CATEGORIES[n - 1] });
+      else if (e.key === "f" || e.key === "F") file({ failing_step: stepNo });
+      else return;
+      e.preventDefault();
     };
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
@@ -71,34 +99,44 @@ export function CurationPanel({ detail, stepNo, onChanged }: { detail: EpisodeDe
   const remove = async (m: Membership) => {
     try {
       await call(api.DELETE("/api/sets/{set_id}/members/{episode_id}", { params: { path: { set_id: m.set_id, episode_id: episodeId } } }));
-      setMessage(`Removed from ${m.set_name}`);
+      const back: Put = { failure_category: (m.failure_category as FailureCategory | null) ?? null, failing_step: m.failing_step ?? null, note: m.note ?? null };
+      toast(`Removed ${episodeId} from ${m.set_name}`, "ok", { label: "Undo", run: () => void putMember(m.set_id, m.set_name ?? m.set_id, back, "Restored") });
       sets.reload();
       onChanged();
     } catch (e) {
-      setError((e as Error).message);
+      toast(`Could not remove ${episodeId} from ${m.set_name}: ${(e as Error).message}`, "error");
     }
   };
 
   return (
-    <div className="curation" data-testid="curation">
-      <h3>Curation</h3>
+    <section className="curation" data-testid="curation" aria-labelledby="curation-title">
+      <h3 id="curation-title">Curation</h3>
+      <p className={`curation-target ${chosen ? "" : "unset"}`} data-testid="curation-target">
+        {chosen ? (
+          <>
+            Filing into <strong>{chosen.name}</strong> <span className="muted">({chosen.kind}, {chosen.members} members)</span>
+          </>
+        ) : (
+          <>No set chosen: pick or create one below; keys 1-5 and F file into it.</>
+        )}
+      </p>
       <ul className="memberships" data-testid="memberships">
         {detail.memberships.map((m) => (
           <li key={m.set_id}>
-            <Link to={`/sets/${enc(m.set_id)}`}>{m.set_name}</Link> <span className="category">{m.failure_category ?? "—"}</span>
+            <Link to={`/sets/${enc(m.set_id)}`}>{m.set_name}</Link> <span className="category">{m.failure_category ?? "no category"}</span>
             {m.failing_step != null && <span> · failing step {m.failing_step}</span>}
             {m.note && <div className="note">{m.note}</div>}
-            <button type="button" className="link" onClick={() => remove(m)}>
+            <button type="button" className="link" onClick={() => remove(m)} aria-label={`remove from ${m.set_name}`}>
               remove
             </button>
           </li>
         ))}
         {detail.memberships.length === 0 && <li className="muted">In no set yet.</li>}
       </ul>
-      <label>
-        Set{" "}
-        <select value={chosen?.set_id ?? ""} onChange={(e) => choose(e.target.value)} data-testid="set-select">
-          {!chosen && <option value="">(new set “{DEFAULT_SET}”)</option>}
+      <label className="field">
+        Set to file into
+        <select ref={select} value={chosen?.set_id ?? ""} onChange={(e) => choose(e.target.value)} data-testid="set-select">
+          <option value="">choose a set…</option>
           {sets.data?.map((s) => (
             <option key={s.set_id} value={s.set_id}>
               {s.name} ({s.kind}, {s.members})
@@ -106,45 +144,42 @@ export function CurationPanel({ detail, stepNo, onChanged }: { detail: EpisodeDe
           ))}
         </select>
       </label>
-      <div className="new-set">
-        <input placeholder="new failure set" value={newName} onChange={(e) => setNewName(e.target.value)} />
-        <button
-          type="button"
-          disabled={!newName.trim()}
-          onClick={() => createSet(newName.trim()).then(() => setNewName(""), (e: Error) => setError(e.message))}
-        >
+      <form
+        className="new-set"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (newName.trim()) void createSet(newName.trim());
+        }}
+      >
+        <input aria-label="New failure set name" placeholder="new failure set" value={newName} onChange={(e) => setNewName(e.target.value)} />
+        <button type="submit" disabled={!newName.trim()}>
           Create
         </button>
-      </div>
-      <div className="categories">
+      </form>
+      <div className="categories" role="group" aria-label="failure category">
         {FAILURE_CATEGORIES.map((c, i) => (
           <button
             type="button"
             key={c}
             className={member?.failure_category === c ? "active" : ""}
-            onClick={() => put(c, stepNo, note)}
+            aria-pressed={member?.failure_category === c}
+            onClick={() => file({ failure_category: c })}
             title={`key ${i + 1}`}
           >
             <kbd>{i + 1}</kbd> {c}
           </button>
         ))}
       </div>
-      <button type="button" onClick={() => put((member?.failure_category as FailureCategory | null) ?? null, stepNo, note)}>
+      <button type="button" onClick={() => file({ failing_step: stepNo })}>
         <kbd>F</kbd> Mark step {stepNo} as failing
       </button>
-      <textarea placeholder="note: what went wrong" value={note} onChange={(e) => setNote(e.target.value)} data-testid="note" />
-      <button
-        type="button"
-        onClick={() => put((member?.failure_category as FailureCategory | null) ?? null, member?.failing_step ?? stepNo, note)}
-      >
+      <label className="field">
+        Note on this episode
+        <textarea placeholder="what went wrong" value={note} onChange={(e) => setNote(e.target.value)} data-testid="note" />
+      </label>
+      <button type="button" onClick={() => file({})} disabled={note.trim() === saved.trim()}>
         Save note
       </button>
-      {message && (
-        <div className="ok" role="status" data-testid="curation-message">
-          {message}
-        </div>
-      )}
-      {error && <div className="error">{error}</div>}
-    </div>
+    </section>
   );
 }

@@ -55,16 +55,22 @@ export function FilterBar() {
           />
           0 step reward
         </label>
-        <button type="button" className="link" onClick={() => setOpen(!open)}>
+        <button type="button" className="link" onClick={() => setOpen(!open)} aria-expanded={open}>
           {open ? "fewer filters" : "more filters"}
         </button>
       </div>
       {open && (
         <form onSubmit={submit} key={query.toString()}>
           {FIELDS.map(([k, label]) => (
-            <input key={k} name={k} placeholder={label} defaultValue={query.get(k) ?? ""} />
+            <label key={k} className="field">
+              {label}
+              <input name={k} defaultValue={query.get(k) ?? ""} />
+            </label>
           ))}
-          <textarea name="where" placeholder="SQL condition, e.g. episode_reward > 0.5" defaultValue={query.get("where") ?? ""} />
+          <label className="field wide">
+            SQL condition over episodes
+            <textarea name="where" placeholder="e.g. episode_reward > 0.5" defaultValue={query.get("where") ?? ""} />
+          </label>
           <button type="submit">Apply</button>
           <button type="button" onClick={() => navigate(path)}>
             Clear

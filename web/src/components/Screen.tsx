@@ -1,18 +1,30 @@
 // One step's screenshot with its overlay. `data-loaded-step` says which step's image is
 // on screen (tests and the benchmark wait on it); a step without a screenshot says so.
+// Zoom scales the image inside a scrolling frame; the overlay is drawn in the image's box,
+// so the action stays on its spot at any zoom, and the frame scrolls to the action.
 import { useLayoutEffect, useRef, useState } from "react";
 import type { Step } from "../api/client";
 import { Overlay } from "./Overlay";
 
-export function Screen({ step, annotated, maxHeight }: { step: Step; annotated: boolean; maxHeight?: string }) {
+export type Zoom = 1 | 2 | 3;
+
+export function Screen({ step, annotated, maxHeight, zoom = 1, onZoom }: { step: Step; annotated: boolean; maxHeight?: string; zoom?: Zoom; onZoom?: () => void }) {
   const [loaded, setLoaded] = useState<string | null>(null);
   const img = useRef<HTMLImageElement>(null);
+  const frame = useRef<HTMLDivElement>(null);
   const key = `${step.episode_id}/${step.step}`;
   // A prefetched image is complete as soon as it is attached: mark it before the first
   // paint instead of a task later, when the load event would come.
   useLayoutEffect(() => {
     if (img.current?.complete && img.current.naturalWidth > 0) setLoaded(key);
   }, [key]);
+  const point = step.action_view.marker.points[0];
+  useLayoutEffect(() => {
+    const f = frame.current;
+    const i = img.current;
+    if (!f || !i || zoom === 1 || !point) return;
+    f.scrollTo(point.x * i.clientWidth - f.clientWidth / 2, point.y * i.clientHeight - f.clientHeight / 2);
+  }, [zoom, key, point]);
   if (!step.image_url) {
     return (
       <div className="screen screen-missing" data-testid="screen" data-loaded-step={step.step}>
@@ -21,18 +33,28 @@ export function Screen({ step, annotated, maxHeight }: { step: Step; annotated: 
       </div>
     );
   }
+  const zoomed = zoom > 1 && maxHeight;
   return (
-    <div className="screen" data-testid="screen" data-loaded-step={loaded === key ? step.step : undefined}>
-      <img
-        key={key}
-        ref={img}
-        src={step.image_url}
-        alt={`step ${step.step}`}
-        style={{ maxHeight, aspectRatio: step.width && step.height ? `${step.width} / ${step.height}` : undefined }}
-        onLoad={() => setLoaded(key)}
-        onError={() => setLoaded(key)}
-      />
-      {annotated && <Overlay step={step} />}
+    <div className={`screen-frame ${zoomed ? "zoomed" : ""}`} ref={frame} style={zoomed ? { maxHeight } : undefined} tabIndex={zoomed ? 0 : undefined} aria-label={zoomed ? "zoomed screenshot" : undefined}>
+      <div className="screen" data-testid="screen" data-loaded-step={loaded === key ? step.step : undefined} data-zoom={zoom}>
+        <img
+          key={key}
+          ref={img}
+          src={step.image_url}
+          alt={`step ${step.step}: ${step.action_view.summary}`}
+          style={{
+            maxHeight: zoomed ? "none" : maxHeight,
+            maxWidth: zoomed ? "none" : undefined,
+            height: zoomed ? `calc((${maxHeight}) * ${zoom})` : undefined,
+            aspectRatio: step.width && step.height ? `${step.width} / ${step.height}` : undefined,
+            cursor: onZoom ? (zoom > 1 ? "zoom-out" : "zoom-in") : undefined,
+          }}
+          onClick={onZoom}
+          onLoad={() => setLoaded(key)}
+          onError={() => setLoaded(key)}
+        />
+        {annotated && <Overlay step={step} />}
+      </div>
     </div>
   );
 }
@@ -41,9 +63,10 @@ export function Screen({ step, annotated, maxHeight }: { step: Step; annotated: 
 const warm = new Map<string, HTMLImageElement>();
 const WARM_MAX = 12;
 
-/** Fetch and decode the screenshots around `index`, so the next step shows at once. */
+/** Fetch and decode the screenshots around `index` (and the episode's ends, for Home and
+ * End), so the next step shows at once. */
 export function prefetch(steps: Step[], index: number): void {
-  for (const i of [index + 1, index - 1, index + 2]) {
+  for (const i of [index + 1, index - 1, index + 2, steps.length - 1, 0]) {
     const url = steps[i]?.image_url;
     if (!url || warm.has(url)) continue;
     const img = new Image();

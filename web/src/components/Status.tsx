@@ -1,5 +1,6 @@
 // Loading and error states: every view shows one of these rather than a blank page.
 import type { ReactNode } from "react";
+import { ApiError } from "../api/client";
 import type { Loaded } from "../hooks";
 
 export function Loading({ what }: { what: string }) {
@@ -10,11 +11,14 @@ export function Loading({ what }: { what: string }) {
   );
 }
 
-export function ErrorBox({ error, retry }: { error: Error; retry?: () => void }) {
+/** Why `what` did not load. Retry is offered only where trying again can help: the server
+ * did not answer or failed, not when it refused the request as asked (a bad filter). */
+export function ErrorBox({ error, what, retry }: { error: Error; what: string; retry?: () => void }) {
+  const retryable = !(error instanceof ApiError) || error.status === 0 || error.status >= 500;
   return (
     <div className="error" role="alert">
-      <strong>Could not load.</strong> {error.message}
-      {retry && (
+      <strong>Could not load {what}:</strong> {error.message}
+      {retry && retryable && (
         <button type="button" onClick={retry}>
           Retry
         </button>
@@ -35,7 +39,7 @@ export function ActionError({ message, testid }: { message: string | undefined; 
 
 /** Renders `children(data)` once loaded, else the loading or error state. */
 export function Async<T>({ state, what, children }: { state: Loaded<T>; what: string; children: (data: T) => ReactNode }) {
-  if (state.error) return <ErrorBox error={state.error} retry={state.reload} />;
+  if (state.error) return <ErrorBox error={state.error} what={what} retry={state.reload} />;
   if (state.data === undefined) return <Loading what={what} />;
   return <>{children(state.data)}</>;
 }

@@ -1,9 +1,12 @@
 // The right panel: what the model did at this step and why, and what it earned. Model text
 // is rendered as text (React escapes it): never as HTML.
 import { useState } from "react";
-import { api, call, type EpisodeDetail, type Step } from "../api/client";
+import { api, call, type Annotation, type EpisodeDetail, type Step } from "../api/client";
 import { useAction } from "../hooks";
+import { useLeaveGuard } from "../router";
 import { ActionError } from "./Status";
+import { Time } from "./Time";
+import { toast } from "./Toasts";
 
 const fmt = (v: number | null | undefined) => (v === null || v === undefined ? "—" : Number(v.toFixed(4)).toString());
 
@@ -30,15 +33,17 @@ export function StepPanel({ step, detail, onChanged }: { step: Step; detail: Epi
         <dt>anchor</dt>
         <dd className="mono">{step.anchor_key ?? "—"}</dd>
         <dt>time</dt>
-        <dd>{step.timestamp ?? "—"}</dd>
+        <dd>
+          <Time value={step.timestamp} seconds />
+        </dd>
       </dl>
       <h4>Arguments</h4>
-      <pre className="args" data-testid="action-args">{JSON.stringify(step.action ?? {}, null, 2)}</pre>
+      <pre className="args" data-testid="action-args" tabIndex={0} aria-label="action arguments">{JSON.stringify(step.action ?? {}, null, 2)}</pre>
       <h4>Thinking</h4>
-      <pre className="text" data-testid="thinking">{step.thinking || "—"}</pre>
+      <pre className="text" data-testid="thinking" tabIndex={0} aria-label="thinking">{step.thinking || "—"}</pre>
       <details>
         <summary>Raw response</summary>
-        <pre className="text" data-testid="raw-response">{step.model_response}</pre>
+        <pre className="text" data-testid="raw-response" tabIndex={0} aria-label="raw response">{step.model_response}</pre>
       </details>
       {step.image_url && (
         <p>
@@ -53,11 +58,7 @@ export function StepPanel({ step, detail, onChanged }: { step: Step; detail: Epi
           <li key={a.annotation_id}>
             {a.label && <strong>{a.label} </strong>}
             {a.note}
-            <button
-              type="button"
-              className="link"
-              onClick={() => call(api.DELETE("/api/annotations/{annotation_id}", { params: { path: { annotation_id: a.annotation_id } } })).then(onChanged)}
-            >
+            <button type="button" className="link" onClick={() => deleteAnnotation(a, onChanged)} aria-label={`delete annotation ${a.label ?? a.note ?? ""}`}>
               delete
             </button>
           </li>
@@ -68,26 +69,41 @@ export function StepPanel({ step, detail, onChanged }: { step: Step; detail: Epi
   );
 }
 
+function annotate(episodeId: string, step: number | null | undefined, label: string | null, note: string | null) {
+  return call(api.POST("/api/episodes/{episode_id}/annotations", { params: { path: { episode_id: episodeId } }, body: { step: step ?? null, label, note } }));
+}
+
+/** Delete, with an Undo that writes the annotation again. */
+async function deleteAnnotation(a: Annotation, onChanged: () => void) {
+  try {
+    await call(api.DELETE("/api/annotations/{annotation_id}", { params: { path: { annotation_id: a.annotation_id } } }));
+    onChanged();
+    toast(`Deleted the annotation on step ${a.step ?? "—"}`, "ok", {
+      label: "Undo",
+      run: () => void annotate(a.episode_id, a.step, a.label ?? null, a.note ?? null).then(onChanged, (e: Error) => toast(`Could not restore the annotation: ${e.message}`, "error")),
+    });
+  } catch (e) {
+    toast(`Could not delete the annotation: ${(e as Error).message}`, "error");
+  }
+}
+
 function AnnotationForm({ step, onSaved }: { step: Step; onSaved: () => void }) {
   const [label, setLabel] = useState("");
   const [note, setNote] = useState("");
   const action = useAction();
+  useLeaveGuard(label.trim() || note.trim() ? `Your annotation of step ${step.step}` : null);
   const save = () =>
     action.run(async () => {
-      await call(
-        api.POST("/api/episodes/{episode_id}/annotations", {
-          params: { path: { episode_id: step.episode_id } },
-          body: { step: step.step, label: label || null, note: note || null },
-        }),
-      );
+      await annotate(step.episode_id, step.step, label || null, note || null);
       setLabel("");
       setNote("");
       onSaved();
+      toast(`Annotated step ${step.step}`);
     });
   return (
     <div className="annotation-form">
-      <input placeholder="label" value={label} onChange={(e) => setLabel(e.target.value)} />
-      <input placeholder="note on this step" value={note} onChange={(e) => setNote(e.target.value)} />
+      <input aria-label={`Label for step ${step.step}`} placeholder="label" value={label} onChange={(e) => setLabel(e.target.value)} />
+      <input aria-label={`Note on step ${step.step}`} placeholder="note on this step" value={note} onChange={(e) => setNote(e.target.value)} />
       <button type="button" onClick={save} disabled={!label && !note}>
         Annotate step
       </button>

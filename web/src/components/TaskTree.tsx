@@ -6,6 +6,7 @@ import { useApi } from "../hooks";
 import { Link, enc, useLocation, withQuery } from "../router";
 import { filterKey, filtersFromQuery } from "./filters";
 import { Async } from "./Status";
+import { count } from "./Time";
 
 export function mark(success: boolean | null | undefined): string {
   return success === true ? "✓" : success === false ? "✗" : "?";
@@ -27,7 +28,7 @@ export function TaskTree({ currentEpisode, currentTask }: { currentEpisode?: str
       return n;
     });
   return (
-    <nav className="task-tree" data-testid="task-tree">
+    <nav className="task-tree" data-testid="task-tree" aria-label="tasks">
       <Async state={tasks} what="tasks">
         {(list: TaskNode[]) =>
           list.length === 0 ? (
@@ -38,7 +39,13 @@ export function TaskTree({ currentEpisode, currentTask }: { currentEpisode?: str
                 const name = t.task_name ?? "(no task)";
                 return (
                   <li key={name} className="task">
-                    <button type="button" className="task-row" onClick={() => toggle(name)} title={t.task_goal ?? ""}>
+                    <button
+                      type="button"
+                      className="task-row"
+                      onClick={() => toggle(name)}
+                      title={t.task_goal ? `${name}: ${t.task_goal}` : name}
+                      aria-expanded={open.has(name)}
+                    >
                       <span className="caret">{open.has(name) ? "▾" : "▸"}</span>
                       <span className="task-name">{name}</span>
                       <span className="counts">
@@ -84,9 +91,12 @@ function TaskEpisodes({ task, filters, current }: { task: string; filters: Episo
               <li key={e.episode_id} className={e.episode_id === current ? "current" : ""}>
                 <Link to={withQuery(`/episodes/${enc(e.episode_id)}/steps/0`, query)} data-episode={e.episode_id}>
                   <span className={`mark ${e.success === true ? "ok" : e.success === false ? "bad" : ""}`}>{mark(e.success)}</span>
-                  <span className="mono">{e.episode_id.length > 14 ? e.episode_id.slice(0, 12) + "…" : e.episode_id}</span>
+                  <span className="mono episode-id" title={e.episode_id}>
+                    {e.episode_id}
+                  </span>
                   <span className="muted">
-                    {e.episode_length ?? "?"} steps · v{e.policy_version ?? "?"}
+                    {count(e.episode_length, "step")}
+                    {e.policy_version && <span title="policy version"> · {e.policy_version}</span>}
                   </span>
                 </Link>
               </li>

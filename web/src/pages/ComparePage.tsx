@@ -5,13 +5,15 @@ import { api, call, type EpisodeDetail, type Step } from "../api/client";
 import { Screen } from "../components/Screen";
 import { Async } from "../components/Status";
 import { mark } from "../components/TaskTree";
-import { isTyping, useApi } from "../hooks";
+import { count } from "../components/Time";
+import { isShortcut, useApi, useTitle } from "../hooks";
 import { Link, enc, navigate, useLocation } from "../router";
 
 const load = (id: string) => call(api.GET("/api/episodes/{episode_id}", { params: { path: { episode_id: id } } }));
 
 export function ComparePage({ a, b }: { a: string; b: string }) {
   const both = useApi(() => Promise.all([load(a), load(b)]), [a, b]);
+  useTitle(`Compare ${a} and ${b}`);
   return (
     <main className="compare" data-testid="compare">
       <Async state={both} what="episodes">
@@ -32,10 +34,15 @@ function Aligned({ a, b }: { a: EpisodeDetail; b: EpisodeDetail }) {
   };
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
-      if (isTyping(e)) return;
-      if (e.key === "ArrowLeft" || e.key === "a") go(index - 1);
-      else if (e.key === "ArrowRight" || e.key === "d") go(index + 1);
-      else if (e.key === "o") setAnnotated((x) => !x);
+      if (!isShortcut(e)) return;
+      const key = e.key.length === 1 ? e.key.toLowerCase() : e.key;
+      if (key === "ArrowLeft" || key === "a") go(index - 1);
+      else if (key === "ArrowRight" || key === "d") go(index + 1);
+      else if (key === "Home") go(0);
+      else if (key === "End") go(length - 1);
+      else if (key === "o") setAnnotated((x) => !x);
+      else return;
+      e.preventDefault();
     };
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
@@ -44,13 +51,13 @@ function Aligned({ a, b }: { a: EpisodeDetail; b: EpisodeDetail }) {
   return (
     <>
       <div className="stepbar">
-        <button type="button" onClick={() => go(index - 1)} disabled={index === 0}>
+        <button type="button" onClick={() => go(index - 1)} disabled={index === 0} aria-label="previous step">
           ◀
         </button>
         <span data-testid="compare-step">
           step index {index} of {length}
         </span>
-        <button type="button" onClick={() => go(index + 1)} disabled={index >= length - 1}>
+        <button type="button" onClick={() => go(index + 1)} disabled={index >= length - 1} aria-label="next step">
           ▶
         </button>
         <label className="toggle">
@@ -63,6 +70,7 @@ function Aligned({ a, b }: { a: EpisodeDetail; b: EpisodeDetail }) {
           <Column key={d.episode.episode_id} detail={d} step={d.steps[index]} annotated={annotated} />
         ))}
       </div>
+      <p className="muted">Keys: A/D or ←/→ step (with or without Shift) · Home/End · O overlay; or pick a row.</p>
       <table className="grid compare-table">
         <thead>
           <tr>
@@ -76,8 +84,12 @@ function Aligned({ a, b }: { a: EpisodeDetail; b: EpisodeDetail }) {
             const sa = a.steps[i] ? a.steps[i].action_view.summary : "—";
             const sb = b.steps[i] ? b.steps[i].action_view.summary : "—";
             return (
-              <tr key={i} className={`${i === index ? "current" : ""} ${sa !== sb ? "differs" : ""}`} onClick={() => go(i)}>
-                <td>{i}</td>
+              <tr key={i} className={`${i === index ? "current" : ""} ${sa !== sb ? "differs" : ""}`} onClick={() => go(i)} aria-current={i === index ? "step" : undefined}>
+                <td>
+                  <button type="button" className="link" aria-label={`step index ${i}`} onClick={(e) => (e.stopPropagation(), go(i))}>
+                    {i}
+                  </button>
+                </td>
                 <td>{sa}</td>
                 <td>{sb}</td>
               </tr>
@@ -96,7 +108,11 @@ function Column({ detail, step, annotated }: { detail: EpisodeDetail; step?: Ste
       <h3>
         <span className={`mark ${ep.success ? "ok" : ep.success === false ? "bad" : ""}`}>{mark(ep.success)}</span>{" "}
         <Link to={`/episodes/${enc(ep.episode_id)}/steps/${step?.step ?? 0}`}>{ep.episode_id}</Link>
-        <span className="muted"> v{ep.policy_version ?? "?"} · {ep.episode_length} steps</span>
+        <span className="muted">
+          {" "}
+          {ep.policy_version && `policy ${ep.policy_version} · `}
+          {count(ep.episode_length, "step")}
+        </span>
       </h3>
       {step ? (
         <>

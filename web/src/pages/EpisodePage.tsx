@@ -5,11 +5,12 @@ import { api, call, type EpisodeDetail } from "../api/client";
 import { CurationPanel } from "../components/CurationPanel";
 import { FilterBar } from "../components/FilterBar";
 import { Filmstrip } from "../components/Filmstrip";
-import { Screen, prefetch } from "../components/Screen";
+import { Screen, prefetch, type Zoom } from "../components/Screen";
 import { Async } from "../components/Status";
 import { StepPanel } from "../components/StepPanel";
 import { TaskTree, mark } from "../components/TaskTree";
-import { isTyping, useApi } from "../hooks";
+import { count } from "../components/Time";
+import { isShortcut, useApi, useTitle } from "../hooks";
 import { Link, enc, navigate, useLocation, withQuery } from "../router";
 
 const OVERLAY_KEY = "elake.overlay";
@@ -19,8 +20,10 @@ export function EpisodePage({ id, step }: { id?: string; step?: string }) {
     () => (id ? call(api.GET("/api/episodes/{episode_id}", { params: { path: { episode_id: id } } })) : Promise.resolve(undefined)),
     [id],
   );
+  const ep = detail.data?.episode;
+  useTitle(id ? (ep ? `${ep.task_name ?? "(no task)"} · ${ep.episode_id}` : `Episode ${id}`) : "Episodes");
   return (
-    <div className="browse">
+    <div className={`browse ${id ? "has-episode" : ""}`}>
       <aside className="left">
         <FilterBar />
         <TaskTree currentEpisode={id} currentTask={detail.data?.episode.task_name} />
@@ -31,8 +34,9 @@ export function EpisodePage({ id, step }: { id?: string; step?: string }) {
         </Async>
       ) : (
         <main className="empty-state">
+          <h1>Episodes</h1>
           <p>Pick a task on the left, then an episode.</p>
-          <p className="muted">Keys: A/D or ←/→ step · O overlay · 1-5 add to the failure set with a category · F mark failing step</p>
+          <p className="muted">Keys: A/D or ←/→ step · O overlay · Z zoom · 1-5 file the episode into the chosen set with a category · F mark the failing step · Esc leaves a text box</p>
         </main>
       )}
     </div>
@@ -49,6 +53,7 @@ function Replay({ detail, stepParam, reload }: { detail: EpisodeDetail; stepPara
   const [stepNo, setStepNo] = useState(fromUrl);
   useEffect(() => setStepNo(fromUrl), [fromUrl, generation]);
   const index = steps.findIndex((s) => s.step === stepNo);
+  const [zoom, setZoom] = useState<Zoom>(1);
   const [annotated, setAnnotated] = useState(() => localStorage.getItem(OVERLAY_KEY) !== "off");
   const toggle = () =>
     setAnnotated((a) => {
@@ -73,12 +78,13 @@ function Replay({ detail, stepParam, reload }: { detail: EpisodeDetail; stepPara
   );
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
-      if (isTyping(e) || e.ctrlKey || e.metaKey || e.altKey) return;
+      if (!isShortcut(e)) return;
       if (e.key === "ArrowLeft" || e.key === "a" || e.key === "A") go(index - 1);
       else if (e.key === "ArrowRight" || e.key === "d" || e.key === "D") go(index + 1);
       else if (e.key === "Home") go(0);
       else if (e.key === "End") go(steps.length - 1);
       else if (e.key === "o" || e.key === "O") toggle();
+      else if (e.key === "z" || e.key === "Z") setZoom((z) => ((z % 3) + 1) as Zoom);
       else return;
       e.preventDefault();
     };
@@ -111,8 +117,11 @@ function Replay({ detail, stepParam, reload }: { detail: EpisodeDetail; stepPara
               <label className="toggle">
                 <input type="checkbox" checked={annotated} onChange={toggle} data-testid="overlay-toggle" /> annotated
               </label>
+              <button type="button" onClick={() => setZoom((z) => (z === 1 ? 2 : 1))} aria-pressed={zoom > 1} title="zoom (Z, or click the screenshot)">
+                {zoom > 1 ? `${zoom}× · fit` : "zoom"}
+              </button>
             </div>
-            <Screen step={current} annotated={annotated} maxHeight="calc(100vh - 290px)" />
+            <Screen step={current} annotated={annotated} maxHeight="calc(100vh - 290px)" zoom={zoom} onZoom={() => setZoom((z) => (z === 1 ? 2 : 1))} />
             <Filmstrip steps={steps} current={index} onPick={go} />
           </>
         )}
@@ -140,7 +149,7 @@ const EpisodeHeader = memo(function EpisodeHeader({ detail, onCompare }: { detai
       </h2>
       <p className="goal">{ep.task_goal}</p>
       <p className="meta">
-        {ep.status} · {ep.episode_length ?? "?"} steps · reward {ep.episode_reward ?? "—"} · eval {ep.eval_score ?? "—"}
+        {ep.status} · {count(ep.episode_length, "step")} · reward {ep.episode_reward ?? "—"} · eval {ep.eval_score ?? "—"}
         {ep.policy_version && <> · policy {ep.policy_version}</>}
         {ep.run_id && <> · run {ep.run_id}</>}
         {ep.env && <> · {ep.env}</>}
@@ -164,7 +173,7 @@ const EpisodeHeader = memo(function EpisodeHeader({ detail, onCompare }: { detai
             .filter((p) => p.episode_id !== ep.episode_id)
             .map((p) => (
               <option key={p.episode_id} value={p.episode_id}>
-                {mark(p.success)} {p.episode_id} ({p.episode_length} steps)
+                {mark(p.success)} {p.episode_id} ({count(p.episode_length, "step")})
               </option>
             ))}
         </select>

@@ -2,12 +2,15 @@
 // export: progress while it runs, a download link once finished, a delete button (after a
 // confirmation) once it no longer runs. The server picks the folder.
 import type { FormEvent } from "react";
-import { api, call, type ExportCreate, type ExportSummary } from "../api/client";
+import { ApiError, api, call, type ExportCreate, type ExportSummary } from "../api/client";
+import { ask } from "../components/Dialogs";
 import { JobState } from "../components/JobState";
 import { ListTable } from "../components/ListTable";
 import { Options } from "../components/Options";
 import { ActionError, Async } from "../components/Status";
-import { useAction, useApi, useRefreshWhile } from "../hooks";
+import { Time } from "../components/Time";
+import { toast } from "../components/Toasts";
+import { useAction, useApi, useRefreshWhile, useTitle } from "../hooks";
 
 const TEXT_FIELDS = ["set", "where", "tag", "granularity", "name"] as const;
 const NUMBER_FIELDS = ["history_length", "history_images", "max_pixels", "val_fraction", "seed"] as const;
@@ -44,6 +47,20 @@ function samples(e: ExportSummary): string {
   return e.samples == null ? "—" : String(e.samples);
 }
 
+/** An empty selection explained in the form's words: what the form selected, and the
+ * checkbox that widens it (the server's message names the command line's flag). */
+function explain(error: unknown, spec: ExportCreate, setName: string | undefined): Error {
+  if (!(error instanceof ApiError) || error.type !== "EmptySelection") return error as Error;
+  const parts = [
+    setName ? `set ${setName}` : "the whole lake",
+    spec.where ? `where ${spec.where}` : "",
+    spec.include_failed ? "" : "successful episodes only",
+    spec.good_steps_only ? "steps with step reward 1 only" : "",
+  ].filter(Boolean);
+  const hint = spec.include_failed ? "Widen the selection." : "Failed episodes are left out: tick “keep failed episodes” to include them.";
+  return new Error(`EmptySelection: no step matches ${parts.join(", ")}. ${hint}`);
+}
+
 export function ExportsPage() {
   const exports = useApi(() => call(api.GET("/api/exports")), []);
   const formats = useApi(() => call(api.GET("/api/export-formats")), []);
@@ -51,18 +68,32 @@ export function ExportsPage() {
   const health = useApi(() => call(api.GET("/api/health")), []);
   useRefreshWhile(exports.data?.some((e) => e.status === "running") ?? false, exports.reload);
   const action = useAction();
-  const remove = (e: ExportSummary) => {
-    if (!window.confirm(`Delete export ${e.export_id} and its files? This cannot be undone.`)) return;
-    void action.run(async () => {
+  useTitle("Exports");
+  const remove = async (e: ExportSummary) => {
+    const yes = await ask({
+      title: `Delete export ${e.export_id}?`,
+      body: "Its files are deleted from the server; its record stays, marked deleted. This cannot be undone.",
+      confirm: "Delete",
+      danger: true,
+    });
+    if (!yes) return;
+    await action.run(async () => {
       await call(api.DELETE("/api/exports/{export_id}", { params: { path: { export_id: e.export_id } } }));
+      toast(`Deleted export ${e.export_id}`);
       exports.reload();
     });
   };
   const start = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const spec = specFromForm(new FormData(e.currentTarget));
+    const setName = sets.data?.find((s) => s.set_id === spec.set)?.name ?? spec.set ?? undefined;
     void action.run(async () => {
-      await call(api.POST("/api/exports", { body: spec }));
+      try {
+        await call(api.POST("/api/exports", { body: spec }));
+      } catch (error) {
+        throw explain(error, spec, setName);
+      }
+      toast("Export started");
       exports.reload();
     });
   };
@@ -160,7 +191,9 @@ export function ExportsPage() {
                 </td>
                 <td>{samples(e)}</td>
                 <td>{describe(e.selection)}</td>
-                <td>{e.created_at}</td>
+                <td>
+                  <Time value={e.created_at} />
+                </td>
                 <td>
                   {e.download_url && (
                     <a href={e.download_url} download data-testid="download">
@@ -168,7 +201,7 @@ export function ExportsPage() {
                     </a>
                   )}{" "}
                   {e.status !== "running" && e.status !== "queued" && (
-                    <button type="button" onClick={() => remove(e)} disabled={action.busy} data-testid="delete-export">
+                    <button type="button" onClick={() => void remove(e)} disabled={action.busy} data-testid="delete-export" aria-label={`delete export ${e.export_id}`}>
                       delete
                     </button>
                   )}

@@ -4,15 +4,16 @@ import { api, call, imageSrc } from "../api/client";
 import { ListTable } from "../components/ListTable";
 import { Async } from "../components/Status";
 import { mark } from "../components/TaskTree";
-import { useApi } from "../hooks";
+import { useApi, useTitle } from "../hooks";
 import { Link, enc } from "../router";
 
 const num = (v: number | null | undefined) => (v === null || v === undefined ? "—" : v.toFixed(3));
 
 export function GroupsPage() {
   const groups = useApi(() => call(api.GET("/api/groups")), []);
+  useTitle("Groups");
   return (
-    <main className="page">
+    <main className="page" data-testid="groups-page">
       <h2>Episode groups</h2>
       <Async state={groups} what="groups">
         {(list) => (
@@ -40,6 +41,7 @@ export function GroupsPage() {
 
 export function GroupPage({ id }: { id: string }) {
   const group = useApi(() => call(api.GET("/api/groups/{group_id}", { params: { path: { group_id: id } } })), [id]);
+  useTitle(`Group ${id}`);
   return (
     <main className="page" data-testid="group-page">
       <p>

@@ -7,7 +7,8 @@ import { JobState, pct } from "../components/JobState";
 import { ListTable } from "../components/ListTable";
 import { Options } from "../components/Options";
 import { ActionError, Async } from "../components/Status";
-import { useAction, useApi, useRefreshWhile } from "../hooks";
+import { useAction, useApi, useRefreshWhile, useTitle } from "../hooks";
+import { Time } from "../components/Time";
 import { Link, enc, navigate } from "../router";
 
 const POLICIES = ["oracle", "noisy", "random"] as const;
@@ -36,6 +37,7 @@ function requestFromForm(form: FormData): RerunCreate {
 
 export function RerunsPage() {
   const reruns = useApi(() => call(api.GET("/api/reruns")), []);
+  useTitle("Re-runs");
   const sets = useApi(() => call(api.GET("/api/sets")), []);
   useRefreshWhile(reruns.data?.some((r) => r.status === "running") ?? false, reruns.reload);
   const [policy, setPolicy] = useState<string>("oracle");
@@ -99,7 +101,9 @@ export function RerunsPage() {
                 <td>{delta(r.delta, r.interval)}</td>
                 <td className={r.fixed ? "ok" : ""}>{r.fixed}</td>
                 <td className={r.broke ? "bad" : ""}>{r.broke}</td>
-                <td>{r.created_at}</td>
+                <td>
+                  <Time value={r.created_at} />
+                </td>
               </tr>
             )}
             empty={
@@ -124,6 +128,7 @@ function outcome(o: Outcome | null | undefined): string {
 
 export function RerunPage({ id }: { id: string }) {
   const rerun = useApi(() => call(api.GET("/api/reruns/{rerun_id}", { params: { path: { rerun_id: id } } })), [id]);
+  useTitle(`Re-run ${id}`);
   useRefreshWhile(rerun.data?.status === "running", rerun.reload);
   return (
     <main className="page" data-testid="rerun-page">

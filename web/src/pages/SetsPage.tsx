@@ -1,12 +1,15 @@
 // /sets and /sets/<id>: the curated sets, and one set's members with their categories,
 // failing steps and notes.
 import type { FormEvent } from "react";
-import { api, call, type SetRow } from "../api/client";
+import { api, call, type FailureCategory, type Member, type SetRow } from "../api/client";
+import { ask } from "../components/Dialogs";
 import { ListTable } from "../components/ListTable";
 import { Options } from "../components/Options";
 import { ActionError, Async } from "../components/Status";
 import { mark } from "../components/TaskTree";
-import { useAction, useApi } from "../hooks";
+import { Time } from "../components/Time";
+import { toast } from "../components/Toasts";
+import { useAction, useApi, useTitle } from "../hooks";
 import { Link, enc, navigate } from "../router";
 
 const KINDS = ["failure", "regression", "sft", "eval"] as const;
@@ -15,6 +18,7 @@ type Kind = (typeof KINDS)[number];
 export function SetsPage() {
   const sets = useApi(() => call(api.GET("/api/sets")), []);
   const action = useAction();
+  useTitle("Sets");
   const create = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const form = new FormData(e.currentTarget);
@@ -42,7 +46,9 @@ export function SetsPage() {
                 <td>{s.members}</td>
                 <td>{s.pinned_tag ?? "—"}</td>
                 <td>{s.description}</td>
-                <td>{s.updated_at}</td>
+                <td>
+                  <Time value={s.updated_at} />
+                </td>
               </tr>
             )}
             empty="No sets yet: create one below, or press 1-5 while replaying an episode."
@@ -50,11 +56,11 @@ export function SetsPage() {
         )}
       </Async>
       <form className="inline-form" onSubmit={create}>
-        <input name="name" placeholder="new set name" required />
-        <select name="kind" defaultValue="failure">
+        <input name="name" placeholder="new set name" aria-label="New set name" required />
+        <select name="kind" defaultValue="failure" aria-label="New set kind">
           <Options values={KINDS} />
         </select>
-        <input name="description" placeholder="description" />
+        <input name="description" placeholder="description" aria-label="New set description" />
         <button type="submit">Create set</button>
       </form>
       <ActionError message={action.error} />
@@ -67,20 +73,47 @@ export function SetPage({ id }: { id: string }) {
   const members = useApi(() => call(api.GET("/api/sets/{set_id}/members", { params: { path: { set_id: id } } })), [id]);
   const tags = useApi(() => call(api.GET("/api/health")), []);
   const action = useAction();
+  useTitle(set.data?.name ? `Set ${set.data.name}` : "Set");
   const update = (body: Partial<Pick<SetRow, "name" | "kind" | "description" | "pinned_tag">>) =>
     action.run(async () => {
       await call(api.PATCH("/api/sets/{set_id}", { params: { path: { set_id: id } }, body: body as never }));
       set.reload();
     });
-  const deleteSet = () =>
-    action.run(async () => {
+  const deleteSet = async () => {
+    const name = set.data?.name ?? id;
+    const members = set.data?.members ?? 0;
+    const yes = await ask({
+      title: `Delete set ${name}?`,
+      body: `The set and its ${members} member${members === 1 ? "" : "s"} leave the app and the API; the episodes themselves stay, and lake versions from before still hold the set.`,
+      confirm: "Delete",
+      danger: true,
+    });
+    if (!yes) return;
+    await action.run(async () => {
       await call(api.DELETE("/api/sets/{set_id}", { params: { path: { set_id: id } } }));
+      toast(`Deleted set ${name}`);
       navigate("/sets");
     });
-  const remove = async (episodeId: string) => {
-    await call(api.DELETE("/api/sets/{set_id}/members/{episode_id}", { params: { path: { set_id: id, episode_id: episodeId } } }));
-    members.reload();
-    set.reload();
+  };
+  const remove = async (m: Member) => {
+    const put = () =>
+      call(
+        api.PUT("/api/sets/{set_id}/members/{episode_id}", {
+          params: { path: { set_id: id, episode_id: m.episode_id } },
+          body: { failure_category: (m.failure_category as FailureCategory | null) ?? null, failing_step: m.failing_step ?? null, note: m.note ?? null, added_by: m.added_by ?? null },
+        }),
+      );
+    const reload = () => {
+      members.reload();
+      set.reload();
+    };
+    try {
+      await call(api.DELETE("/api/sets/{set_id}/members/{episode_id}", { params: { path: { set_id: id, episode_id: m.episode_id } } }));
+      reload();
+      toast(`Removed ${m.episode_id}`, "ok", { label: "Undo", run: () => void put().then(reload, (e: Error) => toast(`Could not restore ${m.episode_id}: ${e.message}`, "error")) });
+    } catch (e) {
+      toast(`Could not remove ${m.episode_id}: ${(e as Error).message}`, "error");
+    }
   };
   return (
     <main className="page" data-testid="set-page">
@@ -115,7 +148,7 @@ export function SetPage({ id }: { id: string }) {
                 <Options values={tags.data?.tags} />
               </select>
               <button type="submit">Save</button>
-              <button type="button" className="danger" onClick={deleteSet}>
+              <button type="button" className="danger" onClick={() => void deleteSet()}>
                 Delete set
               </button>
             </form>
@@ -143,10 +176,10 @@ export function SetPage({ id }: { id: string }) {
                 <td>{m.failing_step ?? "—"}</td>
                 <td className="note">{m.note}</td>
                 <td>
-                  {m.added_at} {m.added_by && `by ${m.added_by}`}
+                  <Time value={m.added_at} /> {m.added_by && `by ${m.added_by}`}
                 </td>
                 <td>
-                  <button type="button" className="link" onClick={() => remove(m.episode_id)}>
+                  <button type="button" className="link" onClick={() => remove(m)} aria-label={`remove ${m.episode_id}`}>
                     remove
                   </button>
                 </td>

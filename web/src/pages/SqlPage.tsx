@@ -1,28 +1,34 @@
 // /sql?q=...: read-only SQL over the lake (the server's sandbox refuses writes and file
-// access and caps rows and time); results in a grid. Ctrl+Enter runs.
+// access and caps rows and time); results in a virtualised grid, and the same query as a
+// CSV or Parquet download. Ctrl+Enter runs.
 import { useEffect, useState } from "react";
 import { api, call, type SqlResult } from "../api/client";
-import { ErrorBox, Loading } from "../components/Status";
+import { ResultGrid } from "../components/ResultGrid";
+import { ActionError, Loading } from "../components/Status";
+import { useTitle } from "../hooks";
 import { navigate, useLocation } from "../router";
 
 const EXAMPLE = `select task_name, policy_version, count(*) as episodes, avg(success::int) as success_rate
 from episodes group by all order by all`;
 
+const download = (query: string, format: "csv" | "parquet") => `/api/sql/download?format=${format}&query=${encodeURIComponent(query)}`;
+
 export function SqlPage() {
   const { query } = useLocation();
   const urlQuery = query.get("q");
   const [text, setText] = useState(urlQuery ?? EXAMPLE);
-  const [result, setResult] = useState<SqlResult>();
-  const [error, setError] = useState<Error>();
+  const [result, setResult] = useState<{ query: string; data: SqlResult }>();
+  const [error, setError] = useState<string>();
   const [running, setRunning] = useState(false);
+  useTitle("SQL");
   const run = async (q: string) => {
     setRunning(true);
     setError(undefined);
     try {
-      setResult(await call(api.POST("/api/sql", { body: { query: q } })));
+      setResult({ query: q, data: await call(api.POST("/api/sql", { body: { query: q } })) });
     } catch (e) {
       setResult(undefined);
-      setError(e as Error);
+      setError(`The query failed: ${(e as Error).message}`);
     } finally {
       setRunning(false);
     }
@@ -34,11 +40,17 @@ export function SqlPage() {
     if (text === urlQuery) void run(text);
     else navigate(`/sql?q=${encodeURIComponent(text)}`);
   };
+  const r = result?.data;
   return (
     <main className="page sql" data-testid="sql-page">
       <h2>SQL</h2>
-      <p className="muted">Tables: episodes, steps (image bytes only when named), sets, set_members, annotations, exports, runs. One SELECT; read-only.</p>
+      <label htmlFor="sql-input">SQL query</label>
+      <p className="muted" id="sql-help">
+        Tables: episodes, steps (image bytes only when named), sets, set_members, annotations, exports, runs. One SELECT; read-only.
+      </p>
       <textarea
+        id="sql-input"
+        aria-describedby="sql-help"
         value={text}
         onChange={(e) => setText(e.target.value)}
         onKeyDown={(e) => {
@@ -48,38 +60,29 @@ export function SqlPage() {
         spellCheck={false}
         data-testid="sql-input"
       />
-      <button type="button" onClick={submit} disabled={running}>
-        Run (Ctrl+Enter)
-      </button>
+      <div className="inline-form">
+        <button type="button" onClick={submit} disabled={running}>
+          Run (Ctrl+Enter)
+        </button>
+        {result && (
+          <>
+            <a href={download(result.query, "csv")} download>
+              Download CSV
+            </a>
+            <a href={download(result.query, "parquet")} download>
+              Download Parquet
+            </a>
+          </>
+        )}
+      </div>
       {running && <Loading what="results" />}
-      {error && <ErrorBox error={error} />}
-      {result && (
+      <ActionError message={error} />
+      {r && (
         <>
-          <p className="muted">
-            {result.rows.length} rows{result.truncated ? ` (cut at the ${result.truncated_by === "bytes" ? "size" : "row"} cap)` : ""} · {result.elapsed_ms.toFixed(0)} ms
+          <p className="muted" role="status">
+            {r.rows.length} rows{r.truncated ? ` (cut at the ${r.truncated_by === "bytes" ? "size" : "row"} cap; downloads are cut at the same caps)` : ""} · {r.elapsed_ms.toFixed(0)} ms
           </p>
-          <div className="grid-wrap">
-            <table className="grid" data-testid="sql-results">
-              <thead>
-                <tr>
-                  {result.columns.map((c, i) => (
-                    <th key={i} title={c.type}>
-                      {c.name}
-                    </th>
-                  ))}
-                </tr>
-              </thead>
-              <tbody>
-                {result.rows.map((row, r) => (
-                  <tr key={r}>
-                    {row.map((v, i) => (
-                      <td key={i}>{v === null ? <span className="muted">NULL</span> : typeof v === "object" ? JSON.stringify(v) : String(v)}</td>
-                    ))}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <ResultGrid result={r} />
         </>
       )}
     </main>

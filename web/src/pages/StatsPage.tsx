@@ -1,11 +1,12 @@
 // /stats: success rate over policy versions per task (lines), the step-reward histogram and
-// the episode-length distribution (bars). Plain SVG: the data is small and the charts simple.
+// the episode-length distribution (bars). Plain SVG: the data is small and the charts simple;
+// policy versions are turned labels with room made for them, and 40 tasks keep distinct lines.
 import { api, call, type Stats } from "../api/client";
 import { FilterBar } from "../components/FilterBar";
-import { Legend, lineColor } from "../components/LineChart";
+import { Legend, XLabel, lineStyle, useHighlight, xLabelRoom } from "../components/LineChart";
 import { filterKey, filtersFromQuery } from "../components/filters";
 import { Async } from "../components/Status";
-import { useApi } from "../hooks";
+import { useApi, useTitle } from "../hooks";
 import { useLocation } from "../router";
 
 const W = 640;
@@ -16,6 +17,7 @@ export function StatsPage() {
   const { query } = useLocation();
   const filters = filtersFromQuery(query);
   const stats = useApi(() => call(api.GET("/api/stats", { params: { query: filters } })), [filterKey(filters)]);
+  useTitle("Stats");
   return (
     <main className="page" data-testid="stats-page">
       <h2>Stats</h2>
@@ -31,11 +33,11 @@ export function StatsPage() {
             <div className="charts">
               <div>
                 <h3>Step reward</h3>
-                <Bars bins={s.step_reward_histogram} label={(b) => b.lo.toFixed(2)} />
+                <Bars bins={s.step_reward_histogram} label={(b) => b.lo.toFixed(2)} what="step reward" />
               </div>
               <div>
                 <h3>Episode length</h3>
-                <Bars bins={s.length_histogram} label={(b) => (b.hi - b.lo === 1 ? String(b.lo) : `${b.lo}-${b.hi - 1}`)} />
+                <Bars bins={s.length_histogram} label={(b) => (b.hi - b.lo === 1 ? String(b.lo) : `${b.lo}-${b.hi - 1}`)} what="episode length" />
               </div>
             </div>
           </>
@@ -46,29 +48,30 @@ export function StatsPage() {
 }
 
 function SuccessChart({ stats }: { stats: Stats }) {
+  const [, setActive, cls] = useHighlight();
   const versions = [...new Set(stats.success_by_task_policy.map((c) => c.policy_version ?? "?"))];
   const tasks = [...new Set(stats.success_by_task_policy.map((c) => c.task_name ?? "(no task)"))];
   if (versions.length === 0) return <p className="muted">No episodes.</p>;
-  const x = (i: number) => PAD.l + (versions.length === 1 ? (W - PAD.l - PAD.r) / 2 : (i * (W - PAD.l - PAD.r)) / (versions.length - 1));
-  const y = (r: number) => PAD.t + (1 - r) * (H - PAD.t - PAD.b);
+  const room = xLabelRoom(versions);
+  const pad = { ...PAD, l: Math.max(PAD.l, room.left), b: Math.max(PAD.b, room.bottom) };
+  const h = H + pad.b - PAD.b;
+  const x = (i: number) => pad.l + (versions.length === 1 ? (W - pad.l - pad.r) / 2 : (i * (W - pad.l - pad.r)) / (versions.length - 1));
+  const y = (r: number) => pad.t + (1 - r) * (h - pad.t - pad.b);
+  const every = Math.ceil(versions.length / 12);
   return (
     <div className="chart-with-legend">
-      <svg viewBox={`0 0 ${W} ${H}`} className="chart" data-testid="success-chart" role="img" aria-label="success rate by policy version">
+      <svg viewBox={`0 0 ${W} ${h}`} className="chart" data-testid="success-chart" role="img" aria-label={`success rate of ${tasks.length} tasks by policy version`}>
         {[0, 0.25, 0.5, 0.75, 1].map((r) => (
           <g key={r}>
-            <line x1={PAD.l} x2={W - PAD.r} y1={y(r)} y2={y(r)} className="gridline" />
-            <text x={PAD.l - 6} y={y(r) + 4} textAnchor="end" className="axis">
+            <line x1={pad.l} x2={W - pad.r} y1={y(r)} y2={y(r)} className="gridline" />
+            <text x={pad.l - 6} y={y(r) + 4} textAnchor="end" className="axis">
               {r * 100}%
             </text>
           </g>
         ))}
-        {versions.map((v, i) => (
-          <text key={v} x={x(i)} y={H - PAD.b + 16} textAnchor="middle" className="axis">
-            {v}
-          </text>
-        ))}
-        <text x={(W + PAD.l) / 2} y={H - 6} textAnchor="middle" className="axis">
-          policy_version
+        {versions.map((v, i) => i % every === 0 && <XLabel key={v} x={x(i)} y={h - pad.b + 14} text={v} />)}
+        <text x={W - pad.r} y={h - 6} textAnchor="end" className="axis">
+          policy version
         </text>
         {tasks.map((t, ti) => {
           const pts = versions
@@ -77,14 +80,14 @@ function SuccessChart({ stats }: { stats: Stats }) {
               return c && c.success_rate !== null && c.success_rate !== undefined ? ([x(i), y(c.success_rate), c] as const) : null;
             })
             .filter((p) => p !== null);
-          const color = lineColor(ti);
+          const { color, dash } = lineStyle(ti);
           return (
-            <g key={t}>
-              <polyline points={pts.map((p) => `${p[0]},${p[1]}`).join(" ")} fill="none" stroke={color} strokeWidth={2} />
+            <g key={t} data-series={t} className={cls(t)}>
+              <path d={pts.map((p, i) => `${i ? "L" : "M"}${p[0]},${p[1]}`).join(" ")} fill="none" stroke={color} strokeWidth={2} strokeDasharray={dash || undefined} />
               {pts.map((p) => (
                 <circle key={p[0]} cx={p[0]} cy={p[1]} r={4} fill={color}>
                   <title>
-                    {t} v{p[2].policy_version}: {p[2].successes}/{p[2].episodes}
+                    {t}, policy {p[2].policy_version}: {p[2].successes}/{p[2].episodes}
                   </title>
                 </circle>
               ))}
@@ -92,20 +95,20 @@ function SuccessChart({ stats }: { stats: Stats }) {
           );
         })}
       </svg>
-      <Legend lines={tasks.map((t, i) => ({ name: t, color: lineColor(i) }))} />
+      <Legend lines={tasks.map((t, i) => ({ name: t, ...lineStyle(i) }))} onActive={setActive} />
     </div>
   );
 }
 
 type Bin = Stats["length_histogram"][number];
 
-function Bars({ bins, label }: { bins: Bin[]; label: (b: Bin) => string }) {
+function Bars({ bins, label, what }: { bins: Bin[]; label: (b: Bin) => string; what: string }) {
   if (bins.length === 0) return <p className="muted">No values.</p>;
   const max = Math.max(...bins.map((b) => b.count), 1);
   const bw = (W - PAD.l - PAD.r) / bins.length;
   const every = Math.ceil(bins.length / 10);
   return (
-    <svg viewBox={`0 0 ${W} ${H}`} className="chart" role="img">
+    <svg viewBox={`0 0 ${W} ${H}`} className="chart" role="img" aria-label={`${what}: counts of ${bins.length} bins`}>
       {[0, 0.5, 1].map((f) => (
         <text key={f} x={PAD.l - 6} y={PAD.t + (1 - f) * (H - PAD.t - PAD.b) + 4} textAnchor="end" className="axis">
           {Math.round(max * f)}

@@ -9,7 +9,8 @@ import { LineChart, type Series } from "../components/LineChart";
 import { ListTable } from "../components/ListTable";
 import { Options } from "../components/Options";
 import { Async } from "../components/Status";
-import { useApi } from "../hooks";
+import { useApi, useTitle } from "../hooks";
+import { Time } from "../components/Time";
 import { Link, enc } from "../router";
 
 const SUCCESS_KEYS = ["success_rate", "eval_success_rate"];
@@ -23,6 +24,7 @@ function lastLoss(metrics: Record<string, number | null>): number | null | undef
 
 export function TrainingPage() {
   const runs = useApi(() => call(api.GET("/api/runs", { params: { query: { kind: "train" } } })), []);
+  useTitle("Training");
   return (
     <main className="page" data-testid="training-page">
       <h2>Training</h2>
@@ -43,7 +45,9 @@ export function TrainingPage() {
                 <td>{pct(r.last_metrics["success_rate"], 1)}</td>
                 <td>{pct(r.last_metrics["eval_success_rate"], 1)}</td>
                 <td>{lastLoss(r.last_metrics)?.toPrecision(4) ?? "—"}</td>
-                <td>{r.updated_at}</td>
+                <td>
+                  <Time value={r.updated_at} />
+                </td>
               </tr>
             )}
             empty={
@@ -66,6 +70,7 @@ function pick(run: RunDetail, keys: string[] | ((key: string) => boolean)): Seri
 
 export function RunPage({ id }: { id: string }) {
   const run = useApi(() => call(api.GET("/api/runs/{run_id}", { params: { path: { run_id: id } } })), [id]);
+  useTitle(`Training run ${id}`);
   const [other, setOther] = useState<string>("");
   return (
     <main className="page" data-testid="run-page">
