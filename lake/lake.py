@@ -17,10 +17,11 @@ from pathlib import Path
 
 import lance
 import pyarrow as pa
+from lance.dataset import Version
 
 from episodelake.lake import layout, schema, tables
 from episodelake.lake import sql as lake_sql
-from episodelake.lake.errors import InvalidInput, LakeError, NotFound
+from episodelake.lake.errors import InvalidInput, LakeCorrupt, LakeError, NotFound
 from episodelake.lake.images import sniff_format
 from episodelake.lake.sql import sql_in, sql_string
 from episodelake.lake.store import Location, location, store_errors
@@ -201,7 +202,11 @@ class Lake:
         if blob is None:  # an imported step whose screenshot was lost
             raise NotFound(f"episode {episode_id!r} step {step} has no screenshot")
         data = blob.read()
-        return data, sniff_format(data)
+        fmt = sniff_format(data)
+        if fmt is None:  # the writer stores PNG, JPEG and WebP only
+            raise LakeCorrupt(f"episode {episode_id!r} step {step}: the stored screenshot is not "
+                              "a PNG, JPEG or WebP image")
+        return data, fmt
 
     def images(self, episode_id: str) -> Iterator[tuple[int, bytes]]:
         """An episode's screenshots in step order, as (step, bytes); steps whose screenshot
@@ -235,7 +240,7 @@ class Lake:
             raise InvalidInput(f"this lake view is pinned at tag {self.tag!r} and is read-only")
 
     # -- versions, tags, maintenance ---------------------------------------------------
-    def versions(self) -> dict[str, list[dict]]:
+    def versions(self) -> dict[str, list[Version]]:
         return {t: self.dataset(t).versions() for t in schema.TABLES}
 
     def current_versions(self) -> dict[str, int]:

@@ -29,11 +29,12 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from episodelake.lake.action_space import action_summary
 
-STYLES = ("mai-ui", "gui-owl")
+Style = Literal["mai-ui", "gui-owl"]
+STYLES: tuple[Style, ...] = get_args(Style)
 
 _ACTION_SPACE = """\
 Coordinates are [x, y] on a 0-999 grid laid over the screenshot: [0, 0] is the top-left

@@ -23,6 +23,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Literal
 from urllib.parse import urlsplit
 
 from episodelake.lake.errors import InvalidInput, LakeError
@@ -290,7 +291,7 @@ class store_errors:
     def __enter__(self) -> store_errors:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> Literal[False]:  # never swallows: raises or passes
         if exc is None or self.where.is_local or isinstance(exc, LakeError):
             return False
         if isinstance(exc, (OSError, ValueError)) and (_cause(str(exc)) or isinstance(exc, OSError)):

@@ -225,7 +225,7 @@ class LakeWriter:
             over = pending is not None and (
                 pending.rows >= BACKLOG_BATCHES * self.options.batch_rows
                 or pending.bytes >= BACKLOG_BATCHES * self.options.batch_bytes)
-        if not over:
+        if pending is None or not over:
             return
         try:
             self._commit(only=table)

@@ -15,7 +15,7 @@ from episodelake.lake.lake import Lake
 
 router = APIRouter(tags=["episodes"])
 
-SortField = Literal[tuple(SORTS)]  # type: ignore[valid-type]
+SortField = Literal[tuple(SORTS)]  # type: ignore[valid-type]  # listing.SORTS' keys, read at import
 
 
 def image_url(episode_id: str, step: int) -> str:
@@ -49,7 +49,7 @@ def step_out(row: dict) -> dict:
 @router.get("/episodes", response_model=EpisodePage)
 def episodes(
     lake: LakeDep, settings: SettingsDep, filt: FilterDep,
-    sort: SortField = "created_at",  # type: ignore[valid-type]
+    sort: SortField = "created_at",  # type: ignore[valid-type]  # SortField is built at import
     order: Literal["asc", "desc"] = "desc",
     limit: Annotated[int | None, Query(ge=1, le=500)] = None,
     cursor: Annotated[str | None, Query(max_length=2000)] = None,

@@ -139,7 +139,7 @@ class DemoPolicy:
 
     def _miss(self, action: Action) -> Action:
         """The same tap, landed ``grounding_px`` away in a random direction."""
-        x, y = to_pixels(*action["coordinate"])  # type: ignore[misc]
+        x, y = to_pixels(*action["coordinate"])  # type: ignore[misc]  # Action values are objects; a tap's coordinate is [x, y]
         distance = self.rng.uniform(*self.noise.grounding_px)
         angle = self.rng.uniform(0, 2 * math.pi)
         x = min(max(x + distance * math.cos(angle), 0), WIDTH)
@@ -177,7 +177,7 @@ class DemoPolicy:
         context = self._context(phone)
         kind = action["action"]
         if kind in TAP_HANDLERS:
-            x, y = to_pixels(*action["coordinate"])  # type: ignore[misc]
+            x, y = to_pixels(*action["coordinate"])  # type: ignore[misc]  # Action values are objects; a tap's coordinate is [x, y]
             target = hit(phone.screen(), x, y, (TAP_HANDLERS[kind], "on_set_value")).target
             what = describe(target) if target is not None else "there"
             return f"{context} I will {TAP_VERBS[kind]} {what}."

@@ -22,6 +22,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 from tqdm import tqdm
@@ -236,7 +237,8 @@ def parse_episode(root: ImportRoot, path: Path) -> ParsedEpisode:
     if group_id is not None:
         group_id = check_id(group_id, "meta_data.group_id")
 
-    records, seen = [], set()
+    records: list[dict[str, Any]] = []
+    seen = set()
     for i, record in enumerate(steps):
         name = f"episode[{i}]"
         if not isinstance(record, dict):
@@ -264,7 +266,7 @@ def parse_episode(root: ImportRoot, path: Path) -> ParsedEpisode:
     length = _opt_int32(meta.get("episode_length"), "meta_data.episode_length")
     created = _opt_time(meta.get("created_at"), "meta_data.created_at")
     finished = any(meta.get(k) is not None for k in ("eval_score", "success", "finished_at"))
-    row = {
+    row: dict[str, Any] = {
         "episode_id": episode_id,
         "task_name": _opt_text(meta.get("task_name"), "meta_data.task_name"),
         "task_goal": _opt_text(meta.get("task_goal"), "meta_data.task_goal"),
@@ -333,6 +335,7 @@ def step_rows(root: ImportRoot, parsed: ParsedEpisode, report: ImportReport, *, 
             except InvalidInput as exc:  # every other field is checked already: the image is bad
                 why = str(exc)
         if row is None:
+            assert why is not None  # no image comes with its reason, a refused one with the error
             report.missing_images.append((f"{parsed.path}#step{record['step']}", why))
             try:
                 row = build_step_row(parsed.row["episode_id"], record["step"], None, record["model_response"],
@@ -399,9 +402,9 @@ class GroupDeriver:
             seen = self._seen.setdefault(slug, [])
             at = bisect.bisect_left(seen, (started, ""))
             near = [seen[i] for i in (at - 1, at) if 0 <= i < len(seen)]
-            near = [(abs(t - started), gid) for t, gid in near if abs(t - started) <= self.window]
-            if near:
-                gid = min(near)[1]
+            gaps = [(abs(t - started), gid) for t, gid in near if abs(t - started) <= self.window]
+            if gaps:
+                gid = min(gaps)[1]
             else:
                 stamp = started.astimezone(UTC).strftime("%Y%m%dT%H%M%S")
                 gid = f"{slug}@{stamp}{f'.{started.microsecond:06d}' if started.microsecond else ''}Z"

@@ -253,7 +253,8 @@ class RemoteDevice(Device):
             self._call("POST", "/task/tear_down", timeout=self.options.tear_down_timeout_s, json=body)
         except _CallFailed as exc:
             log.warning("tear down of %s on %s failed: %s", task.name, self._url, exc)
-            self.pool.demote(self._entry, f"tear down failed: {exc}")
+            if self._entry is not None:
+                self.pool.demote(self._entry, f"tear down failed: {exc}")
         finally:
             self._entry = self._url = None
 
@@ -292,13 +293,16 @@ class RemoteDevice(Device):
                 if not exc.timeout or i == len(timeouts) - 1:
                     self._lose(f"step failed: {exc}")
                 log.warning("step timed out after %gs; retrying with %gs", timeout, timeouts[i + 1])
+        else:  # only when there is no timeout to try
+            self._lose("step failed: no step timeouts are configured")
         result = answer.get("result", "") if isinstance(answer, dict) else ""
         return ActionResult(result if isinstance(result, str) else str(result), [json_action])
 
     def _lose(self, reason: str) -> NoReturn:
         """The server is gone for this episode: the next task starts on another one."""
         url = self._session_url()
-        self.pool.demote(self._entry, reason)
+        if self._entry is not None:
+            self.pool.demote(self._entry, reason)
         self._entry = self._url = None  # nothing left to tear down there
         raise EnvironmentLost(f"environment server {url} lost: {reason}")
 

@@ -154,7 +154,7 @@ class OracleSpec:
         from episodelake.collectors.agents.oracle import OraclePolicy
 
         # any other device is refused by OraclePolicy itself, with the flag to use instead
-        return OraclePolicy(device, self.noise, self.seed)  # type: ignore[arg-type]
+        return OraclePolicy(device, self.noise, self.seed)  # type: ignore[arg-type]  # it refuses a non-sim device
 
 
 class InProcessAgent:
@@ -234,7 +234,7 @@ class Collector:
                                      policy_version=settings.policy_version, env=self.device.env,
                                      device=self.device.name, model_name=self.agent.name,
                                      image_checks=settings.image_checks,
-                                     **({"anchor": anchor} if anchor is not None else {}))
+                                     anchor=anchor if anchor is not None else "default")
         except BaseException:
             self.device.close()
             raise
@@ -321,7 +321,7 @@ class _InlineWorker:
                     self._error = exc
             if self._error is not None:
                 raise self._error
-            future.set_result(self._collector.run(unit))  # type: ignore[union-attr]
+            future.set_result(self._collector.run(unit))  # type: ignore[union-attr]  # built above, or _error raised
         except Exception as exc:
             future.set_exception(exc)
         return future
@@ -462,7 +462,7 @@ class BatchReport:
 def run_batch(lake: Lake | Path | str, workers: Sequence[tuple[DeviceSpec, AgentSpec]],
               tasks: Sequence[Task], settings: RunSettings, *, backend: str = "thread",
               ray_address: str | None = None, cpus_per_worker: float = 0.0,
-              on_episode: Callable[[EpisodeSummary], None] | None = None) -> BatchReport:
+              on_episode: Callable[[EpisodeSummary], object] | None = None) -> BatchReport:
     """Run `tasks` on `workers` (device spec, agent spec) pairs into `lake`; everything is
     flushed when this returns. `on_episode` is called in this thread for each episode as
     its result comes back (a progress bar, a re-run's progress)."""
@@ -537,7 +537,7 @@ def run_batch(lake: Lake | Path | str, workers: Sequence[tuple[DeviceSpec, Agent
 
 
 def _take(report: BatchReport, result: UnitResult,
-          on_episode: Callable[[EpisodeSummary], None] | None) -> None:
+          on_episode: Callable[[EpisodeSummary], object] | None) -> None:
     report.episodes += result.episodes
     if on_episode is not None:
         for episode in result.episodes:

@@ -75,10 +75,10 @@ def run_parts(work: Callable[..., R], parts: Sequence[P], *shared: Any,
     todo = iter(parts)
     while True:
         while len(pending) < limit:
-            part = next(todo, _END)
-            if part is _END:
+            item = next(todo, _END)
+            if item is _END:
                 break
-            pending.append(task.remote(refs[0], part, *refs[1:]))
+            pending.append(task.remote(refs[0], item, *refs[1:]))
         if not pending:
             return
         yield ray_module.get(pending.popleft())

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from episodelake.collectors.jobs.backfill import select_episodes
 from episodelake.collectors.jobs.bulk import RayOptions, run_parts
 from episodelake.collectors.record.anchor import DEFAULT_THRESHOLD, group_anchor_keys, phash64
-from episodelake.lake.errors import InvalidInput
+from episodelake.lake.errors import InvalidInput, LakeCorrupt, LakeError
 from episodelake.lake.lake import Lake
 from episodelake.lake.updates import update_columns
 
@@ -45,7 +45,11 @@ class RekeyReport:
 def fragment_hashes(fragment_id: int, steps: lance.LanceDataset, episode_ids: list[str]) -> pa.Table:
     """The steps of `episode_ids` in one fragment, with a perceptual hash for every step that
     has a screenshot (computed from it where none is stored; `hashed` says which)."""
-    table = steps.get_fragment(fragment_id).to_table(columns=_COLUMNS, with_row_id=True)
+    fragment = steps.get_fragment(fragment_id)
+    if fragment is None:
+        raise LakeError(f"steps fragment {fragment_id} is gone (the table was compacted meanwhile); "
+                        "run the rekey again")
+    table = fragment.to_table(columns=_COLUMNS, with_row_id=True)
     table = table.filter(pc.is_in(table["episode_id"], value_set=pa.array(episode_ids, pa.string())))
     hashes = table["image_phash"].to_pylist()
     missing = [i for i, (value, sha) in enumerate(zip(hashes, table["image_sha256"].to_pylist(),
@@ -54,6 +58,9 @@ def fragment_hashes(fragment_id: int, steps: lance.LanceDataset, episode_ids: li
     if missing:
         rowids = table["_rowid"].take(missing).to_pylist()
         for index, blob in zip(missing, steps.take_blobs("image", ids=rowids), strict=True):
+            if blob is None:
+                raise LakeCorrupt(f"episode {table['episode_id'][index]} step {table['step'][index]}: "
+                                  "the row names a screenshot but holds no image bytes")
             with blob:
                 hashes[index] = phash64(blob.read())
     hashed = [False] * table.num_rows

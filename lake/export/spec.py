@@ -17,10 +17,10 @@ from pydantic import ConfigDict, Field, model_validator
 from episodelake.lake.curation import MAX_NAME
 from episodelake.lake.errors import InvalidInput
 from episodelake.lake.layout import check_id
-from episodelake.lake.prompts import STYLES
+from episodelake.lake.prompts import Style
 from episodelake.lake.spec_model import SpecModel
 
-GRANULARITIES = ("step", "episode")
+Granularity = Literal["step", "episode"]
 #: The longest `where` condition accepted (a condition, not a program).
 MAX_WHERE = 4000
 
@@ -47,10 +47,10 @@ class ExportOptions(SpecModel):
                                   "step_reward is 1 (the history keeps every step)")
     include_invalid: bool = Field(False, description="keep target steps whose response did not "
                                   "parse into an action (default: skip them)")
-    granularity: Literal[GRANULARITIES] = Field(  # type: ignore[valid-type]
+    granularity: Granularity = Field(
         "step", description="step: one sample per step; episode: one multi-turn conversation "
         "per episode")
-    style: Literal[STYLES] = Field(  # type: ignore[valid-type]
+    style: Style = Field(
         "mai-ui", description="prompt layout (`episodelake.lake.prompts`); granularity "
         "episode needs mai-ui")
     history_length: int | None = Field(None, ge=0, le=1000,

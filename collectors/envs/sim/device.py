@@ -102,13 +102,12 @@ class SimJudge:
     def __init__(self) -> None:
         self.rules = RuleJudge()
 
-    def before(self, device: SimDevice) -> PhoneState:
-        if not isinstance(device, SimDevice):
-            raise InvalidInput("the rule judge scores only the simulated phone (--sim)")
-        return device.phone.snapshot()
+    def before(self, device: Device) -> PhoneState:
+        return _sim(device).phone.snapshot()
 
-    def score(self, device: SimDevice, before: PhoneState, action: ParsedAction,
+    def score(self, device: Device, before: PhoneState, action: ParsedAction,
               final: bool) -> StepScore:
+        device = _sim(device)
         task = device.task
         if task is None:
             raise DeviceError("no task is running: the rule judge needs one (start_task)")
@@ -116,6 +115,12 @@ class SimJudge:
                                          device.phone.snapshot())
         reward = float(task.check(device.phone)) if final else 0.0
         return StepScore(float(score), reason, reward)
+
+
+def _sim(device: Device) -> SimDevice:
+    if not isinstance(device, SimDevice):
+        raise InvalidInput("the rule judge scores only the simulated phone (--sim)")
+    return device
 
 
 def task_infos() -> list[TaskInfo]:

@@ -8,6 +8,7 @@ one from a device.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 from episodelake.collectors.envs.sim.geometry import (
@@ -104,7 +105,9 @@ def nav_bar(screen: Screen) -> Widget:
     descs = {"back": "Back", "home": "Home", "recent_apps": "Overview"}
     for name, cx in centers.items():
         rect = Rect(cx - 100, NAV_TOP + 12, cx + 100, HEIGHT - 12)
-        handler = {"back": partial(system_back, screen=screen), "home": PhoneState.go_home}.get(name)
+        handlers: dict[str, Callable[[PhoneState], None]] = {
+            "back": partial(system_back, screen=screen), "home": PhoneState.go_home}
+        handler = handlers.get(name)
         bar.children.append(Widget("icon_button", rect, rid=f"{SYSTEM_UI}:id/{name}", desc=descs[name],
                                    glyph=f"nav_{name}", role="nav", on_click=handler))
     return bar

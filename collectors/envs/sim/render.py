@@ -67,14 +67,14 @@ def s(value: float) -> int:
 @lru_cache(maxsize=64)
 def font(size: int) -> ImageFont.FreeTypeFont:
     """Pillow's bundled default font at a render-pixel size (no font files needed)."""
-    return ImageFont.load_default(size=size)  # type: ignore[return-value]
+    return ImageFont.load_default(size=size)  # type: ignore[return-value]  # a FreeTypeFont when size is given
 
 
 @lru_cache(maxsize=8192)
 def text_mask(text: str, size: int) -> tuple[Image.Image, int, int]:
     """The text rasterised as an L mask, with the offset of its ink from the pen position."""
     face = font(size)
-    left, top, right, bottom = face.getbbox(text)
+    left, top, right, bottom = (int(v) for v in face.getbbox(text))  # whole pixels, typed float
     mask = Image.new("L", (max(1, right - left), max(1, bottom - top)), 0)
     ImageDraw.Draw(mask).text((-left, -top), text, font=face, fill=255)
     return mask, left, top

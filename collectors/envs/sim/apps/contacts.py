@@ -94,9 +94,10 @@ def _save(state: PhoneState) -> None:
         contact = Contact(state.new_id("c"), name, phone)
         state.contacts.append(contact)
     else:
-        contact = state.contact(route.arg)
-        assert contact is not None
-        contact.name, contact.phone = name, phone
+        stored = state.contact(route.arg)
+        assert stored is not None
+        stored.name, stored.phone = name, phone
+        contact = stored
     state.replace("detail", contact.id)
     state.toast = "Contact saved"
 
@@ -142,11 +143,12 @@ def _detail(ui: UI) -> None:
                   color=avatar_color(contact.name), size=160))
     ui.text(Rect(60, top + 380, WIDTH - 60, top + 480), contact.name, name="name", size=80, align="center")
     y = top + 560
-    for i, (name, glyph, text, handler) in enumerate((
+    buttons: tuple[tuple[str, str, str, Callable[[PhoneState], None]], ...] = (
         ("call", "call", "Call", partial(_call, contact.id)),
         ("text", "message", "Text", partial(_text, contact.id)),
         ("video", "video", "Video", _video),
-    )):
+    )
+    for i, (name, glyph, text, handler) in enumerate(buttons):
         left = 120 + i * 300
         button = ui.add(Widget("icon_button", Rect(left, y, left + 240, y + 240), rid=ui.rid(name), desc=text,
                                glyph=glyph, role="tonal", on_click=handler))

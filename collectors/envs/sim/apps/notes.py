@@ -62,10 +62,10 @@ def _commit(state: PhoneState) -> Note | None:
         state.notes.append(note)
         route.arg = note.id
         return note
-    note = state.note(route.arg)
-    assert note is not None
-    note.title, note.body = title, body
-    return note
+    stored = state.note(route.arg)
+    assert stored is not None
+    stored.title, stored.body = title, body
+    return stored
 
 
 def _save_and_close(state: PhoneState) -> None:
