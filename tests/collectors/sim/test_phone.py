@@ -67,6 +67,25 @@ def test_long_press_asks_to_delete_a_note():
     assert phone.state.note("n1") is None
 
 
+def test_the_carts_checkout_button_opens_the_checkout():
+    phone = open_app("Shop")
+    phone.state.cart = {"p01": 1}
+    press(phone, "cart")
+    press(phone, "checkout")
+    assert phone.screen_id().startswith("shop/checkout[") and "order=p01x1" in phone.screen_id()
+
+
+def test_cancel_closes_a_delete_confirmation_and_keeps_the_item():
+    phone = open_app("Contacts")
+    contact = phone.state.contacts[0]
+    press(phone, f"contact_{contact.id}")
+    press(phone, "more")
+    press(phone, "menu_delete")
+    assert phone.state.dialog is not None and phone.state.dialog.kind == "delete_contact"
+    press(phone, "button2")
+    assert phone.state.dialog is None and phone.state.contact(contact.id) is not None
+
+
 def test_double_tap_likes_a_product():
     phone = open_app("Shop")
     press(phone, "featured_p01")

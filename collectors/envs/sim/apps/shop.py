@@ -80,7 +80,7 @@ def _change_line(product_id: str, delta: int, state: PhoneState) -> None:
         state.cart.pop(product_id, None)
 
 
-def _checkout(state: PhoneState) -> None:
+def _open_checkout(state: PhoneState) -> None:
     state.push("shop", "checkout")
 
 
@@ -217,7 +217,7 @@ def _cart(ui: UI) -> None:
     lst.done()
     bottom = ui.bottom
     ui.text(Rect(60, bottom - 240, 600, bottom - 170), f"Total {cart_total(state.cart)}", name="total", size=56)
-    ui.button(Rect(60, bottom - 160, WIDTH - 60, bottom - 30), "Checkout", "checkout", _checkout,
+    ui.button(Rect(60, bottom - 160, WIDTH - 60, bottom - 30), "Checkout", "checkout", _open_checkout,
               enabled=bool(state.cart))
 
 
