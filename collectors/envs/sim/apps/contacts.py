@@ -6,7 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from episodelake.collectors.envs.sim.apps.kit import avatar_color, confirm_delete, contact_rows
+from episodelake.collectors.envs.sim.apps.kit import (
+    avatar_color,
+    confirm_delete,
+    contact_rows,
+    open_editor,
+)
 from episodelake.collectors.envs.sim.geometry import CONTENT_TOP, WIDTH, Rect
 from episodelake.collectors.envs.sim.state import Contact, Dialog, PhoneState
 from episodelake.collectors.envs.sim.widgets import TEXT_SMALL, UI, Widget
@@ -68,16 +73,6 @@ def _video(state: PhoneState) -> None:
     state.toast = "Video calling is not set up"
 
 
-def _edit(contact_id: str, state: PhoneState) -> None:
-    contact = state.contact(contact_id)
-    assert contact is not None
-    state.push("contacts", "edit", contact_id, name=contact.name, phone=contact.phone)
-
-
-def _new(state: PhoneState) -> None:
-    state.push("contacts", "edit", "new")
-
-
 def _open_menu(state: PhoneState) -> None:
     state.menu_open = True
 
@@ -123,7 +118,7 @@ def _list(ui: UI) -> None:
         lst.add(Widget("text", Rect(80, 100, WIDTH - 80, 200), text="No contacts found", role="muted",
                        align="center"), 300)
     lst.done()
-    ui.fab("add_contact", "Create contact", _new, glyph="person_add")
+    ui.fab("add_contact", "Create contact", open_editor("contacts"), glyph="person_add")
 
 
 def _detail(ui: UI) -> None:
@@ -134,7 +129,8 @@ def _detail(ui: UI) -> None:
     ui.screen.menu = [("delete", "Delete", partial(_ask_delete, contact.id))]
     ui.app_bar("", back=PhoneState.back, actions=(
         ui.action("favorite", "star", "Favorite", partial(_favorite, contact.id), checked=contact.favorite),
-        ui.action("edit", "edit", "Edit contact", partial(_edit, contact.id)),
+        ui.action("edit", "edit", "Edit contact",
+                  open_editor("contacts", contact.id, name=contact.name, phone=contact.phone)),
         ui.action("more", "more", "More options", _open_menu),
     ))
     ui.screen.title = contact.name

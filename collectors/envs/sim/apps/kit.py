@@ -1,5 +1,5 @@
 """Pieces several apps share: avatar colours, toggle rows, the contact picker list, the
-delete confirmation."""
+editor's opening, the delete confirmation."""
 
 from __future__ import annotations
 
@@ -43,6 +43,15 @@ def contact_rows(lst: ListBuilder, contacts: Iterable[Contact], prefix: str,
         lst.row(contact.name, name=f"{prefix}_{contact.id}", on_click=on_pick(contact),
                 on_long_press=on_long_press(contact) if on_long_press else None,
                 avatar=contact.name[0], avatar_color=avatar_color(contact.name), height=160)
+
+
+def open_editor(app: str, item_id: str = "new", **draft: str) -> Handler:
+    """Opens `app`'s ``edit`` screen on one item, its values as the draft, or on ``"new"``.
+    The screen is rebuilt from the state before every tap, so values read while laying it
+    out are the item's values at the tap."""
+    def handler(state: PhoneState) -> None:
+        state.push(app, "edit", item_id, **draft)
+    return handler
 
 
 def close_dialog(state: PhoneState) -> None:

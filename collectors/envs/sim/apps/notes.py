@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from episodelake.collectors.envs.sim.apps.kit import confirm_delete, contact_rows
+from episodelake.collectors.envs.sim.apps.kit import confirm_delete, contact_rows, open_editor
 from episodelake.collectors.envs.sim.geometry import CONTENT_TOP, WIDTH, Rect
 from episodelake.collectors.envs.sim.state import Contact, Dialog, Note, PhoneState
 from episodelake.collectors.envs.sim.widgets import TEXT_SMALL, UI, Widget
@@ -27,16 +27,6 @@ def dialog(ui: UI, box: Dialog) -> None:
 
 
 # --- handlers ------------------------------------------------------------------------------
-
-def _open_note(note_id: str, state: PhoneState) -> None:
-    note = state.note(note_id)
-    assert note is not None
-    state.push("notes", "edit", note_id, title=note.title, body=note.body)
-
-
-def _new_note(state: PhoneState) -> None:
-    state.push("notes", "edit", "new")
-
 
 def _ask_delete(note_id: str, state: PhoneState) -> None:
     state.dialog = Dialog("delete_note", note_id)
@@ -98,7 +88,8 @@ def _list(ui: UI) -> None:
     lst = ui.list_view("notes_list")
     for note in reversed(ui.state.notes):
         card = Widget("card", Rect(40, 20, WIDTH - 40, 300), rid=ui.rid(f"note_{note.id}"),
-                      desc=note.title or "Untitled", on_click=partial(_open_note, note.id),
+                      desc=note.title or "Untitled",
+                      on_click=open_editor("notes", note.id, title=note.title, body=note.body),
                       on_long_press=partial(_ask_delete, note.id), role="note")
         card.children.append(Widget("text", Rect(90, 60, WIDTH - 90, 140), text=note.title or "Untitled",
                                     size=54, role="" if note.title else "muted"))
@@ -109,7 +100,7 @@ def _list(ui: UI) -> None:
         lst.add(Widget("text", Rect(80, 200, WIDTH - 80, 300), text="Notes you add appear here",
                        role="muted", align="center"), 400)
     lst.done()
-    ui.fab("new_note", "New note", _new_note)
+    ui.fab("new_note", "New note", open_editor("notes"))
 
 
 def _editor(ui: UI) -> None:

@@ -8,30 +8,23 @@ wrong contact, the wrong minute, the other USB-C cable all fail), and give the o
 action from whatever state the phone is in, so a demo policy can add noise and still finish.
 
 Goals never say how to do the task, only what should be true afterwards. ``base`` holds the
-task types and what the apps' tasks share; a new app's tasks are a module with a
-``TEMPLATES`` list, added to ``APP_TASKS`` (registry order is part of ``sample_tasks``'s
-seeded order, so new apps go last).
+task types and what the apps' tasks share; a new app's tasks are a module named by the
+app's id with a ``TEMPLATES`` list, its id added to ``TASK_APPS`` (registry order is part of
+``sample_tasks``'s seeded order, so new apps go last).
 """
 
 from __future__ import annotations
 
 import random
 from functools import cache
+from importlib import import_module
 
-from episodelake.collectors.envs.sim.tasks import (
-    clock,
-    contacts,
-    launcher,
-    messages,
-    notes,
-    phone,
-    settings,
-    shop,
-)
 from episodelake.collectors.envs.sim.tasks.base import DIFFICULTIES, TASK_ID, Params, Task, Template
 from episodelake.lake.errors import InvalidInput
 
-APP_TASKS = (settings, launcher, clock, notes, contacts, phone, messages, shop)
+#: The apps whose task modules make up the registry, in registry order.
+TASK_APPS = ("settings", "launcher", "clock", "notes", "contacts", "phone", "messages", "shop")
+APP_TASKS = tuple(import_module(f"{__name__}.{app}") for app in TASK_APPS)
 TEMPLATES: dict[str, Template] = {t.name: t for app in APP_TASKS for t in app.TEMPLATES}
 
 
@@ -96,5 +89,5 @@ def sample_tasks(n: int, seed: int = 0) -> list[Task]:
     return picked
 
 
-__all__ = ["APP_TASKS", "DIFFICULTIES", "TEMPLATES", "Params", "Task", "Template", "all_tasks", "get_task",
-           "sample_tasks", "task_for_goal"]
+__all__ = ["APP_TASKS", "DIFFICULTIES", "TASK_APPS", "TEMPLATES", "Params", "Task", "Template", "all_tasks",
+           "get_task", "sample_tasks", "task_for_goal"]

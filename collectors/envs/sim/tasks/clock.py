@@ -2,17 +2,8 @@
 
 from __future__ import annotations
 
+from episodelake.collectors.envs.sim import navigation as nav
 from episodelake.collectors.envs.sim.apps.clock import parse_time
-from episodelake.collectors.envs.sim.navigation import (
-    Action,
-    Hop,
-    dismiss,
-    fill,
-    is_on,
-    navigate,
-    press,
-    set_switch,
-)
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.state import PhoneState
 from episodelake.collectors.envs.sim.tasks.base import (
@@ -33,19 +24,19 @@ def _alarm_create_check(state: PhoneState, params: Params) -> bool:
     return alarm is not None and alarm.enabled
 
 
-def _alarm_create_solve(phone: Phone, params: Params) -> Action | None:
+def _alarm_create_solve(phone: Phone, params: Params) -> nav.Action | None:
     state = phone.state
     route = state.route
     wanted = parse_time(params["time"])
     if route is not None and route.app == "clock" and route.screen == "edit" and route.arg == "new":
         if state.dialog is not None and state.dialog.kind == "time":
-            return fill(phone, "time_input", params["time"]) or press(phone, "button1")
+            return nav.fill(phone, "time_input", params["time"]) or nav.press(phone, "button1")
         if state.dialog is not None or state.menu_open:
-            return dismiss(phone)
+            return nav.dismiss(phone)
         if (int(route.fields["hour"]), int(route.fields["minute"])) == wanted:
-            return press(phone, "save")
-        return press(phone, "time_display")
-    return navigate(phone, "clock", [Hop("main"), Hop("edit", "add_alarm", arg="new")])
+            return nav.press(phone, "save")
+        return nav.press(phone, "time_display")
+    return nav.navigate(phone, "clock", [nav.Hop("main"), nav.Hop("edit", "add_alarm", arg="new")])
 
 
 def _alarm_switch_check(state: PhoneState, params: Params) -> bool:
@@ -53,13 +44,13 @@ def _alarm_switch_check(state: PhoneState, params: Params) -> bool:
     return alarm is not None and alarm.enabled == (params["state"] == "on")
 
 
-def _alarm_switch_solve(phone: Phone, params: Params) -> Action | None:
+def _alarm_switch_solve(phone: Phone, params: Params) -> nav.Action | None:
     alarm = alarm_at(phone.state, params)
     if alarm is None:
         return None
-    if is_on(phone, "clock", "main"):
-        return set_switch(phone, (f"alarm_switch_{alarm.id}",), params["state"] == "on")
-    return navigate(phone, "clock", [Hop("main")])
+    if nav.is_on(phone, "clock", "main"):
+        return nav.set_switch(phone, (f"alarm_switch_{alarm.id}",), params["state"] == "on")
+    return nav.navigate(phone, "clock", [nav.Hop("main")])
 
 
 def _alarm_delete_check(state: PhoneState, params: Params) -> bool:
@@ -67,7 +58,7 @@ def _alarm_delete_check(state: PhoneState, params: Params) -> bool:
     return alarm_at(state, params) is None and others <= {a.time for a in state.alarms}
 
 
-def _alarm_delete_solve(phone: Phone, params: Params) -> Action | None:
+def _alarm_delete_solve(phone: Phone, params: Params) -> nav.Action | None:
     alarm = alarm_at(phone.state, params)
     if alarm is None:
         return None

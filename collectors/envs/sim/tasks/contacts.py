@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-from episodelake.collectors.envs.sim.navigation import (
-    Action,
-    Hop,
-    fill,
-    is_on,
-    navigate,
-    press,
-    set_switch,
-)
+from episodelake.collectors.envs.sim import navigation as nav
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.state import PhoneState
 from episodelake.collectors.envs.sim.tasks.base import (
@@ -34,16 +26,16 @@ def _contacts_add_check(state: PhoneState, params: Params) -> bool:
     return any(c.name == params["name"] and c.phone == params["phone"] for c in state.contacts)
 
 
-def _contacts_add_solve(phone: Phone, params: Params) -> Action | None:
-    if is_on(phone, "contacts", "edit", "new"):
-        return fill(phone, "name", params["name"]) or fill(phone, "phone", params["phone"]) or press(phone, "save")
-    return navigate(phone, "contacts", [Hop("main"), Hop("edit", "add_contact", arg="new")])
+def _contacts_add_solve(phone: Phone, params: Params) -> nav.Action | None:
+    if nav.is_on(phone, "contacts", "edit", "new"):
+        return nav.fill(phone, "name", params["name"]) or nav.fill(phone, "phone", params["phone"]) or nav.press(phone, "save")
+    return nav.navigate(phone, "contacts", [nav.Hop("main"), nav.Hop("edit", "add_contact", arg="new")])
 
 
-def _to_contact_card(phone: Phone, contact_id: str) -> Action | None:
-    if is_on(phone, "contacts", "detail", contact_id):
+def _to_contact_card(phone: Phone, contact_id: str) -> nav.Action | None:
+    if nav.is_on(phone, "contacts", "detail", contact_id):
         return None
-    return navigate(phone, "contacts", [Hop("main"), Hop("detail", f"contact_{contact_id}", arg=contact_id)])
+    return nav.navigate(phone, "contacts", [nav.Hop("main"), nav.Hop("detail", f"contact_{contact_id}", arg=contact_id)])
 
 
 def _contacts_delete_check(state: PhoneState, params: Params) -> bool:
@@ -51,17 +43,17 @@ def _contacts_delete_check(state: PhoneState, params: Params) -> bool:
     return state.contact_named(params["name"]) is None and others <= {c.name for c in state.contacts}
 
 
-def _contacts_delete_solve(phone: Phone, params: Params) -> Action | None:
+def _contacts_delete_solve(phone: Phone, params: Params) -> nav.Action | None:
     state = phone.state
     found = state.contact_named(params["name"])
     if found is None:
         return None
     if confirming(state, "delete_contact", found.id):
-        return press(phone, "button1")
+        return nav.press(phone, "button1")
     route = state.route
     if state.menu_open and route is not None and route.screen == "detail" and route.arg == found.id:
-        return press(phone, "menu_delete")
-    return _to_contact_card(phone, found.id) or press(phone, "more")
+        return nav.press(phone, "menu_delete")
+    return _to_contact_card(phone, found.id) or nav.press(phone, "more")
 
 
 def _contacts_favorite_check(state: PhoneState, params: Params) -> bool:
@@ -69,18 +61,18 @@ def _contacts_favorite_check(state: PhoneState, params: Params) -> bool:
     return found is not None and found.favorite
 
 
-def _contacts_favorite_solve(phone: Phone, params: Params) -> Action | None:
+def _contacts_favorite_solve(phone: Phone, params: Params) -> nav.Action | None:
     found = phone.state.contact_named(params["name"])
     if found is None:
         return None
-    return _to_contact_card(phone, found.id) or set_switch(phone, ("favorite",), True)
+    return _to_contact_card(phone, found.id) or nav.set_switch(phone, ("favorite",), True)
 
 
 def _contact_phone_check(state: PhoneState, params: Params) -> bool:
     return normalise(state.answer) == normalise(contact(params, "name").phone)
 
 
-def _contact_phone_solve(phone: Phone, params: Params) -> Action | None:
+def _contact_phone_solve(phone: Phone, params: Params) -> nav.Action | None:
     found = phone.state.contact_named(params["name"])
     if found is None:
         return None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from episodelake.collectors.envs.sim.navigation import Action, dismiss, open_app
+from episodelake.collectors.envs.sim import navigation as nav
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.state import APPS, PhoneState
 from episodelake.collectors.envs.sim.tasks.base import Params, Template
@@ -12,8 +12,8 @@ def _open_app_check(state: PhoneState, params: Params) -> bool:
     return state.foreground == params["app"]
 
 
-def _open_app_solve(phone: Phone, params: Params) -> Action | None:
-    return dismiss(phone) or open_app(phone, params["app"])
+def _open_app_solve(phone: Phone, params: Params) -> nav.Action | None:
+    return nav.dismiss(phone) or nav.open_app(phone, params["app"])
 
 
 TEMPLATES = [

@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-from episodelake.collectors.envs.sim.navigation import (
-    BACK,
-    Action,
-    Hop,
-    fill,
-    is_on,
-    navigate,
-    press,
-)
+from episodelake.collectors.envs.sim import navigation as nav
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.state import PhoneState
 from episodelake.collectors.envs.sim.tasks.base import Params, Template, contact, grid, new_messages
@@ -25,18 +17,18 @@ def _message_check(state: PhoneState, params: Params) -> bool:
                for m in new_messages(state, contact(params, "contact").id))
 
 
-def _message_solve(phone: Phone, params: Params) -> Action | None:
+def _message_solve(phone: Phone, params: Params) -> nav.Action | None:
     contact_id = contact(params, "contact").id
     state = phone.state
-    if is_on(phone, "messages", "thread", contact_id):
-        return fill(phone, "message", params["text"]) or press(phone, "send")
-    if is_on(phone, "messages", "new"):
-        return press(phone, f"recipient_{contact_id}") or BACK
-    if is_on(phone, "messages", "main"):
+    if nav.is_on(phone, "messages", "thread", contact_id):
+        return nav.fill(phone, "message", params["text"]) or nav.press(phone, "send")
+    if nav.is_on(phone, "messages", "new"):
+        return nav.press(phone, f"recipient_{contact_id}") or nav.BACK
+    if nav.is_on(phone, "messages", "main"):
         if contact_id in state.threads:
-            return press(phone, f"conversation_{contact_id}")
-        return press(phone, "start_chat")
-    return navigate(phone, "messages", [Hop("main")])
+            return nav.press(phone, f"conversation_{contact_id}")
+        return nav.press(phone, "start_chat")
+    return nav.navigate(phone, "messages", [nav.Hop("main")])
 
 
 TEMPLATES = [

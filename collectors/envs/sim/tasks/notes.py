@@ -3,16 +3,8 @@
 from __future__ import annotations
 
 from episodelake.collectors.envs.sim import catalog
+from episodelake.collectors.envs.sim import navigation as nav
 from episodelake.collectors.envs.sim.apps.notes import share_text
-from episodelake.collectors.envs.sim.navigation import (
-    BACK,
-    Action,
-    Hop,
-    dismiss,
-    fill,
-    navigate,
-    press,
-)
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.state import Note, PhoneState
 from episodelake.collectors.envs.sim.tasks.base import (
@@ -28,7 +20,7 @@ from episodelake.collectors.envs.sim.tasks.base import (
 NOTE_TITLES = ["Groceries", "Packing", "Ideas", "Workout", "Recipes", "Todo"]
 NOTE_BODIES = ["milk", "call mom", "pack charger", "buy stamps"]
 SHARE_CONTACTS = ["Alice Chen", "Ben Carter", "Grace Hall", "Nina Patel", "Sam Turner", "Zoe Martin"]
-NEW_NOTE = [Hop("main"), Hop("edit", "new_note", arg="new")]
+NEW_NOTE = [nav.Hop("main"), nav.Hop("edit", "new_note", arg="new")]
 
 
 def _note(state: PhoneState, title: str, body: str | None = None) -> Note | None:
@@ -43,9 +35,9 @@ def _notes_create_check(state: PhoneState, params: Params) -> bool:
     return _note(state, params["title"], params["body"]) is not None
 
 
-def _write_note(phone: Phone, params: Params) -> Action | None:
+def _write_note(phone: Phone, params: Params) -> nav.Action | None:
     """Fills the open editor with the note; None once it holds exactly that."""
-    return fill(phone, "title", params["title"]) or fill(phone, "body", params["body"])
+    return nav.fill(phone, "title", params["title"]) or nav.fill(phone, "body", params["body"])
 
 
 def _in_new_note_editor(phone: Phone) -> bool:
@@ -54,10 +46,10 @@ def _in_new_note_editor(phone: Phone) -> bool:
             and _is_new_note(route.arg))
 
 
-def _notes_create_solve(phone: Phone, params: Params) -> Action | None:
+def _notes_create_solve(phone: Phone, params: Params) -> nav.Action | None:
     if _in_new_note_editor(phone):
-        return dismiss(phone) or _write_note(phone, params) or press(phone, "save")
-    return navigate(phone, "notes", NEW_NOTE)
+        return nav.dismiss(phone) or _write_note(phone, params) or nav.press(phone, "save")
+    return nav.navigate(phone, "notes", NEW_NOTE)
 
 
 def _notes_delete_check(state: PhoneState, params: Params) -> bool:
@@ -65,7 +57,7 @@ def _notes_delete_check(state: PhoneState, params: Params) -> bool:
     return _note(state, params["title"]) is None and others <= {n.title for n in state.notes}
 
 
-def _notes_delete_solve(phone: Phone, params: Params) -> Action | None:
+def _notes_delete_solve(phone: Phone, params: Params) -> nav.Action | None:
     note = _note(phone.state, params["title"])
     if note is None:
         return None
@@ -79,23 +71,23 @@ def _notes_share_check(state: PhoneState, params: Params) -> bool:
                                     for m in new_messages(state, contact_id))
 
 
-def _notes_share_solve(phone: Phone, params: Params) -> Action | None:
+def _notes_share_solve(phone: Phone, params: Params) -> nav.Action | None:
     state = phone.state
     route = state.route
     note = _note(state, params["title"], params["body"])
     if route is not None and route.app == "notes" and state.dialog is None and not state.menu_open:
         if route.screen == "share":
             if note is not None and route.arg == note.id:
-                return press(phone, f"share_{contact(params, 'contact').id}")
-            return BACK
+                return nav.press(phone, f"share_{contact(params, 'contact').id}")
+            return nav.BACK
         drafted = route.fields.get("title") == params["title"] and route.fields.get("body") == params["body"]
         if route.screen == "edit" and drafted:
-            return press(phone, "share")
+            return nav.press(phone, "share")
         if route.screen == "edit" and _is_new_note(route.arg):
             return _write_note(phone, params)
     if note is not None:
-        return navigate(phone, "notes", [Hop("main"), Hop("edit", f"note_{note.id}", arg=note.id)])
-    return navigate(phone, "notes", NEW_NOTE)
+        return nav.navigate(phone, "notes", [nav.Hop("main"), nav.Hop("edit", f"note_{note.id}", arg=note.id)])
+    return nav.navigate(phone, "notes", NEW_NOTE)
 
 
 TEMPLATES = [

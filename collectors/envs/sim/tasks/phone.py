@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from episodelake.collectors.envs.sim import catalog
-from episodelake.collectors.envs.sim.navigation import Action, Hop, fill, is_on, navigate, press
+from episodelake.collectors.envs.sim import navigation as nav
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.state import PhoneState
 from episodelake.collectors.envs.sim.tasks.base import Params, Template, contact, grid, initial
@@ -19,20 +19,20 @@ def _call_contact_check(state: PhoneState, params: Params) -> bool:
     return _called(state, contact(params, "name").phone)
 
 
-def _call_contact_solve(phone: Phone, params: Params) -> Action | None:
-    if is_on(phone, "phone", "contacts"):
-        return press(phone, f"dial_{contact(params, 'name').id}")
-    return navigate(phone, "phone", [Hop("contacts", "tab_contacts")])
+def _call_contact_solve(phone: Phone, params: Params) -> nav.Action | None:
+    if nav.is_on(phone, "phone", "contacts"):
+        return nav.press(phone, f"dial_{contact(params, 'name').id}")
+    return nav.navigate(phone, "phone", [nav.Hop("contacts", "tab_contacts")])
 
 
 def _dial_check(state: PhoneState, params: Params) -> bool:
     return _called(state, params["number"])
 
 
-def _dial_solve(phone: Phone, params: Params) -> Action | None:
-    if is_on(phone, "phone", "main"):
-        return fill(phone, "number", params["number"]) or press(phone, "dial_button")
-    return navigate(phone, "phone", [Hop("main", "tab_keypad")])
+def _dial_solve(phone: Phone, params: Params) -> nav.Action | None:
+    if nav.is_on(phone, "phone", "main"):
+        return nav.fill(phone, "number", params["number"]) or nav.press(phone, "dial_button")
+    return nav.navigate(phone, "phone", [nav.Hop("main", "tab_keypad")])
 
 
 TEMPLATES = [

@@ -4,30 +4,21 @@ sliders (brightness, ring volume) and joining a Wi-Fi network."""
 from __future__ import annotations
 
 from episodelake.collectors.envs.sim import catalog
-from episodelake.collectors.envs.sim.navigation import (
-    Action,
-    Hop,
-    find,
-    is_on,
-    navigate,
-    press,
-    set_slider,
-    set_switch,
-)
+from episodelake.collectors.envs.sim import navigation as nav
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.state import PhoneState
 from episodelake.collectors.envs.sim.tasks.base import Params, Template, grid
 
-SETTINGS_MAIN = [Hop("main")]
-NETWORK = [*SETTINGS_MAIN, Hop("network", "network")]
-WIFI_PAGE = [*NETWORK, Hop("wifi", "wifi")]
-DEVICES = [*SETTINGS_MAIN, Hop("devices", "devices")]
-DISPLAY = [*SETTINGS_MAIN, Hop("display", "display")]
-SOUND = [*SETTINGS_MAIN, Hop("sound", "sound")]
+SETTINGS_MAIN = [nav.Hop("main")]
+NETWORK = [*SETTINGS_MAIN, nav.Hop("network", "network")]
+WIFI_PAGE = [*NETWORK, nav.Hop("wifi", "wifi")]
+DEVICES = [*SETTINGS_MAIN, nav.Hop("devices", "devices")]
+DISPLAY = [*SETTINGS_MAIN, nav.Hop("display", "display")]
+SOUND = [*SETTINGS_MAIN, nav.Hop("sound", "sound")]
 ON_OFF = ["on", "off"]
 
 
-def _toggle_task(attribute: str, switches: tuple[str, ...], path: list[Hop], on: bool | None = None):
+def _toggle_task(attribute: str, switches: tuple[str, ...], path: list[nav.Hop], on: bool | None = None):
     """check/solve/setup for a settings switch; ``on`` fixed, or taken from the ``state`` param."""
 
     def wanted(params: Params) -> bool:
@@ -36,10 +27,10 @@ def _toggle_task(attribute: str, switches: tuple[str, ...], path: list[Hop], on:
     def check(state: PhoneState, params: Params) -> bool:
         return getattr(state.settings, attribute) == wanted(params)
 
-    def solve(phone: Phone, params: Params) -> Action | None:
-        if phone.state.foreground == "settings" and any(find(phone, name) for name in switches):
-            return set_switch(phone, switches, wanted(params))
-        return navigate(phone, "settings", path)
+    def solve(phone: Phone, params: Params) -> nav.Action | None:
+        if phone.state.foreground == "settings" and any(nav.find(phone, name) for name in switches):
+            return nav.set_switch(phone, switches, wanted(params))
+        return nav.navigate(phone, "settings", path)
 
     def setup(state: PhoneState, params: Params) -> None:
         value = not wanted(params)
@@ -52,14 +43,14 @@ def _toggle_task(attribute: str, switches: tuple[str, ...], path: list[Hop], on:
     return {"check": check, "solve": solve, "setup": setup}
 
 
-def _slider_task(attribute: str, slider: str, path: list[Hop]):
+def _slider_task(attribute: str, slider: str, path: list[nav.Hop]):
     def check(state: PhoneState, params: Params) -> bool:
         return getattr(state.settings, attribute) == int(params["level"])
 
-    def solve(phone: Phone, params: Params) -> Action | None:
-        if phone.state.foreground == "settings" and find(phone, slider) is not None:
-            return set_slider(phone, slider, int(params["level"]))
-        return navigate(phone, "settings", path)
+    def solve(phone: Phone, params: Params) -> nav.Action | None:
+        if phone.state.foreground == "settings" and nav.find(phone, slider) is not None:
+            return nav.set_slider(phone, slider, int(params["level"]))
+        return nav.navigate(phone, "settings", path)
 
     return {"check": check, "solve": solve}
 
@@ -68,11 +59,11 @@ def _wifi_connect_check(state: PhoneState, params: Params) -> bool:
     return state.settings.wifi and state.settings.wifi_network == params["network"]
 
 
-def _wifi_connect_solve(phone: Phone, params: Params) -> Action | None:
-    if is_on(phone, "settings", "wifi"):
+def _wifi_connect_solve(phone: Phone, params: Params) -> nav.Action | None:
+    if nav.is_on(phone, "settings", "wifi"):
         slug = params["network"].lower().replace("-", "_")
-        return set_switch(phone, ("wifi_master",), True) or press(phone, f"network_{slug}")
-    return navigate(phone, "settings", WIFI_PAGE)
+        return nav.set_switch(phone, ("wifi_master",), True) or nav.press(phone, f"network_{slug}")
+    return nav.navigate(phone, "settings", WIFI_PAGE)
 
 
 def _wifi_connect_setup(state: PhoneState, params: Params) -> None:
