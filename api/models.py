@@ -133,6 +133,39 @@ class Stats(BaseModel):
     length_histogram: list[Bin]
 
 
+class PolicySuccess(BaseModel):
+    policy_version: str | None
+    episodes: int
+    successes: int
+    success_rate: float | None = Field(description="over judged episodes; null when none is judged")
+
+
+class RunActivity(BaseModel):
+    run_id: str | None
+    episodes: int
+    successes: int
+    success_rate: float | None
+    policy_versions: list[str]
+    last_episode_at: datetime | None
+
+
+class CategoryCount(BaseModel):
+    failure_category: str | None = Field(description="null: members filed without a category")
+    members: int
+    sets: int
+
+
+class Overview(BaseModel):
+    """The landing page: how the policies do, what ran last, what fails most, what was curated."""
+
+    episodes: int
+    steps: int
+    success_by_policy: list[PolicySuccess]
+    latest_runs: list[RunActivity]
+    failure_categories: list[CategoryCount]
+    recent_sets: list[SetRow]  # type: ignore[valid-type]  # a row model built at import
+
+
 class SqlRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     query: str = Field(min_length=1, max_length=20_000, examples=["select task_name, count(*) from episodes group by 1"])

@@ -7,6 +7,7 @@ from episodelake.api.routes import (
            groups,
            health,
            jobs,
+           overview,
            reruns,
            runs,
            sets,
@@ -16,6 +17,6 @@ from episodelake.api.routes import (
            tasks,
 )
 
-ROUTERS = [health.router, tasks.router, episodes.router, steps.router, stats.router, sql.router,
+ROUTERS = [health.router, tasks.router, episodes.router, steps.router, stats.router, overview.router, sql.router,
            sets.router, annotations.router, groups.router, exports.router, reruns.router, runs.router,
            jobs.router]

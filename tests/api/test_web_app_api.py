@@ -100,3 +100,22 @@ def test_a_result_parquet_cannot_hold_is_refused_naming_the_format(client):
     r = client.get("/api/sql/download", params={"query": "select {} as empty", "format": "parquet"})
     assert r.status_code == 422 and error_of(r)["message"].startswith("format: Parquet cannot hold"), r.text
     assert client.get("/api/sql/download", params={"query": "select {} as empty", "format": "csv"}).text == "empty\n{}\n"
+
+
+def test_overview_summarises_the_lake(client):
+    sid = client.post("/api/sets", json={"name": "overview-set", "kind": "failure"}).json()["set_id"]
+    client.put(f"/api/sets/{sid}/members/set_alarm-1", json={"failure_category": "perception"})
+    client.put(f"/api/sets/{sid}/members/wifi_on-1", json={"failure_category": "perception"})
+    client.put(f"/api/sets/{sid}/members/wifi_on-2", json={})
+    r = client.get("/api/overview")
+    assert r.status_code == 200, r.text
+    o = r.json()
+    assert o["episodes"] == 9 and o["steps"] == 45
+    # every test episode of policy 20 failed, the others succeeded (build_lake)
+    assert [(p["policy_version"], p["episodes"], p["successes"]) for p in o["success_by_policy"]] == [
+        ("10", 3, 3), ("20", 3, 0), ("30", 3, 3)]
+    assert o["latest_runs"][0]["run_id"] == "run-1" and o["latest_runs"][0]["policy_versions"] == ["10", "20", "30"]
+    perception = next(c for c in o["failure_categories"] if c["failure_category"] == "perception")
+    assert perception["members"] >= 2 and o["failure_categories"][0]["members"] >= perception["members"]
+    assert o["recent_sets"][0]["set_id"] == sid  # changed last
+    assert client.get("/api/overview", params={"limit": 0}).status_code == 422

@@ -17,7 +17,7 @@ AXE = Path(__file__).resolve().parents[2] / "web" / "node_modules" / "axe-core" 
 
 #: url, an element that says the view has loaded, the words its title starts with
 VIEWS = [
-    ("/", "task-tree", "Episodes"),
+    ("/", "overview-policies", "Overview"),
     ("/episodes/wifi_on-1/steps/1", "step-panel", "wifi_on"),
     ("/compare/wifi_on-1/wifi_on-0?step=1", "compare-step", "Compare"),
     ("/sets", "sets-page", "Sets"),

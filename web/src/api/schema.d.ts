@@ -306,6 +306,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Overview
+         * @description Whole-lake summaries; each list is ordered by what a person looks at first.
+         */
+        get: operations["overview_api_overview_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/reruns": {
         parameters: {
             query?: never;
@@ -656,6 +676,18 @@ export interface components {
             hi: number;
             /** Lo */
             lo: number;
+        };
+        /** CategoryCount */
+        CategoryCount: {
+            /**
+             * Failure Category
+             * @description null: members filed without a category
+             */
+            failure_category: string | null;
+            /** Members */
+            members: number;
+            /** Sets */
+            sets: number;
         };
         /**
          * Episode
@@ -1176,6 +1208,38 @@ export interface components {
             unjudged: number;
         };
         /**
+         * Overview
+         * @description The landing page: how the policies do, what ran last, what fails most, what was curated.
+         */
+        Overview: {
+            /** Episodes */
+            episodes: number;
+            /** Failure Categories */
+            failure_categories: components["schemas"]["CategoryCount"][];
+            /** Latest Runs */
+            latest_runs: components["schemas"]["RunActivity"][];
+            /** Recent Sets */
+            recent_sets: components["schemas"]["Set"][];
+            /** Steps */
+            steps: number;
+            /** Success By Policy */
+            success_by_policy: components["schemas"]["PolicySuccess"][];
+        };
+        /** PolicySuccess */
+        PolicySuccess: {
+            /** Episodes */
+            episodes: number;
+            /** Policy Version */
+            policy_version: string | null;
+            /**
+             * Success Rate
+             * @description over judged episodes; null when none is judged
+             */
+            success_rate: number | null;
+            /** Successes */
+            successes: number;
+        };
+        /**
          * RerunCreate
          * @description A re-run of a set's tasks on the simulated phone (other envs: `elake rerun`).
          */
@@ -1336,6 +1400,21 @@ export interface components {
             status: string;
             /** Task */
             task: string;
+        };
+        /** RunActivity */
+        RunActivity: {
+            /** Episodes */
+            episodes: number;
+            /** Last Episode At */
+            last_episode_at: string | null;
+            /** Policy Versions */
+            policy_versions: string[];
+            /** Run Id */
+            run_id: string | null;
+            /** Success Rate */
+            success_rate: number | null;
+            /** Successes */
+            successes: number;
         };
         /** RunDetail */
         RunDetail: {
@@ -3050,6 +3129,83 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    overview_api_overview_get: {
+        parameters: {
+            query?: {
+                /** @description rows per list */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Overview"];
                 };
             };
             /** @description Bad Request */

@@ -7,6 +7,7 @@ import { useEffect, useRef, useState } from "react";
 import { api, call, FAILURE_CATEGORIES, type EpisodeDetail, type FailureCategory, type Membership } from "../api/client";
 import { isShortcut, useApi } from "../hooks";
 import { Link, enc, useLeaveGuard } from "../router";
+import { count } from "./Time";
 import { toast } from "./Toasts";
 
 const SET_KEY = "elake.curation.set";
@@ -51,25 +52,38 @@ export function CurationPanel({ detail, stepNo, onChanged }: { detail: EpisodeDe
     }
   };
 
-  const putMember = async (setIdTo: string, name: string, body: Put, done: string) => {
-    try {
-      const m = await call(
-        api.PUT("/api/sets/{set_id}/members/{episode_id}", {
-          params: { path: { set_id: setIdTo, episode_id: episodeId } },
-          body: { ...body, added_by: "web" },
-        }),
-      );
-      toast(`${done} in ${name}: ${m.failure_category ?? "no category"}, failing step ${m.failing_step ?? "—"}`);
+  // Writes run one after another, each on top of the member the last one saved: keys
+  // pressed faster than the episode reloads (F then 4) add up instead of undoing each other.
+  const queue = useRef<Promise<void>>(Promise.resolve());
+  const lastSaved = useRef<{ key: string; put: Put } | null>(null);
+
+  const putMember = (setIdTo: string, name: string, changes: Partial<Put>, base: Put, done: string) => {
+    const key = `${setIdTo}/${episodeId}`;
+    queue.current = queue.current.then(async () => {
+      const body = { ...(lastSaved.current?.key === key ? lastSaved.current.put : base), ...changes };
+      try {
+        const m = await call(
+          api.PUT("/api/sets/{set_id}/members/{episode_id}", {
+            params: { path: { set_id: setIdTo, episode_id: episodeId } },
+            body: { ...body, added_by: "web" },
+          }),
+        );
+        lastSaved.current = { key, put: { failure_category: (m.failure_category as FailureCategory | null) ?? null, failing_step: m.failing_step ?? null, note: m.note ?? null } };
+        toast(`${done} in ${name}: ${m.failure_category ?? "no category"}, failing step ${m.failing_step ?? "—"}`);
+        onChanged();
+      } catch (e) {
+        toast(`Could not save ${episodeId} in ${name}: ${(e as Error).message}`, "error");
+      }
       sets.reload();
-      onChanged();
-    } catch (e) {
-      toast(`Could not save ${episodeId} in ${name}: ${(e as Error).message}`, "error");
-      sets.reload();
-    }
+    });
   };
 
   /** File the episode into the chosen set with `changes` over what it has there. */
   const file = (changes: Partial<Put>) => {
+    if (!sets.data) {
+      toast("The sets are still loading: press the key again in a moment.", "error");
+      return;
+    }
     if (!chosen) {
       toast("Choose a set first: keys 1-5 and F file the episode into the set chosen under Curation.", "error");
       select.current?.focus();
@@ -78,9 +92,9 @@ export function CurationPanel({ detail, stepNo, onChanged }: { detail: EpisodeDe
     const current: Put = {
       failure_category: (member?.failure_category as FailureCategory | null) ?? null,
       failing_step: member?.failing_step ?? null,
-      note: note.trim() || null,
+      note: null,
     };
-    void putMember(chosen.set_id, chosen.name ?? chosen.set_id, { ...current, ...changes }, "Saved");
+    putMember(chosen.set_id, chosen.name ?? chosen.set_id, { note: note.trim() || null, ...changes }, current, "Saved");
   };
 
   useEffect(() => {
@@ -100,7 +114,8 @@ export function CurationPanel({ detail, stepNo, onChanged }: { detail: EpisodeDe
     try {
       await call(api.DELETE("/api/sets/{set_id}/members/{episode_id}", { params: { path: { set_id: m.set_id, episode_id: episodeId } } }));
       const back: Put = { failure_category: (m.failure_category as FailureCategory | null) ?? null, failing_step: m.failing_step ?? null, note: m.note ?? null };
-      toast(`Removed ${episodeId} from ${m.set_name}`, "ok", { label: "Undo", run: () => void putMember(m.set_id, m.set_name ?? m.set_id, back, "Restored") });
+      lastSaved.current = null;
+      toast(`Removed ${episodeId} from ${m.set_name}`, "ok", { label: "Undo", run: () => putMember(m.set_id, m.set_name ?? m.set_id, back, back, "Restored") });
       sets.reload();
       onChanged();
     } catch (e) {
@@ -111,13 +126,17 @@ export function CurationPanel({ detail, stepNo, onChanged }: { detail: EpisodeDe
   return (
     <section className="curation" data-testid="curation" aria-labelledby="curation-title">
       <h3 id="curation-title">Curation</h3>
-      <p className={`curation-target ${chosen ? "" : "unset"}`} data-testid="curation-target">
+      <p className={`curation-target ${chosen || !sets.data ? "" : "unset"}`} data-testid="curation-target">
         {chosen ? (
           <>
-            Filing into <strong>{chosen.name}</strong> <span className="muted">({chosen.kind}, {chosen.members} members)</span>
+            Filing into <strong>{chosen.name}</strong> <span className="muted">
+              ({chosen.kind}, {count(chosen.members, "member")})
+            </span>
           </>
-        ) : (
+        ) : sets.data ? (
           <>No set chosen: pick or create one below; keys 1-5 and F file into it.</>
+        ) : (
+          <>Loading sets…</>
         )}
       </p>
       <ul className="memberships" data-testid="memberships">

@@ -9,6 +9,7 @@ import { Screen, prefetch, type Zoom } from "../components/Screen";
 import { Async } from "../components/Status";
 import { StepPanel } from "../components/StepPanel";
 import { TaskTree, mark } from "../components/TaskTree";
+import { OverviewPage } from "./OverviewPage";
 import { count } from "../components/Time";
 import { isShortcut, useApi, useTitle } from "../hooks";
 import { Link, enc, navigate, useLocation, withQuery } from "../router";
@@ -21,7 +22,7 @@ export function EpisodePage({ id, step }: { id?: string; step?: string }) {
     [id],
   );
   const ep = detail.data?.episode;
-  useTitle(id ? (ep ? `${ep.task_name ?? "(no task)"} · ${ep.episode_id}` : `Episode ${id}`) : "Episodes");
+  useTitle(id ? (ep ? `${ep.task_name ?? "(no task)"} · ${ep.episode_id}` : `Episode ${id}`) : "Overview");
   return (
     <div className={`browse ${id ? "has-episode" : ""}`}>
       <aside className="left">
@@ -33,11 +34,7 @@ export function EpisodePage({ id, step }: { id?: string; step?: string }) {
           {(d) => d && <Replay detail={d} stepParam={step} reload={detail.reload} />}
         </Async>
       ) : (
-        <main className="empty-state">
-          <h1>Episodes</h1>
-          <p>Pick a task on the left, then an episode.</p>
-          <p className="muted">Keys: A/D or ←/→ step · O overlay · Z zoom · 1-5 file the episode into the chosen set with a category · F mark the failing step · Esc leaves a text box</p>
-        </main>
+        <OverviewPage />
       )}
     </div>
   );
