@@ -10,17 +10,7 @@ import pkgutil
 import pytest
 
 from episodelake.api.errors import STATUS, status_of
-from episodelake.lake.errors import (
-    ActionFailed,
-    DeviceError,
-    DeviceUnavailable,
-    EnvironmentLost,
-    EpisodeLakeError,
-    InvalidInput,
-    LakeCorrupt,
-    LakeError,
-    SqlRefused,
-)
+from episodelake.lake import errors
 
 PACKAGES = ("episodelake.lake", "episodelake.collectors", "episodelake.trainer", "episodelake.api")
 
@@ -43,14 +33,14 @@ def product_modules() -> list[str]:
 
 
 def error_classes() -> set[type]:
-    found, todo = set(), [EpisodeLakeError]
+    found, todo = set(), [errors.EpisodeLakeError]
     while todo:
         cls = todo.pop()
         for sub in cls.__subclasses__():
             if sub not in found:
                 found.add(sub)
                 todo.append(sub)
-    return found | {EpisodeLakeError}
+    return found | {errors.EpisodeLakeError}
 
 
 def unlisted(classes: set[type]) -> list[str]:
@@ -61,15 +51,15 @@ def unlisted(classes: set[type]) -> list[str]:
 
 
 def test_device_errors_and_storage_errors_are_siblings():
-    for device in (DeviceError, DeviceUnavailable, EnvironmentLost, ActionFailed):
-        assert issubclass(device, EpisodeLakeError) and not issubclass(device, LakeError)
-    for storage in (SqlRefused, LakeCorrupt):
-        assert issubclass(storage, LakeError) and not issubclass(storage, DeviceError)
-    assert not issubclass(InvalidInput, LakeError)
-    with pytest.raises(EpisodeLakeError):
+    for device in (errors.DeviceError, errors.DeviceUnavailable, errors.EnvironmentLost, errors.ActionFailed):
+        assert issubclass(device, errors.EpisodeLakeError) and not issubclass(device, errors.LakeError)
+    for storage in (errors.SqlRefused, errors.LakeCorrupt):
+        assert issubclass(storage, errors.LakeError) and not issubclass(storage, errors.DeviceError)
+    assert not issubclass(errors.InvalidInput, errors.LakeError)
+    with pytest.raises(errors.EpisodeLakeError):
         try:
-            raise DeviceUnavailable("no device")
-        except LakeError:  # what handles the lake's errors lets a lost phone through
+            raise errors.DeviceUnavailable("no device")
+        except errors.LakeError:  # what handles the lake's errors lets a lost phone through
             pytest.fail("a DeviceError was caught as a LakeError")
 
 
@@ -77,15 +67,15 @@ def test_every_error_class_of_the_product_has_a_status():
     modules = product_modules()
     assert len(modules) > 50 and "episodelake.collectors.envs.remote" in modules
     classes = error_classes()
-    assert {DeviceUnavailable, SqlRefused, InvalidInput} <= classes
+    assert {errors.DeviceUnavailable, errors.SqlRefused, errors.InvalidInput} <= classes
     assert unlisted(classes) == []
 
-    class NewKind(InvalidInput):  # a class added without deciding its status is caught
+    class NewKind(errors.InvalidInput):  # a class added without deciding its status is caught
         pass
 
     NewKind.__module__ = "episodelake.lake.someday"
     assert unlisted(error_classes()) == ["episodelake.lake.someday." + NewKind.__qualname__]
-    assert status_of(NewKind("x")) == STATUS[InvalidInput]  # meanwhile its nearest base answers
+    assert status_of(NewKind("x")) == STATUS[errors.InvalidInput]  # meanwhile its nearest base answers
 
 
 def test_no_status_lives_on_the_error_classes():
@@ -96,7 +86,7 @@ def test_no_status_lives_on_the_error_classes():
 def test_the_command_line_prints_one_line_for_a_device_error(capsys):
     from episodelake.api.cli import report_error
 
-    code = report_error(DeviceUnavailable("no device attached:\nplug one in and run `adb devices`"), "collect")
+    code = report_error(errors.DeviceUnavailable("no device attached:\nplug one in and run `adb devices`"), "collect")
     err = capsys.readouterr().err
     assert code == 1
     assert err == "elake collect: no device attached: plug one in and run `adb devices`\n"

@@ -22,9 +22,9 @@ whose turns are the episode's steps, each trained once.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
-from episodelake.lake.export.base import ExportFormat, JsonlWriter
-from episodelake.lake.export.samples import Sample, with_image_tokens
+from episodelake.lake.export import swift
 
 DATASET_INFO = "dataset_info.json"
 TAGS = {"role_tag": "role", "content_tag": "content", "user_tag": "user",
@@ -41,10 +41,9 @@ def dataset_info(name: str, files: list[str]) -> dict:
     } for file in files}
 
 
-class LlamaFactoryWriter(JsonlWriter):
-    def record(self, sample: Sample) -> dict:
-        return {"messages": with_image_tokens(sample.messages),
-                "images": [self.ctx.image_path(sha) for sha in sample.images]}
+class LlamaFactoryWriter(swift.SwiftWriter):
+    """ms-swift's lines, which LLaMA-Factory's sharegpt loader reads as they are, and the
+    dataset_info.json that names them."""
 
     def close(self) -> list[str]:
         files = super().close()
@@ -53,10 +52,10 @@ class LlamaFactoryWriter(JsonlWriter):
         return [*files, DATASET_INFO]
 
 
-FORMAT = ExportFormat(
+FORMAT = replace(
+    swift.FORMAT,
     name="llamafactory",
     summary="LLaMA-Factory sharegpt JSONL (messages + images, <image> tokens) with dataset_info.json",
     doc=__doc__,
     open=LlamaFactoryWriter,
-    image_paths=True,
 )

@@ -11,17 +11,7 @@ from device_support import elake
 
 from episodelake.collectors.envs.base import Task
 from episodelake.collectors.envs.remote import RemoteOptions
-from episodelake.collectors.jobs.batch import (
-    BatchReport,
-    OracleSpec,
-    RandomSpec,
-    RemoteSpec,
-    RunSettings,
-    SimSpec,
-    run_batch,
-    split_servers,
-    work_units,
-)
+from episodelake.collectors.jobs import batch
 from episodelake.collectors.loop import EpisodeSummary
 from episodelake.lake.errors import DeviceUnavailable, InvalidInput
 
@@ -47,8 +37,8 @@ def assert_exactly_once(lake, report, n_episodes: int) -> None:
 
 
 def test_threads(lake):
-    workers = [(SimSpec(0, f"sim-{i}"), OracleSpec()) for i in range(3)]
-    report = run_batch(lake.path, workers, TASKS, RunSettings("par", max_steps=12))
+    workers = [(batch.SimSpec(0, f"sim-{i}"), batch.OracleSpec()) for i in range(3)]
+    report = batch.run_batch(lake.path, workers, TASKS, batch.RunSettings("par", max_steps=12))
     assert_exactly_once(lake, report, len(TASKS))
     assert all(e.success for e in report.episodes)
     devices = lake.sql("SELECT DISTINCT device FROM episodes")["device"].to_pylist()
@@ -56,28 +46,28 @@ def test_threads(lake):
 
 
 def test_a_worker_without_a_device_hands_its_tasks_over(lake):
-    dead = RemoteSpec(("http://127.0.0.1:9",), RemoteOptions(retry_wait_s=0.01))
-    workers = [(dead, RandomSpec()), (SimSpec(0), OracleSpec())]
-    report = run_batch(lake.path, workers, TASKS[:3], RunSettings("par", max_steps=12))
+    dead = batch.RemoteSpec(("http://127.0.0.1:9",), RemoteOptions(retry_wait_s=0.01))
+    workers = [(dead, batch.RandomSpec()), (batch.SimSpec(0), batch.OracleSpec())]
+    report = batch.run_batch(lake.path, workers, TASKS[:3], batch.RunSettings("par", max_steps=12))
     assert len(report.episodes) == 3 and len(report.stopped_workers) == 1
     assert "no environment server could start" in report.stopped_workers[0]
     with pytest.raises(DeviceUnavailable, match="every worker stopped with 2 task"):
-        run_batch(lake.path, [(dead, RandomSpec())], TASKS[:2], RunSettings("x"))
+        batch.run_batch(lake.path, [(dead, batch.RandomSpec())], TASKS[:2], batch.RunSettings("x"))
 
 
 def test_process_and_ray_workers_take_whole_groups_threads_take_tasks():
     tasks = [Task("a", group_id="g1"), Task("b"), Task("c", group_id="g2"), Task("d", group_id="g1")]
-    assert work_units(tasks, by_group=True) == [[tasks[0], tasks[3]], [tasks[1]], [tasks[2]]]
-    assert work_units(tasks, by_group=False) == [[t] for t in tasks]
+    assert batch.work_units(tasks, by_group=True) == [[tasks[0], tasks[3]], [tasks[1]], [tasks[2]]]
+    assert batch.work_units(tasks, by_group=False) == [[t] for t in tasks]
 
 
 def test_server_split_and_bad_backends():
-    specs = split_servers([f"http://s{i}" for i in range(5)], 2)
+    specs = batch.split_servers([f"http://s{i}" for i in range(5)], 2)
     assert [s.urls for s in specs] == [("http://s0", "http://s2", "http://s4"), ("http://s1", "http://s3")]
     with pytest.raises(InvalidInput, match="3 workers need at least 3 server entries"):
-        split_servers(["http://a", "http://b"], 3)
+        batch.split_servers(["http://a", "http://b"], 3)
     with pytest.raises(InvalidInput, match="backend"):
-        run_batch("x", [(SimSpec(), OracleSpec())], [], RunSettings("x"), backend="mpi")
+        batch.run_batch("x", [(batch.SimSpec(), batch.OracleSpec())], [], batch.RunSettings("x"), backend="mpi")
 
 
 @pytest.mark.slow
@@ -96,7 +86,7 @@ def test_ray_actors_through_the_command_line(lake, capsys):
     assert "4 finished; 4 successful" in capsys.readouterr().out
     lake.invalidate()
     summaries = lake.sql("SELECT episode_id, episode_length AS steps FROM episodes").to_pylist()
-    report = BatchReport([EpisodeSummary(r["episode_id"], "", "finished", r["steps"])
+    report = batch.BatchReport([EpisodeSummary(r["episode_id"], "", "finished", r["steps"])
                              for r in summaries])
     assert_exactly_once(lake, report, 4)
     assert len(lake.sql("SELECT DISTINCT device FROM episodes")) == 2
