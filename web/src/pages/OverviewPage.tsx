@@ -3,6 +3,7 @@
 // GET /api/overview. Every row links to the episodes, set or view behind it.
 import { api, call, type Schemas } from "../api/client";
 import { pct } from "../components/JobState";
+import { ListTable } from "../components/ListTable";
 import { Async } from "../components/Status";
 import { Time, count } from "../components/Time";
 import { useApi } from "../hooks";
@@ -33,124 +34,90 @@ export function OverviewPage() {
             <div className="overview-grid">
               <section aria-labelledby="ov-policy">
                 <h2 id="ov-policy">Success rate by policy version</h2>
-                <table className="grid" data-testid="overview-policies">
-                  <thead>
-                    <tr>
-                      <th>policy version</th>
-                      <th>success</th>
-                      <th>episodes</th>
+                <ListTable
+                  testid="overview-policies"
+                  columns={["policy version", "success", "episodes"]}
+                  items={o.success_by_policy}
+                  row={(p) => (
+                    <tr key={p.policy_version ?? ""}>
+                      <td>
+                        <Link to={p.policy_version ? `/?policy_version=${enc(p.policy_version)}` : "/"}>{p.policy_version ?? "(none)"}</Link>
+                      </td>
+                      <td className="rate-cell">
+                        <Bar rate={p.success_rate} label={`${pct(p.success_rate)} success`} /> {pct(p.success_rate)}
+                      </td>
+                      <td>
+                        {p.successes}/{p.episodes}
+                      </td>
                     </tr>
-                  </thead>
-                  <tbody>
-                    {o.success_by_policy.map((p) => (
-                      <tr key={p.policy_version ?? ""}>
-                        <td>
-                          <Link to={p.policy_version ? `/?policy_version=${enc(p.policy_version)}` : "/"}>{p.policy_version ?? "(none)"}</Link>
-                        </td>
-                        <td className="rate-cell">
-                          <Bar rate={p.success_rate} label={`${pct(p.success_rate)} success`} /> {pct(p.success_rate)}
-                        </td>
-                        <td>
-                          {p.successes}/{p.episodes}
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
+                  )}
+                  empty="No episodes yet."
+                />
                 <p>
                   <Link to="/stats">Per task in Stats</Link>
                 </p>
               </section>
               <section aria-labelledby="ov-runs">
                 <h2 id="ov-runs">Latest runs</h2>
-                <table className="grid" data-testid="overview-runs">
-                  <thead>
-                    <tr>
-                      <th>run</th>
-                      <th>episodes</th>
-                      <th>success</th>
-                      <th>policies</th>
-                      <th>last episode</th>
+                <ListTable
+                  testid="overview-runs"
+                  columns={["run", "episodes", "success", "policies", "last episode"]}
+                  items={o.latest_runs}
+                  row={(r) => (
+                    <tr key={r.run_id ?? ""}>
+                      <td className="mono">{r.run_id ? <Link to={`/?run_id=${enc(r.run_id)}`}>{r.run_id}</Link> : "(none)"}</td>
+                      <td>{r.episodes}</td>
+                      <td>{pct(r.success_rate)}</td>
+                      <td>{r.policy_versions.join(", ") || "—"}</td>
+                      <td>
+                        <Time value={r.last_episode_at} />
+                      </td>
                     </tr>
-                  </thead>
-                  <tbody>
-                    {o.latest_runs.map((r) => (
-                      <tr key={r.run_id ?? ""}>
-                        <td className="mono">{r.run_id ? <Link to={`/?run_id=${enc(r.run_id)}`}>{r.run_id}</Link> : "(none)"}</td>
-                        <td>{r.episodes}</td>
-                        <td>{pct(r.success_rate)}</td>
-                        <td>{r.policy_versions.join(", ") || "—"}</td>
-                        <td>
-                          <Time value={r.last_episode_at} />
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
+                  )}
+                  empty="No episodes yet."
+                />
                 <p>
                   <Link to="/training">Training runs</Link> · <Link to="/reruns">Re-runs</Link>
                 </p>
               </section>
               <section aria-labelledby="ov-categories">
                 <h2 id="ov-categories">Biggest failure categories</h2>
-                {o.failure_categories.length === 0 ? (
-                  <p className="muted">Nothing curated yet: open an episode and press 1-5.</p>
-                ) : (
-                  <table className="grid" data-testid="overview-categories">
-                    <thead>
-                      <tr>
-                        <th>category</th>
-                        <th>episodes</th>
-                        <th>sets</th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {o.failure_categories.map((c) => {
-                        const share = c.members / Math.max(1, ...o.failure_categories.map((x) => x.members));
-                        return (
-                          <tr key={c.failure_category ?? ""}>
-                            <td>{c.failure_category ?? "no category"}</td>
-                            <td className="rate-cell">
-                              <Bar rate={share} label={`${c.members} episodes`} /> {c.members}
-                            </td>
-                            <td>{c.sets}</td>
-                          </tr>
-                        );
-                      })}
-                    </tbody>
-                  </table>
-                )}
+                <ListTable
+                  testid="overview-categories"
+                  columns={["category", "episodes", "sets"]}
+                  items={o.failure_categories}
+                  row={(c) => (
+                    <tr key={c.failure_category ?? ""}>
+                      <td>{c.failure_category ?? "no category"}</td>
+                      <td className="rate-cell">
+                        <Bar rate={c.members / Math.max(1, ...o.failure_categories.map((x) => x.members))} label={`${c.members} episodes`} /> {c.members}
+                      </td>
+                      <td>{c.sets}</td>
+                    </tr>
+                  )}
+                  empty="Nothing curated yet: open an episode and press 1-5."
+                />
               </section>
               <section aria-labelledby="ov-sets">
                 <h2 id="ov-sets">Recent sets</h2>
-                {o.recent_sets.length === 0 ? (
-                  <p className="muted">No sets yet.</p>
-                ) : (
-                  <table className="grid" data-testid="overview-sets">
-                    <thead>
-                      <tr>
-                        <th>set</th>
-                        <th>kind</th>
-                        <th>members</th>
-                        <th>updated</th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {o.recent_sets.map((s) => (
-                        <tr key={s.set_id}>
-                          <td>
-                            <Link to={`/sets/${enc(s.set_id)}`}>{s.name}</Link>
-                          </td>
-                          <td>{s.kind}</td>
-                          <td>{s.members}</td>
-                          <td>
-                            <Time value={s.updated_at} />
-                          </td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                )}
+                <ListTable
+                  testid="overview-sets"
+                  columns={["set", "kind", "members", "updated"]}
+                  items={o.recent_sets}
+                  row={(s) => (
+                    <tr key={s.set_id}>
+                      <td>
+                        <Link to={`/sets/${enc(s.set_id)}`}>{s.name}</Link>
+                      </td>
+                      <td>{s.kind}</td>
+                      <td>{s.members}</td>
+                      <td>
+                        <Time value={s.updated_at} />
+                      </td>
+                    </tr>
+                  )}
+                  empty="No sets yet."
+                />
                 <p>
                   <Link to="/sets">All sets</Link>
                 </p>
