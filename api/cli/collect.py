@@ -8,11 +8,12 @@ actors with `--ray`.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -20,7 +21,7 @@ from typing import Annotated, Any, Literal
 import typer
 
 from episodelake.api.cli.app import Commands, UsageError, globals_of
-from episodelake.api.cli.model_options import Fields, with_fields
+from episodelake.api.cli.model_options import Fields, with_fields, with_parameters
 from episodelake.api.settings import EnvSettings
 from episodelake.collectors.jobs.bulk import RayOptions
 from episodelake.collectors.record.anchor import DEFAULT_THRESHOLD
@@ -142,6 +143,33 @@ class RunChoice:
         return 0 if counts.get("finished") else 1
 
 
+def _shared(*options: tuple[str, Any, Any]) -> list[inspect.Parameter]:
+    return [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
+            for name, kind, default in options]
+
+
+#: The policy and run options of every `collect` kind, in help order. A kind's own `--policy`
+#: and `--task` (their choices and wording differ by kind) are its own parameters.
+POLICY_OPTIONS = _shared(("model_url", ModelUrl, None), ("model", ModelName, None),
+                         ("api_key_env", ApiKeyEnv, "OPENAI_API_KEY"), ("style", Style, "mai-ui"),
+                         ("history", History, 3))
+RUN_OPTIONS = _shared(("task_file", TaskFile, None), ("repeat", Repeat, 1), ("max_steps", MaxSteps, 20),
+                      ("run_id", RunId, None), ("tag", Tags, None), ("ray", Ray, False),
+                      ("ray_address", RayAddress, None))
+
+
+def _choices(values: dict[str, Any]) -> dict[str, Any]:
+    policy = PolicyChoice(None, **{p.name: values[p.name] for p in POLICY_OPTIONS})
+    run = RunChoice((), values["task_file"], values["repeat"], values["max_steps"], values["run_id"],
+                    tuple(values["tag"] or ()), values["ray"], values["ray_address"])
+    return {"policy_choice": policy, "run_choice": run}
+
+
+#: A `collect` kind takes the shared options as `policy_choice` and `run_choice`, and completes
+#: them with its own `--policy` and `--task`.
+collecting = with_parameters([*POLICY_OPTIONS, *RUN_OPTIONS], _choices, into=["policy_choice", "run_choice"])
+
+
 # --- commands ---------------------------------------------------------------------------------
 
 #: `elake collect KIND`, and the other commands of this module.
@@ -152,20 +180,19 @@ commands = Commands()
 @kinds.command("adb", summary="a real Android phone over adb",
                description="Drive phones attached over adb (USB or `adb connect`). --dry-run reads "
                "the screen and records what would be sent, sending nothing.")
+@collecting
 def cmd_collect_adb(
     ctx: typer.Context,
+    policy_choice: PolicyChoice,
+    run_choice: RunChoice,
     serial: Annotated[str | None, typer.Option(help="the phone's serial (`adb devices`); default: the only one")] = None,
     all_phones: Annotated[bool, typer.Option("--all", help="one collector per ready phone")] = False,
     list_phones: Annotated[bool, typer.Option("--list", help="list attached phones and their state")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="never send input to the phone")] = False,
     ui_tree: Annotated[bool, typer.Option("--ui-tree", help="store a uiautomator dump with each step")] = False,
     apps: Annotated[Path | None, typer.Option(help='JSON file {"app label": "package"} for `open`')] = None,
-    model_url: ModelUrl = None, model: ModelName = None, api_key_env: ApiKeyEnv = "OPENAI_API_KEY",
-    style: Style = "mai-ui", history: History = 3,
     task: Annotated[list[str] | None, typer.Option(metavar="TASK", rich_help_panel="run",
                                                    help="the goal, in words (repeatable)")] = None,
-    task_file: TaskFile = None, repeat: Repeat = 1, max_steps: MaxSteps = 20, run_id: RunId = None,
-    tag: Tags = None, ray: Ray = False, ray_address: RayAddress = None,
 ) -> int:
     from episodelake.collectors.envs import adb
     from episodelake.collectors.jobs.batch import AdbSpec
@@ -183,9 +210,9 @@ def cmd_collect_adb(
         except (OSError, ValueError) as exc:
             raise InvalidInput(f"--apps {apps}: {exc}") from None
     serials = adb.ready_serials() if all_phones else [serial]
-    run = RunChoice(task or [], task_file, repeat, max_steps, run_id, tag or [], ray, ray_address)
+    run = replace(run_choice, task=task or ())
     settings = run.settings(*(["dry-run"] if dry_run else []))
-    policy = PolicyChoice(None, model_url, model, api_key_env, style, history).spec()
+    policy = policy_choice.spec()
     workers = [(AdbSpec(s, dry_run, ui_tree, app_packages), policy) for s in serials]
     return run.run(globals_of(ctx).lake, workers, settings)
 
@@ -193,21 +220,21 @@ def cmd_collect_adb(
 @kinds.command("remote", summary="phones behind ClawGUI-Server / MobileWorld servers",
                description="Drive environment servers over their HTTP API. Servers that fail move "
                "to the back of the list (spares).")
+@collecting
 def cmd_collect_remote(
     ctx: typer.Context,
+    policy_choice: PolicyChoice,
+    run_choice: RunChoice,
     server: Annotated[list[str] | None, typer.Option(
         metavar="URL", help="server URL, or URL#DEVICE (repeatable)")] = None,
     server_file: Annotated[Path | None, typer.Option(help="file with one server URL a line")] = None,
     token: Annotated[str | None, typer.Option(
         show_default=False, help=f"bearer token for the servers {ENV_TOKEN_HELP}")] = None,
-    model_url: ModelUrl = None, model: ModelName = None, api_key_env: ApiKeyEnv = "OPENAI_API_KEY",
-    style: Style = "mai-ui", history: History = 3,
     policy: Annotated[Literal["random"] | None, typer.Option(
         rich_help_panel="policy", help="a built-in policy instead of a model")] = None,
     task: Annotated[list[str] | None, typer.Option(
         metavar="TASK", rich_help_panel="run", help="a task name the servers know (repeatable)")] = None,
-    task_file: TaskFile = None, repeat: Repeat = 1, max_steps: MaxSteps = 20, run_id: RunId = None,
-    tag: Tags = None, ray: Ray = False, ray_address: RayAddress = None, workers: Workers = 1,
+    workers: Workers = 1,
 ) -> int:
     from episodelake.collectors.envs.remote import RemoteOptions, read_server_file
     from episodelake.collectors.jobs.batch import split_servers
@@ -218,35 +245,35 @@ def cmd_collect_remote(
     else:
         assert server_file is not None  # exclusive() required one of the two
         urls = read_server_file(server_file)
-    agent = PolicyChoice(policy, model_url, model, api_key_env, style, history).spec()
+    agent = replace(policy_choice, builtin=policy).spec()
     token = token if token is not None else globals_of(ctx).environment.env_token
     specs = split_servers(urls, workers, RemoteOptions(token=token))
-    run = RunChoice(task or [], task_file, repeat, max_steps, run_id, tag or [], ray, ray_address)
+    run = replace(run_choice, task=task or ())
     return run.run(globals_of(ctx).lake, [(s, agent) for s in specs], run.settings())
 
 
 @kinds.command("sim", summary="the simulated phone, in this process",
                description="Run tasks of the simulated phone's registry.")
+@collecting
 def cmd_collect_sim(
     ctx: typer.Context,
+    policy_choice: PolicyChoice,
+    run_choice: RunChoice,
     seed: Seed = 0,
     sample: Annotated[int | None, typer.Option(metavar="N", help="N tasks sampled from the registry")] = None,
-    model_url: ModelUrl = None, model: ModelName = None, api_key_env: ApiKeyEnv = "OPENAI_API_KEY",
-    style: Style = "mai-ui", history: History = 3,
     policy: Annotated[Literal["random", "oracle"] | None, typer.Option(
         rich_help_panel="policy", help="a built-in policy instead of a model")] = None,
     task: Annotated[list[str] | None, typer.Option(
         metavar="TASK", rich_help_panel="run", help="a task id of the registry (repeatable)")] = None,
-    task_file: TaskFile = None, repeat: Repeat = 1, max_steps: MaxSteps = 20, run_id: RunId = None,
-    tag: Tags = None, ray: Ray = False, ray_address: RayAddress = None, workers: Workers = 1,
+    workers: Workers = 1,
 ) -> int:
     from episodelake.collectors.envs.sim.tasks import sample_tasks
     from episodelake.collectors.jobs.batch import SimSpec
 
-    run = RunChoice(task or [], task_file, repeat, max_steps, run_id, tag or [], ray, ray_address)
+    run = replace(run_choice, task=task or ())
     settings = run.settings()
     sampled = [t.id for t in sample_tasks(sample, seed)] if sample else []
-    agent = PolicyChoice(policy, model_url, model, api_key_env, style, history).spec()
+    agent = replace(policy_choice, builtin=policy).spec()
     devices = [(SimSpec(seed, f"sim-{i}"), agent) for i in range(workers)]
     return run.run(globals_of(ctx).lake, devices, settings, sampled)
 

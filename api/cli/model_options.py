@@ -69,30 +69,38 @@ def _option(name: str, field: FieldInfo, heading: str | None) -> inspect.Paramet
                              annotation=Annotated[kind | None, option])
 
 
-def with_fields(*sections: Fields) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Give a command the flags of `sections`, after its own. The command takes a `given`
-    argument: the fields whose flag was given, by name."""
+def with_parameters(extra: Iterable[inspect.Parameter], bind: Callable[[dict[str, Any]], dict[str, Any]],
+                    into: Iterable[str]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command the options `extra`, after its own (Typer reads a command's options from
+    its signature). When the command runs, `bind` turns the values of `extra` into the
+    command's parameters named `into`, which are not options themselves."""
+    extra, into = list(extra), set(into)
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
         signature = inspect.signature(command, eval_str=True)
-        own = [p for name, p in signature.parameters.items() if name != "given"]
-        options = [option for section in sections for option in section.options()]
-        clash = {p.name for p in own} & {p.name for p in options}
+        own = [p for name, p in signature.parameters.items() if name not in into]
+        clash = {p.name for p in own} & {p.name for p in extra}
         if clash:
-            raise TypeError(f"{command.__name__}: its own parameters {sorted(clash)} are also fields")
+            raise TypeError(f"{command.__name__}: its own parameters {sorted(clash)} are also shared options")
 
         @functools.wraps(command)
         def run(**kwargs: Any) -> Any:
-            given = {}
-            for option in options:
-                value = kwargs.pop(option.name)
-                if value is not None:
-                    given[option.name] = value
-            return command(**kwargs, given=given)
+            bound = bind({option.name: kwargs.pop(option.name) for option in extra})
+            return command(**kwargs, **bound)
 
-        # Typer reads a command's options from its signature.
         run.__signature__ = signature.replace(  # type: ignore[attr-defined]  # functions take it; Callable does not declare it
-            parameters=[*own, *options])
+            parameters=[*own, *extra])
         return run
 
     return decorate
+
+
+def with_fields(*sections: Fields) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command the flags of `sections`, after its own. The command takes a `given`
+    argument: the fields whose flag was given, by name."""
+    options = [option for section in sections for option in section.options()]
+
+    def given(values: dict[str, Any]) -> dict[str, Any]:
+        return {"given": {name: value for name, value in values.items() if value is not None}}
+
+    return with_parameters(options, given, into=["given"])
