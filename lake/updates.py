@@ -1,20 +1,29 @@
 """Changing some columns of rows already stored, found by their key.
 
-The writer only appends steps; a few jobs later fill columns of stored rows (the step-reward
-judge fills ``step_reward`` and ``step_reward_reason``). `update_columns` does that as one
-Lance ``merge_insert`` on the table's key with only the changed columns: Lance rewrites the
-matched rows (image blobs included, byte for byte) into new fragments and never inserts, so
-a key that is not stored is simply reported as not updated. The commit is retried on
-conflicts with concurrent writers like every other commit (`tables.commit`).
+The writer only appends steps; jobs later fill columns of stored rows (the step-reward judge
+fills ``step_reward`` and ``step_reward_reason``, enrichment fills OCR text and thumbnails).
+`update_columns` does that with Lance's data evolution instead of rewriting rows: each
+fragment holding a matched row gets new data files for the changed columns only (a Lance
+``Update`` commit in ``rewrite_columns`` mode), so every other column, image blobs first,
+stays in the files it was written to and row ids are kept. A key that is not stored is
+simply reported as not updated. The commit is retried on conflicts with concurrent writers
+(a compaction that rewrote a fragment meanwhile, another update of the same fragment) like
+every other commit (`tables.retry_commit`), each try planned again from the latest version.
+
+Indexes over a changed column no longer cover the fragments changed (Lance drops them from
+the index, and a search reads them by a flat scan) until the index is optimised again.
 """
 
 from __future__ import annotations
 
+import lance
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from episodelake.lake import schema, tables
 from episodelake.lake.errors import InvalidInput
 from episodelake.lake.lake import Lake
+from episodelake.lake.sql import sql_in
 
 
 def update_columns(lake: Lake, table: str, rows: pa.Table | list[dict]) -> int:
@@ -31,16 +40,42 @@ def update_columns(lake: Lake, table: str, rows: pa.Table | list[dict]) -> int:
     if rows.num_rows == 0:
         return 0
     target = pa.schema([schema.TABLES[table].field(n) for n in names])
-    rows = tables.dedupe_last(rows.select(names).cast(target), schema.KEYS[table])
-    keys = list(schema.KEYS[table])
+    keys = schema.KEYS[table]
+    rows = tables.dedupe_last(rows.select(names).cast(target), keys)
+    values = [n for n in names if n not in keys]
 
-    def merge() -> dict:
+    def rewrite() -> int:
         stored = tables.open_table(lake.path, table)  # with an object store's options
-        return stored.merge_insert(keys).when_matched_update_all().execute(rows)
+        located = _locate(stored, rows, keys)
+        if located.num_rows == 0:
+            return 0
+        fragments, offsets, modified = [], {}, set()
+        fragment_ids = pc.shift_right(located["_rowaddr"], 32)
+        for fid in pc.unique(fragment_ids).to_pylist():
+            part = located.filter(pc.equal(fragment_ids, fid)).select(["_rowid", *values])
+            meta, fields, hit = stored.get_fragment(fid).update_columns(
+                part, left_on="_rowid", with_offsets=True)
+            fragments.append(meta)
+            offsets[fid] = hit
+            modified.update(fields)
+        op = lance.LanceOperation.Update(updated_fragments=fragments, fields_modified=sorted(modified),
+                                         update_mode="rewrite_columns", updated_fragment_offsets=offsets)
+        lance.LanceDataset.commit(stored, op, read_version=stored.version)
+        return located.num_rows
 
-    stats = tables.retry_commit(f"update {table}", merge)
+    updated = tables.retry_commit(f"update {table}", rewrite)
     lake.invalidate(table)
-    return int(stats["num_updated_rows"])
+    return updated
+
+
+def _locate(stored: lance.LanceDataset, rows: pa.Table, keys: tuple[str, ...]) -> pa.Table:
+    """`rows` joined to the stored rows with the same keys, with their row id and address
+    (the address's high 32 bits are the fragment); keys not stored are left out."""
+    first = keys[0]
+    found = stored.to_table(columns=list(keys), with_row_id=True, with_row_address=True,
+                            filter=sql_in(first, pc.unique(rows[first]).to_pylist()))
+    joined = rows.join(found, list(keys), join_type="inner", use_threads=False)
+    return joined.combine_chunks()
 
 
 def _checked(table: str, names: list[str]) -> list[str]:
