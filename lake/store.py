@@ -13,7 +13,10 @@ variables (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
 `AWS_SESSION_TOKEN`, `AWS_REGION`, `AWS_ALLOW_HTTP`; an `http://` endpoint allows plain HTTP by
 itself). They live only in the `Location` object: its `str`, `repr` and every error show the
 URI alone, and nothing writes them into the lake. A URI carrying credentials itself
-(`s3://key:secret@bucket`) is refused.
+(`s3://key:secret@bucket`) is refused. A `Location` pickles with its options, which is how
+a lake opened with explicit credentials reaches worker processes and Ray actors and tasks:
+on a cluster they travel in Ray's object store (readable by whoever can read that store),
+so prefer the standard variables on every node where that matters.
 """
 
 from __future__ import annotations

@@ -310,8 +310,10 @@ def cmd_serve_env(
 
 
 @commands.command("judge", summary="back-fill step rewards of stored episodes with a VLM judge")
+@with_fields(Fields(RayOptions, heading="cluster"))
 def cmd_judge(
     ctx: typer.Context,
+    given: dict[str, Any],
     model_url: Annotated[str, typer.Option(
         show_default=False, help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")],
     model: Annotated[str, typer.Option(show_default=False, help="the judge model's name on that server")],
@@ -320,7 +322,8 @@ def cmd_judge(
                                               "e.g. \"run_id = 'r7' AND status = 'finished'\"")] = None,
     api_key_env: Annotated[str, typer.Option(
         show_default=False,
-        help="environment variable holding the API key, if any (default OPENAI_API_KEY)")] = "OPENAI_API_KEY",
+        help="environment variable holding the API key, if any (default OPENAI_API_KEY; with "
+        "--ray each worker reads its own)")] = "OPENAI_API_KEY",
     cache: Annotated[Path | None, typer.Option(help="SQLite file that keeps verdicts across runs")] = None,
     attempts: Annotated[int, typer.Option(help="asks per step when answers are invalid")] = 3,
     redo: Annotated[bool, typer.Option("--redo", help="judge steps that already have a reward too")] = False,
@@ -340,7 +343,8 @@ def cmd_judge(
     options = ModelOptions(temperature=0.1, max_tokens=512)
     client = ModelClient(model_url, model, api_key=os.environ.get(api_key_env), options=options)
     try:
-        report = backfill(lake, StepJudge(client, attempts=attempts, cache=verdicts), episodes, redo=redo)
+        report = backfill(lake, StepJudge(client, attempts=attempts, cache=verdicts), episodes, redo=redo,
+                          ray=RayOptions(**given), api_key_env=api_key_env)
     finally:
         client.close()
         verdicts.close()

@@ -189,6 +189,12 @@ class JudgeCache:
                                  (key, verdict.reward, verdict.reason))
                 self._db.commit()
 
+    def verdicts(self) -> dict[str, Verdict]:
+        """Every verdict held, by key: what a back-fill on Ray hands its tasks."""
+        with self._lock:
+            rows = self._db.execute("SELECT key, reward, reason FROM verdicts").fetchall() if self._db else []
+            return {**{key: Verdict(reward, reason) for key, reward, reason in rows}, **self._memory}
+
     def close(self) -> None:
         if self._db is not None:
             self._db.close()

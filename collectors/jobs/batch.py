@@ -15,7 +15,10 @@ queue. Backends:
   behind HTTP) that mostly waits.
 - ``"ray"``: Ray actors, optional (``pip install 'ray[default]'``), imported only when asked
   for. Actors ask for `cpus_per_worker` CPUs (default 0: collectors mostly wait on devices
-  and model servers). On a cluster the lake path must be storage every node sees.
+  and model servers). On a cluster the lake must be storage every node sees (an object
+  store); its location goes to each actor with its storage options, so explicit credentials
+  given to `Lake(..., storage_options=...)` reach the workers through Ray's object store
+  (never through their logs or reprs), and workers need no AWS_* variables of their own.
 
 Anchor keys (GiGPO's step groups) are clustered per group by the recorder's keyer, so a
 group's steps must meet one keyer: threads share one keyer and take tasks one at a time;
@@ -71,6 +74,7 @@ from episodelake.collectors.record.anchor import AnchorKeyer
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
 from episodelake.lake.errors import DeviceUnavailable, InvalidInput
+from episodelake.lake.store import Location, location
 
 if TYPE_CHECKING:
     from episodelake.collectors.agents.oracle import NoiseConfig
@@ -224,13 +228,13 @@ class UnitResult:
 class Collector:
     """A device, an agent, an optional judge and a recorder: runs one unit at a time."""
 
-    def __init__(self, lake: str, device: DeviceSpec, agent: AgentSpec, settings: RunSettings,
+    def __init__(self, lake: Location, device: DeviceSpec, agent: AgentSpec, settings: RunSettings,
                  *, stop: Any = None, anchor: AnchorKeyer | None = None):
         self.device = device.open()
         try:
             self.agent = agent.open(self.device)
             self.judge = settings.judge() if settings.judge is not None else None
-            self.recorder = Recorder(lake, run_id=settings.run_id,
+            self.recorder = Recorder(Lake(lake), run_id=settings.run_id,
                                      policy_version=settings.policy_version, env=self.device.env,
                                      device=self.device.name, model_name=self.agent.name,
                                      image_checks=settings.image_checks,
@@ -306,7 +310,7 @@ class _InlineWorker:
     """A Collector in the calling thread: a single-worker batch pays for no process or
     thread, and a Ctrl-C lands in the episode itself."""
 
-    def __init__(self, lake: str, device: DeviceSpec, agent: AgentSpec, settings: RunSettings):
+    def __init__(self, lake: Location, device: DeviceSpec, agent: AgentSpec, settings: RunSettings):
         self._args = (lake, device, agent, settings)
         self._collector: Collector | None = None
         self._error: BaseException | None = None
@@ -337,7 +341,7 @@ class _InlineWorker:
 class _ThreadWorker:
     """A Collector living on its own thread."""
 
-    def __init__(self, lake: str, device: DeviceSpec, agent: AgentSpec, settings: RunSettings,
+    def __init__(self, lake: Location, device: DeviceSpec, agent: AgentSpec, settings: RunSettings,
                  anchor: AnchorKeyer):
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="collector")
         self._collector = self._pool.submit(Collector, lake, device, agent, settings,
@@ -372,7 +376,7 @@ def _process_init(stop: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops us through `stop`
 
 
-def _process_open(lake: str, specs: bytes) -> None:
+def _process_open(lake: Location, specs: bytes) -> None:
     global _PROCESS_COLLECTOR, _PROCESS_OPEN_ERROR
     try:
         device, agent, settings = pickle.loads(specs)
@@ -396,7 +400,7 @@ class _ProcessWorker:
     """A Collector in a spawned process of its own (opened by the first call, so opening
     several workers overlaps instead of queueing in the dispatcher)."""
 
-    def __init__(self, lake: str, device: DeviceSpec, agent: AgentSpec, settings: RunSettings):
+    def __init__(self, lake: Location, device: DeviceSpec, agent: AgentSpec, settings: RunSettings):
         # pickled here, so a spec that cannot travel fails now with its own message
         specs = pickle.dumps((device, agent, settings), protocol=pickle.HIGHEST_PROTOCOL)
         context = mp.get_context("spawn")  # Lance is not fork-safe
@@ -424,7 +428,7 @@ class _RayWorker:
     """A Collector as a Ray actor (two concurrent calls, so a stop reaches a running unit).
     Its recorder writes to the lake from the actor's node, with its spool on that node."""
 
-    def __init__(self, actor_class: Any, lake: str, device: DeviceSpec, agent: AgentSpec,
+    def __init__(self, actor_class: Any, lake: Location, device: DeviceSpec, agent: AgentSpec,
                  settings: RunSettings):
         self._actor = actor_class.remote(lake, device, agent, settings)
 
@@ -459,7 +463,7 @@ class BatchReport:
     lost_tasks: list[Task] = field(default_factory=list)
 
 
-def run_batch(lake: Lake | Path | str, workers: Sequence[tuple[DeviceSpec, AgentSpec]],
+def run_batch(lake: Lake | Location | Path | str, workers: Sequence[tuple[DeviceSpec, AgentSpec]],
               tasks: Sequence[Task], settings: RunSettings, *, backend: str = "thread",
               ray_address: str | None = None, cpus_per_worker: float = 0.0,
               on_episode: Callable[[EpisodeSummary], object] | None = None) -> BatchReport:
@@ -470,15 +474,17 @@ def run_batch(lake: Lake | Path | str, workers: Sequence[tuple[DeviceSpec, Agent
         raise InvalidInput(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
     if not workers:
         raise InvalidInput("a batch needs at least one worker")
-    lake_path = str(lake.path if isinstance(lake, Lake) else lake)
-    Lake(lake_path)  # create the tables once, before workers race to
+    # the location, storage options included, is what every worker opens (pickled to Ray
+    # actors and worker processes: explicit credentials travel with it, never in its repr)
+    where = lake.location if isinstance(lake, Lake) else location(lake)
+    Lake(where)  # create the tables once, before workers race to
     make = _worker_factory(backend, len(workers), ray_address, cpus_per_worker)
     queue = deque(work_units(tasks, by_group=backend != "thread"))
     report = BatchReport()
     handles: list[_Worker] = []
     running: dict[Future[UnitResult], tuple[int, list[Task]]] = {}
     try:
-        handles += [make(lake_path, device, agent, settings) for device, agent in workers]
+        handles += [make(where, device, agent, settings) for device, agent in workers]
         idle = list(range(len(handles)))
         while queue or running:
             while queue and idle:
@@ -569,7 +575,7 @@ def _worker_factory(backend: str, workers: int, ray_address: str | None,
     if backend == "thread":
         anchor = AnchorKeyer()  # one keyer for every thread: groups may span workers
 
-        def thread_worker(lake: str, device: DeviceSpec, agent: AgentSpec,
+        def thread_worker(lake: Location, device: DeviceSpec, agent: AgentSpec,
                           settings: RunSettings) -> _Worker:
             return _ThreadWorker(lake, device, agent, settings, anchor)
 
@@ -577,7 +583,7 @@ def _worker_factory(backend: str, workers: int, ray_address: str | None,
     ray = connect_ray(ray_address)
     actor_class = ray.remote(num_cpus=cpus_per_worker, max_concurrency=2)(Collector)
 
-    def ray_worker(lake: str, device: DeviceSpec, agent: AgentSpec,
+    def ray_worker(lake: Location, device: DeviceSpec, agent: AgentSpec,
                    settings: RunSettings) -> _Worker:
         return _RayWorker(actor_class, lake, device, agent, settings)
 
