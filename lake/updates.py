@@ -69,13 +69,16 @@ def update_columns(lake: Lake, table: str, rows: pa.Table | list[dict]) -> int:
 
 
 def _locate(stored: lance.LanceDataset, rows: pa.Table, keys: tuple[str, ...]) -> pa.Table:
-    """`rows` joined to the stored rows with the same keys, with their row id and address
-    (the address's high 32 bits are the fragment); keys not stored are left out."""
+    """`rows` whose keys are stored, with the stored row's id and address (the address's
+    high 32 bits are the fragment). Only the keys take part in the join (Arrow cannot join
+    nested columns along), and the rows are then taken by position."""
     first = keys[0]
     found = stored.to_table(columns=list(keys), with_row_id=True, with_row_address=True,
                             filter=sql_in(first, pc.unique(rows[first]).to_pylist()))
-    joined = rows.join(found, list(keys), join_type="inner", use_threads=False)
-    return joined.combine_chunks()
+    numbered = rows.select(list(keys)).append_column("__i", pa.array(range(rows.num_rows), pa.int64()))
+    joined = numbered.join(found, list(keys), join_type="inner", use_threads=False)
+    located = rows.take(joined["__i"])
+    return located.append_column("_rowid", joined["_rowid"]).append_column("_rowaddr", joined["_rowaddr"])
 
 
 def _checked(table: str, names: list[str]) -> list[str]:
@@ -89,7 +92,7 @@ def _checked(table: str, names: list[str]) -> list[str]:
     missing = [k for k in keys if k not in names]
     if missing:
         raise InvalidInput(f"updating {table!r} needs its key column(s) {missing}")
-    images = [n for n in names if n in schema.IMAGE_COLUMNS.get(table, ())]
+    images = [n for n in names if n in schema.RECORDED_IMAGE_COLUMNS.get(table, ())]
     if images:
         raise InvalidInput(f"stored images are never rewritten: cannot update {images}")
     if set(names) <= set(keys):

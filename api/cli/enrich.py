@@ -1,0 +1,72 @@
+"""`elake enrich` and `elake search`: derived columns after the write, and full-text search
+over screen text, reasoning and goals."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Annotated
+
+import typer
+
+from episodelake.api.cli.app import Commands, globals_of
+
+_ENRICH_EPILOG = """examples:
+
+\b
+  elake enrich                                  # every derivation, every step lacking it
+  elake enrich --what ocr --workers 8
+  elake enrich --what phash,thumbs --where "e.run_id = 'r7'\""""
+
+_SEARCH_EPILOG = """examples:
+
+\b
+  elake search "payment failed"
+  elake search wifi --where "e.success = false" --limit 50 --json"""
+
+commands = Commands()
+
+
+@commands.command("enrich", summary="compute derived step columns (perceptual hash, thumbnails, OCR "
+                  "text) for stored steps that lack them", epilog=_ENRICH_EPILOG)
+def cmd_enrich(
+    ctx: typer.Context,
+    what: Annotated[str | None, typer.Option(metavar="NAMES", show_default=False,
+                                             help="comma-separated derivations: phash, thumbs, ocr "
+                                             "(default all)")] = None,
+    where: Annotated[str | None, typer.Option(metavar="SQL", help="only steps meeting this condition over "
+                                              "episodes e JOIN steps s")] = None,
+    workers: Annotated[int, typer.Option(help="processes computing in parallel (default 1)",
+                                         show_default=False)] = 1,
+) -> None:
+    from episodelake.collectors.jobs.enrich import enrich
+    from episodelake.lake.lake import Lake
+
+    names = [n.strip() for n in what.split(",") if n.strip()] if what is not None else None
+    report = enrich(Lake(globals_of(ctx).lake, create=False), names, where=where, workers=workers,
+                    progress=True)
+    print(report.summary())
+
+
+@commands.command("search", summary="full-text search over screen text (OCR), thinking, responses and "
+                  "goals", epilog=_SEARCH_EPILOG)
+def cmd_search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="the words to find (every one must match)")],
+    where: Annotated[str | None, typer.Option(metavar="SQL", help="a condition over episodes e JOIN "
+                                              "steps s")] = None,
+    limit: Annotated[int, typer.Option(help="hits to print (default 20)", show_default=False)] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON lines instead of a table")] = False,
+) -> None:
+    from episodelake.lake.lake import Lake
+    from episodelake.lake.search import search
+
+    hits = search(Lake(globals_of(ctx).lake, create=False), query, where=where, limit=limit)
+    for hit in hits:
+        if as_json:
+            print(json.dumps(asdict(hit)))
+        else:
+            step = "-" if hit.step is None else hit.step
+            print(f"{hit.episode_id}\t{step}\t{hit.field}\t{hit.snippet}")
+    if not hits and not as_json:
+        print("no match")
