@@ -26,6 +26,11 @@ Two kinds, one contract (`take` -> `Claim` or None, `release`):
   alive until its spool is replayed there (the replay deletes its claims:
   `release_holder`). Releasing deletes the row (one more commit). Machines are told apart
   by host name, so two machines writing one lake need distinct host names.
+
+A machine that died with its spool lost never replays it, so its claims would hold their
+episodes forever: `release_host` (`elake recover --release-claims HOST`) deletes them once a
+person says the machine is gone; what it had acknowledged but not committed was in that
+spool and is lost with it.
 """
 
 from __future__ import annotations
@@ -41,7 +46,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from episodelake.lake import layout, spool, tables
-from episodelake.lake.sql import sql_string
+from episodelake.lake.errors import Conflict, InvalidInput
+from episodelake.lake.sql import sql_in, sql_string
 from episodelake.lake.store import Location, location, store_errors
 
 log = logging.getLogger(__name__)
@@ -192,3 +198,30 @@ def release_holder(lake: Location | Path | str, holder: str) -> None:
     if loc.is_local or layout.CLAIMS_TABLE not in tables.existing_tables(loc):
         return
     _delete(loc, f"holder = {sql_string(holder)}", f"release claims of writer {holder}")
+
+
+def release_host(lake: Location | Path | str, host: str) -> list[dict]:
+    """Delete the claims held by writers on machine `host` (rows as they were), for a machine
+    that is gone with its spool. Refused for this machine while a writer holding one is
+    running, or has left a spool here (`recover` replays it and releases its claims)."""
+    loc = location(lake)
+    if loc.is_local:
+        raise InvalidInput("--release-claims: a lake in a local folder has no claims to release "
+                           "(its claims are locks that a crashed writer lets go by itself)")
+    if not host.strip():
+        raise InvalidInput("--release-claims: give the host name of the machine that is gone")
+    if layout.CLAIMS_TABLE not in tables.existing_tables(loc):
+        return []
+    with store_errors(loc):
+        rows = tables.dataset(_claims_path(loc)).to_table(filter=f"host = {sql_string(host)}").to_pylist()
+    if host == socket.gethostname():
+        held = [r for r in rows if spool.writer_state(Path(r["spool"])) != "gone"]
+        if held:
+            r = held[0]
+            raise Conflict(f"--release-claims: {len(held)} claim(s) of {host} (this machine) belong to "
+                           f"writers that are running or left a spool here, e.g. {r['holder']} on episode "
+                           f"{r['episode_id']}: stop them, then run `elake recover`, which replays their "
+                           "spools and releases their claims")
+    if rows:  # by token: a claim taken after this read is not touched
+        _delete(loc, sql_in("token", [r["token"] for r in rows]), f"release the claims of {host}")
+    return rows

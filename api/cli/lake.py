@@ -121,10 +121,21 @@ def cmd_recover(
     spool: Annotated[Path | None, typer.Option(
         help="replay the spools in this folder (copied from another machine: $ELAKE_SPOOL there, or "
         "the lake's folder under it) instead of this machine's", show_default=False)] = None,
+    release_claims: Annotated[str | None, typer.Option(
+        metavar="HOST", show_default=False,
+        help="then release the episode claims of machine HOST on a lake on an object store: for a "
+        "machine that is gone with its spool (what it had not committed is lost with it)")] = None,
 ) -> int:
+    from episodelake.lake import claims
+
     lake = Lake(globals_of(ctx).lake, create=False)
     report = lake.recover(spool)
     print(f"replayed {report['rows_replayed']} row(s) from crashed writers' spools")
+    if release_claims is not None:
+        released = claims.release_host(lake.location, release_claims)
+        episodes = sorted({r["episode_id"] for r in released})
+        print(f"released {len(released)} claim(s) of {release_claims}"
+              + (f" on episode(s) {', '.join(episodes[:10])}{' ...' if len(episodes) > 10 else ''}" if episodes else ""))
     if report.get("torn_tails"):
         print(f"dropped the torn last write of {report['torn_tails']} segment(s) (never acknowledged)")
     for line in report.get("damaged", ()):

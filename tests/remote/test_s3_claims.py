@@ -1,0 +1,58 @@
+"""Claims of a machine that is gone: `elake recover --release-claims HOST` frees the
+episodes a dead machine's writers held on an S3 lake, and refuses for this machine while
+its writer still runs."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from factories import response, screenshot
+
+from episodelake.api.cli import main
+from episodelake.collectors.record.recorder import Recorder
+from episodelake.lake import Conflict, Lake, claims, layout, tables
+
+
+def claim_rows(lake: Lake) -> list[dict]:
+    return sorted(tables.dataset(lake.location / f"{layout.CLAIMS_TABLE}.lance").to_table(
+        columns=["episode_id", "host"]).to_pylist(), key=lambda r: r["episode_id"])
+
+
+def test_a_gone_machines_claims_are_released(s3_lake, monkeypatch, capsys):
+    lake = Lake(s3_lake)
+    here = socket.gethostname()
+    # a writer on node-a claims two episodes, then the node dies with its spool
+    with monkeypatch.context() as m:
+        m.setattr(socket, "gethostname", lambda: "node-a")
+        assert claims.take(lake.location, "ep-a1", "writer-a") is not None
+        assert claims.take(lake.location, "ep-a2", "writer-a") is not None
+    rec = Recorder(lake, anchor=None, image_checks="structure")
+    with pytest.raises(Conflict, match="being recorded by another recorder"):
+        rec.start_episode("t", episode_id="ep-a1")
+
+    # this machine's running writer holds ep-b: releasing this machine's claims is refused
+    episode = rec.start_episode("t", episode_id="ep-b")
+    episode.log_step(screenshot(0), response())
+    assert main(["--lake", s3_lake, "recover", "--release-claims", here]) != 0
+    assert "running or left a spool here" in capsys.readouterr().err
+    assert [r["episode_id"] for r in claim_rows(lake)] == ["ep-a1", "ep-a2", "ep-b"]
+
+    assert main(["--lake", s3_lake, "recover", "--release-claims", "node-a"]) == 0
+    assert "released 2 claim(s) of node-a on episode(s) ep-a1, ep-a2" in capsys.readouterr().out
+    assert claim_rows(lake) == [{"episode_id": "ep-b", "host": here}]
+    with rec.start_episode("t", episode_id="ep-a1") as again:  # free again
+        again.log_step(screenshot(1), response())
+    episode.finish(success=True)
+    rec.close()
+    assert claim_rows(lake) == []
+    lake.invalidate()
+    assert sorted(lake.sql("SELECT episode_id FROM episodes")["episode_id"].to_pylist()) == ["ep-a1", "ep-b"]
+    # nothing left to release
+    assert main(["--lake", s3_lake, "recover", "--release-claims", "node-a"]) == 0
+    assert "released 0 claim(s) of node-a" in capsys.readouterr().out
+
+
+def test_release_claims_needs_a_lake_on_an_object_store(lake, capsys):
+    assert main(["--lake", str(lake.path), "recover", "--release-claims", "node-a"]) != 0
+    assert "a lake in a local folder has no claims to release" in capsys.readouterr().err
