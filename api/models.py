@@ -36,6 +36,8 @@ def _py_type(t: pa.DataType) -> Any:
         return datetime
     if pa.types.is_list(t):
         return list[_py_type(t.value_type)]  # type: ignore[misc]  # a type built at run time
+    if pa.types.is_struct(t):
+        return dict[str, Any]
     raise TypeError(f"no API type for Arrow type {t}")
 
 

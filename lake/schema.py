@@ -14,8 +14,10 @@ import pyarrow as pa
 #: Metadata that makes Lance store a column out of line as a blob (read lazily, by row).
 BLOB_METADATA = {"lance-encoding:blob": "true"}
 
-#: Columns holding image bytes. SQL views leave them out unless a query names them.
-IMAGE_COLUMNS = {"steps": ("image",)}
+#: Columns holding image bytes. SQL views leave them out unless a query names one.
+IMAGE_COLUMNS = {"steps": ("image", "thumbnail")}
+#: The image columns holding what was recorded, never rewritten; the others are derived.
+RECORDED_IMAGE_COLUMNS = {"steps": ("image",)}
 
 EPISODE_STATUSES = ("running", "finished", "aborted")
 #: String columns with a fixed set of values: each a `Literal` (what API models and type
@@ -53,6 +55,19 @@ EPISODES = pa.schema(
     ]
 )
 
+#: One line of text found on a screenshot: its box in fractions of the image's width and
+#: height (x0, y0 the top left corner), so it can be drawn on the screenshot at any size.
+OCR_BOX = pa.struct([
+    pa.field("text", pa.string()),
+    pa.field("x0", pa.float32()),
+    pa.field("y0", pa.float32()),
+    pa.field("x1", pa.float32()),
+    pa.field("y1", pa.float32()),
+    pa.field("score", pa.float32()),
+])
+#: The long side of the thumbnails `elake enrich --what thumbs` stores.
+THUMBNAIL_SIDE = 240
+
 STEPS = pa.schema(
     [
         pa.field("episode_id", pa.string(), nullable=False),
@@ -81,6 +96,13 @@ STEPS = pa.schema(
         pa.field("anchor_key", pa.string()),
         pa.field("prompt", pa.string()),  # JSON text of the messages behind the response
         pa.field("info", pa.string()),  # JSON text: whatever else the collector knew
+        # derived after the write by `elake enrich` (null until then): each derivation's
+        # columns and the version of the derivation that filled them
+        pa.field("ocr_text", pa.string()),  # the screen's text, one line per detected line
+        pa.field("ocr_boxes", pa.list_(OCR_BOX)),  # each line with its box and score
+        pa.field("ocr_version", pa.int32()),
+        pa.field("thumbnail", pa.large_binary()),  # JPEG, THUMBNAIL_SIDE px on the long side
+        pa.field("thumbnail_version", pa.int32()),
     ]
 )
 

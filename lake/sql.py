@@ -85,7 +85,8 @@ _REFUSED_WORDS = {
     "reset": "RESET is not allowed: the sandbox's settings are fixed",
     "vacuum": "VACUUM is not allowed in the sandbox",
 }
-_NAMES_IMAGE = re.compile(r"\bimage\b", re.IGNORECASE)
+_NAMES_IMAGE = re.compile(r"\b(" + "|".join(c for cs in schema.IMAGE_COLUMNS.values() for c in cs) + r")\b",
+                          re.IGNORECASE)
 
 
 def sql_string(value: str) -> str:
@@ -141,7 +142,7 @@ def _tables_named(datasets: Mapping[str, lance.LanceDataset], query: str) -> lis
 def register_views(
     con: duckdb.DuckDBPyConnection, datasets: Mapping[str, lance.LanceDataset], query: str
 ) -> None:
-    """Register each table the query names as a view; images only if the query names one."""
+    """Register each table the query names as a view; image columns only if the query names one."""
     wants_images = bool(_NAMES_IMAGE.search(query))
     for table in _tables_named(datasets, query):
         ds = datasets[table]

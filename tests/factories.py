@@ -60,3 +60,17 @@ def write_reference_episode(root: Path, task: str, episode_id: str, steps: int, 
                     episode_length=steps, finished_at="2026-11-30T10:01:00.000001")
     (folder / "episode.json").write_text(json.dumps({"meta_data": meta, "episode": records}))
     return folder
+
+
+def text_screen(*lines: str, size: tuple[int, int] = (360, 200)) -> bytes:
+    """A small screen showing `lines` in large dark type (what OCR tests read back)."""
+    from PIL import ImageFont
+
+    img = Image.new("RGB", size, (250, 250, 250))
+    d = ImageDraw.Draw(img)
+    font = ImageFont.load_default(size=26)
+    for i, line in enumerate(lines):
+        d.text((16, 20 + i * 44), line, fill=(20, 20, 20), font=font)
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()

@@ -4,7 +4,7 @@ One Typer app (`app`): each command module of this package holds its commands as
 app (`episodelake.api.cli.app`), and this module adds them to the root in help order, by
 direct import: `lake` (info, sql, tag, optimize, recover), `clawgui` (import/export/watch
 ClawGUI folders), `rollout` (rollout, demo), `collect` (collect, serve-env, judge), `rerun`,
-`export` (export sft), `train`, `serve` (serve, openapi). A verb that several modules share
+`enrich` (enrich, search), `export` (export sft), `train`, `serve` (serve, openapi). A verb that several modules share
 (`elake export sft`, `elake export clawgui`) is a group made here from each module's part.
 Options made from a spec model's fields come from `model_options`. The command line sits on
 top of every package (lake, collectors, trainer, API), so none of them imports it; each
@@ -28,7 +28,7 @@ from typing import Annotated
 
 import typer
 
-from episodelake.api.cli import clawgui, collect, export, lake, rerun, rollout, serve, train
+from episodelake.api.cli import clawgui, collect, enrich, export, lake, rerun, rollout, serve, train
 from episodelake.api.cli.app import Commands, Globals
 from episodelake.api.settings import EnvSettings
 from episodelake.lake.errors import EpisodeLakeError
@@ -81,6 +81,7 @@ app.add_typer(rollout.commands)
 app.add_typer(collect.kinds, name="collect")
 app.add_typer(collect.commands)
 app.add_typer(rerun.commands)
+app.add_typer(enrich.commands)
 app.add_typer(train.commands)
 app.add_typer(serve.commands)
 

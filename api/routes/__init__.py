@@ -10,6 +10,7 @@ from episodelake.api.routes import (
            overview,
            reruns,
            runs,
+           search,
            sets,
            sql,
            stats,
@@ -19,4 +20,4 @@ from episodelake.api.routes import (
 
 ROUTERS = [health.router, tasks.router, episodes.router, steps.router, stats.router, overview.router, sql.router,
            sets.router, annotations.router, groups.router, exports.router, reruns.router, runs.router,
-           jobs.router]
+           jobs.router, search.router]

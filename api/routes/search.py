@@ -1,0 +1,47 @@
+"""GET /api/search: full-text search over screen text (OCR), thinking, responses and goals."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from episodelake.api.deps import LakeDep
+from episodelake.lake import search as lake_search
+
+router = APIRouter(tags=["search"])
+
+
+class OcrBox(BaseModel):
+    """A line of text found on the screenshot; corners in fractions of its width and height."""
+
+    text: str
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    score: float
+
+
+class SearchHit(BaseModel):
+    episode_id: str
+    step: int | None = Field(description="null for a hit in the episode's goal")
+    field: str = Field(description=f"where the words are: {', '.join(lake_search.FIELDS)}")
+    snippet: str
+    score: float = Field(description="BM25 relevance within its field")
+    boxes: list[OcrBox] = Field(description="the screenshot's lines holding a query word (field screen)")
+
+
+@router.get("/search", response_model=list[SearchHit])
+def search(
+    lake: LakeDep,
+    q: Annotated[str, Query(max_length=lake_search.MAX_QUERY, description="the words; every one must match")],
+    where: Annotated[str | None, Query(max_length=4000, description="SQL condition over episodes e JOIN "
+                                       "steps s, run in the sandbox")] = None,
+    limit: Annotated[int, Query(ge=1, le=lake_search.MAX_LIMIT)] = 20,
+) -> list[dict]:
+    """Best hits first; open a step hit at /api/episodes/{episode_id}/steps/{step} and draw
+    `boxes` on its screenshot."""
+    return [asdict(hit) for hit in lake_search.search(lake, q, where=where, limit=limit)]
