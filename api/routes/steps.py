@@ -19,6 +19,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Response
 
 from episodelake.api.deps import LakeDep
+from episodelake.api.images_cache import stored_image
 from episodelake.api.models import StepDetail
 from episodelake.api.routes.episodes import step_out
 from episodelake.lake import layout, overlay
@@ -84,7 +85,7 @@ def step_image(
                                           "the long side (JPEG; without `annotated`, made once and cached)")] = None,
 ) -> Response:
     """The screenshot bytes exactly as recorded, unless asked to annotate or scale them."""
-    data, fmt = lake.image(episode_id, step)
+    data, fmt = stored_image(lake, episode_id, step)
     if fmt not in MEDIA_TYPES:
         raise NotFound(f"episode {episode_id!r} step {step} has no image in a known format")
     if annotated:

@@ -27,7 +27,8 @@ def test_outage(s3_proxied_lake, s3_proxy):
 - `s3_env`: a copy of `os.environ` with the same variables, for subprocesses (Ray workers too).
 - `s3_proxy` / `s3_proxied_lake`: the same server behind a TCP proxy the test can block
   (new connections are refused and open ones cut), for "the store went away" cases with the
-  real S3 API behind it and nothing of ours mocked.
+  real S3 API behind it and nothing of ours mocked; `s3_proxy.sent` counts the bytes sent to
+  the store (did a call ask it anything?).
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ class TcpProxy:
         self._closed = False
         self._conns: set[socket.socket] = set()
         self._conns_lock = threading.Lock()
+        #: bytes sent to the store so far: unchanged over a call means it asked the store nothing
+        self.sent = 0
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -76,15 +79,18 @@ class TcpProxy:
                 continue
             with self._conns_lock:
                 self._conns.update((client, upstream))
-            threading.Thread(target=self._pipe, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(client, upstream, True), daemon=True).start()
             threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
 
-    def _pipe(self, src: socket.socket, dst: socket.socket) -> None:
+    def _pipe(self, src: socket.socket, dst: socket.socket, to_store: bool = False) -> None:
         try:
             while True:
                 data = src.recv(65536)
                 if not data or self._block.is_set():
                     break
+                if to_store:
+                    with self._conns_lock:
+                        self.sent += len(data)
                 dst.sendall(data)
         except OSError:
             pass
