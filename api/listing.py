@@ -19,7 +19,7 @@ from datetime import datetime
 
 from pydantic import ConfigDict, Field, field_validator
 
-from episodelake.lake.errors import InvalidInput, SqlRefused
+from episodelake.lake.errors import InvalidInput, NotFound, SqlRefused
 from episodelake.lake.lake import Lake
 from episodelake.lake.layout import check_id
 from episodelake.lake.spec_model import SpecModel
@@ -61,6 +61,13 @@ class EpisodeFilter(SpecModel):
     max_length: int | None = Field(None, ge=0, le=1_000_000, description="at most this many steps")
     where: str | None = Field(None, max_length=4000, description="SQL condition over episodes "
                               "columns, run in the sandbox")
+    search: str | None = Field(None, max_length=200, description="episode_id starts with it, or "
+                               "task_name or task_goal contains it (case-insensitive)")
+
+    @field_validator("search")
+    @classmethod
+    def _search(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
 
     @field_validator("set_id")
     @classmethod
@@ -70,6 +77,17 @@ class EpisodeFilter(SpecModel):
 
 def _equals(column: str):
     return lambda v: (f"e.{column} = ?", [v])
+
+
+def _like_text(text: str) -> str:
+    """`text` as a literal inside an ILIKE pattern (its % and _ match only themselves)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _search(text: str) -> tuple[str, list]:
+    prefix, within = f"{_like_text(text)}%", f"%{_like_text(text)}%"
+    return ("(e.episode_id ILIKE ? ESCAPE '\\' OR e.task_name ILIKE ? ESCAPE '\\' "
+            "OR e.task_goal ILIKE ? ESCAPE '\\')", [prefix, within, within])
 
 
 _CLAUSES = {
@@ -87,6 +105,7 @@ _CLAUSES = {
                                    "WHERE step_reward = 0)", []) if v else None,
     "min_length": lambda v: ("e.episode_length >= ?", [v]),
     "max_length": lambda v: ("e.episode_length <= ?", [v]),
+    "search": _search,
 }
 
 
@@ -175,3 +194,45 @@ def list_episodes(lake: Lake, filt: EpisodeFilter, *, sort: str, descending: boo
         rows = rows[:limit]
         next_cursor = encode_cursor(rows[-1][sort], rows[-1]["episode_id"])
     return rows, next_cursor, total
+
+
+def queue_position(lake: Lake, filt: EpisodeFilter, episode_id: str, *, sort: str, descending: bool,
+                   timeout_s: float) -> dict:
+    """Where `episode_id` stands in the list `filt` selects, in the list's order: its
+    1-based position (None when the filter leaves it out), the total, and the episodes
+    before and after it. Costs a few indexed queries at any depth, like a page."""
+    if sort not in SORTS:
+        raise InvalidInput(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
+    where, params = where_clause(lake, filt, timeout_s=timeout_s)
+    total = lake.sql(f"SELECT count(*) FROM episodes e WHERE {where}", params).column(0)[0].as_py()
+    own = lake.sql(f"SELECT e.{sort} AS v, ({where}) AS included FROM episodes e WHERE e.episode_id = ?",
+                   [*params, episode_id]).to_pylist()
+    if not own:
+        raise NotFound(f"episode {episode_id!r} does not exist")
+    cursor = encode_cursor(own[0]["v"], episode_id)
+
+    def neighbour(backwards: bool) -> str | None:
+        after, extra = (_before if backwards else _after)(sort, descending, cursor)
+        direction = "DESC" if descending != backwards else "ASC"
+        nulls = "NULLS FIRST" if backwards else "NULLS LAST"
+        rows = lake.sql(f"SELECT e.episode_id FROM episodes e WHERE {where} AND {after} "
+                        f"ORDER BY e.{sort} {direction} {nulls}, e.episode_id {direction} LIMIT 1",
+                        params + extra).column(0).to_pylist()
+        return rows[0] if rows else None
+
+    position = None
+    if own[0]["included"]:
+        before, extra = _before(sort, descending, cursor)
+        position = lake.sql(f"SELECT count(*) FROM episodes e WHERE {where} AND {before}",
+                            params + extra).column(0)[0].as_py() + 1
+    return {"position": position, "total": total, "previous": neighbour(True), "next": neighbour(False)}
+
+
+def _before(sort: str, descending: bool, cursor: str) -> tuple[str, list]:
+    """The keyset condition 'comes before the cursor' for ORDER BY sort NULLS LAST, episode_id."""
+    value, last_id = decode_cursor(cursor)
+    cmp = ">" if descending else "<"
+    if value is None:
+        return f"(e.{sort} IS NOT NULL OR e.episode_id {cmp} ?)", [last_id]
+    cast = f"CAST(? AS {SORTS[sort]})"
+    return f"(e.{sort} {cmp} {cast} OR (e.{sort} = {cast} AND e.episode_id {cmp} ?))", [value, value, last_id]

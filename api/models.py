@@ -16,6 +16,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from episodelake.api.errors import ErrorDetail
+from episodelake.api.listing import EpisodeFilter
 from episodelake.collectors.jobs.rerun import RerunSpec
 from episodelake.lake import schema
 from episodelake.lake.curation import MAX_NAME, MAX_TEXT
@@ -99,6 +100,27 @@ class EpisodePage(BaseModel):
     items: list[Episode]  # type: ignore[valid-type]  # a row model built at import
     next_cursor: str | None = Field(None, description="pass as `cursor` for the next page; null at the end")
     total: int | None = Field(None, description="matching episodes; given on the first page only")
+
+
+class QueuePosition(BaseModel):
+    """Where an episode stands in a filtered, sorted episode list: what an annotation queue
+    shows ("12 of 240") and steps through."""
+
+    position: int | None = Field(description="1-based; null when the filter leaves the episode out")
+    total: int = Field(description="episodes the filter selects")
+    previous: str | None = Field(description="the episode before it in the list; null at the start")
+    next: str | None = Field(description="the episode after it in the list; null at the end")
+
+
+SavedView = row_model("SavedView", "saved_views", exclude=("deleted",),
+                      extra={"filters": (EpisodeFilter, ...)},
+                      doc="A named episode filter that everyone on the lake shares.")
+
+
+class SavedViewCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=MAX_NAME)
+    filters: EpisodeFilter = Field(description="the episode filter's fields; only those set are kept")
 
 
 class TaskNode(BaseModel):

@@ -1,4 +1,4 @@
-"""Curation: named sets of episodes, their members, and per-step annotations.
+"""Curation: named sets of episodes, their members, per-step annotations, and saved views.
 
 A set (kind failure | regression | sft | eval) collects episodes; each member carries the
 failure category, the step where the episode went wrong and a note. Annotations label one
@@ -8,8 +8,12 @@ the `sets` / `set_members` / `annotations` tables (a member change is two: its s
 SQL query. Nothing is deleted: sets and annotations get a `deleted`
 flag and members a `removed` flag, so older lake versions (and tags that pin a set) keep
 meaning what they meant, and SQL over curation filters on those flags.
+
+A saved view is a named episode filter (the API's filter fields and their values, kept as
+JSON text) that everyone on the lake sees; the API checks the filter before it is stored.
 """
 
+import json
 import threading
 import uuid
 from datetime import UTC, datetime
@@ -269,3 +273,47 @@ def delete_annotation(lake: Lake, annotation_id: str) -> None:
         if not rows:
             raise NotFound(f"annotation {annotation_id!r} does not exist (or was deleted)")
         lake.upsert("annotations", [{**rows[0], "deleted": True}])
+
+
+# -- saved views -----------------------------------------------------------------------
+def _view_out(row: dict) -> dict:
+    return {**row, "filters": json.loads(row["filters"] or "{}")}
+
+
+def list_views(lake: Lake) -> list[dict]:
+    """Live saved views, by name."""
+    rows = _rows(lake, "SELECT * FROM saved_views WHERE NOT coalesce(deleted, false) ORDER BY name, view_id", [])
+    return [_view_out(r) for r in rows]
+
+
+def get_view(lake: Lake, view_id: str) -> dict:
+    layout.check_id(view_id, "view_id")
+    rows = _rows(lake, "SELECT * FROM saved_views WHERE view_id = ? AND NOT coalesce(deleted, false)", [view_id])
+    if not rows:
+        raise NotFound(f"saved view {view_id!r} does not exist (or was deleted)")
+    return _view_out(rows[0])
+
+
+def create_view(lake: Lake, name: str, filters: dict) -> dict:
+    """Save `filters` (episode filter field -> value, checked by the caller) under `name`,
+    which no other live view has."""
+    name = _required_text(name, "name", MAX_NAME)
+    if not isinstance(filters, dict):
+        raise InvalidInput(f"filters must be an object of filter fields, not {type(filters).__name__}")
+    view_id = f"view-{uuid.uuid4().hex[:12]}"
+    row = {"view_id": view_id, "name": name, "filters": json.dumps(filters, sort_keys=True),
+           "created_at": _now(), "updated_at": _now(), "deleted": False}
+    with _write_lock:
+        clash = [v for v in list_views(lake) if v["name"] == name]
+        if clash:
+            raise Conflict(f"name: a saved view named {name!r} exists ({clash[0]['view_id']}); "
+                           "pick another name or delete that view")
+        lake.upsert("saved_views", [row])
+    return get_view(lake, view_id)
+
+
+def delete_view(lake: Lake, view_id: str) -> None:
+    with _write_lock:
+        current = get_view(lake, view_id)
+        row = {**current, "filters": json.dumps(current["filters"], sort_keys=True)}
+        lake.upsert("saved_views", [{**row, "deleted": True, "updated_at": _now()}])

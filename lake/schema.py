@@ -198,6 +198,19 @@ JOBS = pa.schema(
     ]
 )
 
+#: Saved views: a named episode filter shared by everyone on the lake (the web app's URL
+#: query for it is `filters`, the API's episode filter fields as a JSON object).
+SAVED_VIEWS = pa.schema(
+    [
+        pa.field("view_id", pa.string(), nullable=False),
+        pa.field("name", pa.string()),
+        pa.field("filters", pa.string()),  # JSON text: episode filter field -> value
+        pa.field("created_at", _ts),
+        pa.field("updated_at", _ts),
+        pa.field("deleted", pa.bool_()),
+    ]
+)
+
 TABLES: dict[str, pa.Schema] = {
     "episodes": EPISODES,
     "steps": STEPS,
@@ -207,6 +220,7 @@ TABLES: dict[str, pa.Schema] = {
     "exports": EXPORTS,
     "runs": RUNS,
     "jobs": JOBS,
+    "saved_views": SAVED_VIEWS,
 }
 
 #: The key of each table: rows with the same key are the same row (upserts, replays, dedup).
@@ -219,6 +233,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "exports": ("export_id",),
     "runs": ("run_id", "iteration"),
     "jobs": ("job_id",),
+    "saved_views": ("view_id",),
 }
 
 #: Tables whose rows are written once and never updated: appends, deduplicated on replay.

@@ -16,8 +16,9 @@ from episodelake.api.routes import (
            stats,
            steps,
            tasks,
+           views,
 )
 
 ROUTERS = [health.router, tasks.router, episodes.router, steps.router, stats.router, overview.router, sql.router,
            sets.router, annotations.router, groups.router, exports.router, reruns.router, runs.router,
-           jobs.router, search.router]
+           jobs.router, views.router, search.router]

@@ -1,17 +1,23 @@
-"""GET /api/episodes (filtered, sorted, paged) and GET /api/episodes/{episode_id}."""
+"""GET /api/episodes (filtered, sorted, paged), GET /api/episodes/{episode_id} and its place
+in a filtered list (/queue).
+
+The list carries an ETag made of every table's version: the lake's version is all a list
+depends on, so a client that polls with If-None-Match (the web app's live view) is answered
+304 without a query until something is written."""
 
 from __future__ import annotations
 
 import json
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Header, Query, Response
 
 from episodelake.api.deps import FilterDep, LakeDep, SettingsDep
-from episodelake.api.listing import SORTS, list_episodes
-from episodelake.api.models import EpisodeDetail, EpisodePage
+from episodelake.api.listing import SORTS, list_episodes, queue_position
+from episodelake.api.models import EpisodeDetail, EpisodePage, QueuePosition
 from episodelake.lake import curation, overlay
 from episodelake.lake.lake import Lake
+from episodelake.lake.layout import check_id
 
 router = APIRouter(tags=["episodes"])
 
@@ -46,18 +52,42 @@ def step_out(row: dict) -> dict:
     return out
 
 
-@router.get("/episodes", response_model=EpisodePage)
+def lake_etag(lake: Lake) -> str:
+    """A weak ETag naming the version of every table (one consistent snapshot)."""
+    versions = lake.current_versions()
+    return 'W/"' + ".".join(str(versions[t]) for t in sorted(versions)) + '"'
+
+
+@router.get("/episodes", response_model=EpisodePage, responses={304: {"description": "nothing changed since the ETag sent"}})
 def episodes(
-    lake: LakeDep, settings: SettingsDep, filt: FilterDep,
+    lake: LakeDep, settings: SettingsDep, filt: FilterDep, response: Response,
     sort: SortField = "created_at",  # type: ignore[valid-type]  # SortField is built at import
     order: Literal["asc", "desc"] = "desc",
     limit: Annotated[int | None, Query(ge=1, le=500)] = None,
     cursor: Annotated[str | None, Query(max_length=2000)] = None,
-) -> dict:
+    if_none_match: Annotated[str | None, Header(max_length=2000)] = None,
+) -> dict | Response:
+    etag = lake_etag(lake)
+    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    if if_none_match is not None and etag in (tag.strip() for tag in if_none_match.split(",")):
+        return Response(status_code=304, headers=headers)
+    response.headers.update(headers)
     rows, next_cursor, total = list_episodes(
         lake, filt, sort=sort, descending=order == "desc", limit=min(limit or settings.page_size, settings.max_page_size),
         cursor=cursor, timeout_s=settings.sql_timeout_s)
     return {"items": [episode_out(r) for r in rows], "next_cursor": next_cursor, "total": total}
+
+
+@router.get("/episodes/{episode_id}/queue", response_model=QueuePosition)
+def queue(
+    lake: LakeDep, settings: SettingsDep, filt: FilterDep, episode_id: str,
+    sort: SortField = "created_at",  # type: ignore[valid-type]  # SortField is built at import
+    order: Literal["asc", "desc"] = "desc",
+) -> dict:
+    """The episode's position in the list the filter selects (sorted as GET /episodes
+    sorts), and its neighbours there: an annotation queue steps through these."""
+    return queue_position(lake, filt, check_id(episode_id, "episode_id"), sort=sort, descending=order == "desc",
+                          timeout_s=settings.sql_timeout_s)
 
 
 def episode_detail(lake: Lake, episode_id: str) -> dict:

@@ -64,7 +64,7 @@ FILTER_CASES = {
     "task": "wifi_on", "success": False, "unjudged": True, "run_id": "no-such-run",
     "policy_version": "30", "group_id": "g-wifi_on", "env": "adb", "tag": "smoke",
     "set_id": "no-such-set", "zero_step_reward": True, "min_length": 6, "max_length": 4,
-    "where": "episode_length = 5",
+    "where": "episode_length = 5", "search": "alarm",
 }
 
 

@@ -10,6 +10,10 @@ import { StatsPage } from "./pages/StatsPage";
 import { RunPage, TrainingPage } from "./pages/TrainingPage";
 import { useEffect } from "react";
 import { DialogHost } from "./components/Dialogs";
+import { KeysHelp } from "./components/KeysHelp";
+import { LiveIndicator } from "./components/Live";
+import { ViewPage } from "./components/SavedViews";
+import { Search } from "./components/Search";
 import { Toasts } from "./components/Toasts";
 import { useTitle } from "./hooks";
 import { Link, match, useLocation } from "./router";
@@ -20,6 +24,7 @@ function Page({ path }: { path: string }) {
   if ((p = match("/episodes/:id/steps/:n", path))) return <EpisodePage id={p.id} step={p.n} />;
   if ((p = match("/episodes/:id", path))) return <EpisodePage id={p.id} />;
   if ((p = match("/compare/:a/:b", path))) return <ComparePage a={p.a} b={p.b} />;
+  if ((p = match("/views/:id", path))) return <ViewPage id={p.id} />;
   if (path === "/sets") return <SetsPage />;
   if ((p = match("/sets/:id", path))) return <SetPage id={p.id} />;
   if (path === "/groups") return <GroupsPage />;
@@ -66,7 +71,7 @@ const NAV: [string, string][] = [
 export function App() {
   const { path } = useLocation();
   const section = "/" + (path.split("/")[1] ?? "");
-  const active = (to: string) => (to === "/" ? ["/", "/episodes", "/compare"].includes(section) : section === to);
+  const active = (to: string) => (to === "/" ? ["/", "/episodes", "/compare", "/views"].includes(section) : section === to);
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       const el = document.activeElement;
@@ -100,9 +105,10 @@ export function App() {
             </Link>
           ))}
         </nav>
-        <a href="/api/docs" className="right-link">
-          API
-        </a>
+        <Search />
+        <LiveIndicator />
+        <KeysHelp />
+        <a href="/api/docs">API</a>
       </header>
       <div id="content" tabIndex={-1}>
         <Page path={path} />

@@ -76,6 +76,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/episodes/{episode_id}/queue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Queue
+         * @description The episode's position in the list the filter selects (sorted as GET /episodes
+         *     sorts), and its neighbours there: an annotation queue steps through these.
+         */
+        get: operations["queue_api_episodes__episode_id__queue_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/episodes/{episode_id}/steps/{step}": {
         parameters: {
             query?: never;
@@ -413,6 +434,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search
+         * @description Best hits first; open a step hit at /api/episodes/{episode_id}/steps/{step} and draw
+         *     `boxes` on its screenshot.
+         */
+        get: operations["search_api_search_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/sets": {
         parameters: {
             query?: never;
@@ -567,6 +609,48 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/views": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Views
+         * @description Every saved view, by name.
+         */
+        get: operations["list_views_api_views_get"];
+        put?: never;
+        /**
+         * Create View
+         * @description Save a filter under a name no other view has (409 names the view that has it).
+         */
+        post: operations["create_view_api_views_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/views/{view_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get View */
+        get: operations["get_view_api_views__view_id__get"];
+        put?: never;
+        post?: never;
+        /** Delete View */
+        delete: operations["delete_view_api_views__view_id__delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -744,6 +828,86 @@ export interface components {
             memberships: components["schemas"]["Membership"][];
             /** Steps */
             steps: components["schemas"]["Step"][];
+        };
+        /**
+         * EpisodeFilter
+         * @description Which episodes a view shows. The API takes it as query parameters (its OpenAPI
+         *     document lists these fields); every field set narrows the selection (AND). Other query
+         *     parameters (a route's own, such as `sort`) are not the filter's: it ignores them.
+         */
+        EpisodeFilter: {
+            /**
+             * Env
+             * @description where it ran: sim, adb, ...
+             */
+            env?: string | null;
+            /**
+             * Group Id
+             * @description its GRPO/GiGPO episode group
+             */
+            group_id?: string | null;
+            /**
+             * Max Length
+             * @description at most this many steps
+             */
+            max_length?: number | null;
+            /**
+             * Min Length
+             * @description at least this many steps
+             */
+            min_length?: number | null;
+            /**
+             * Policy Version
+             * @description the checkpoint that acted
+             */
+            policy_version?: string | null;
+            /**
+             * Run Id
+             * @description the run that recorded it
+             */
+            run_id?: string | null;
+            /**
+             * Search
+             * @description episode_id starts with it, or task_name or task_goal contains it (case-insensitive)
+             */
+            search?: string | null;
+            /**
+             * Set Id
+             * @description member of this set
+             */
+            set_id?: string | null;
+            /**
+             * Success
+             * @description judged outcome
+             */
+            success?: boolean | null;
+            /**
+             * Tag
+             * @description one of the episode's tags
+             */
+            tag?: string | null;
+            /**
+             * Task
+             * @description task_name
+             */
+            task?: string | null;
+            /**
+             * Unjudged
+             * @description only episodes not judged yet
+             * @default false
+             */
+            unjudged: boolean;
+            /**
+             * Where
+             * @description SQL condition over episodes columns, run in the sandbox
+             */
+            where?: string | null;
+            /**
+             * Zero Step Reward
+             * @description some step has step_reward = 0
+             * @default false
+             */
+            zero_step_reward: boolean;
         };
         /** EpisodePage */
         EpisodePage: {
@@ -1194,6 +1358,24 @@ export interface components {
             set_name?: string | null;
         };
         /**
+         * OcrBox
+         * @description A line of text found on the screenshot; corners in fractions of its width and height.
+         */
+        OcrBox: {
+            /** Score */
+            score: number;
+            /** Text */
+            text: string;
+            /** X0 */
+            x0: number;
+            /** X1 */
+            x1: number;
+            /** Y0 */
+            y0: number;
+            /** Y1 */
+            y1: number;
+        };
+        /**
          * Outcome
          * @description Success counts of a group of episodes; unjudged ones are left out of the rate.
          */
@@ -1238,6 +1420,33 @@ export interface components {
             success_rate: number | null;
             /** Successes */
             successes: number;
+        };
+        /**
+         * QueuePosition
+         * @description Where an episode stands in a filtered, sorted episode list: what an annotation queue
+         *     shows ("12 of 240") and steps through.
+         */
+        QueuePosition: {
+            /**
+             * Next
+             * @description the episode after it in the list; null at the end
+             */
+            next: string | null;
+            /**
+             * Position
+             * @description 1-based; null when the filter leaves the episode out
+             */
+            position: number | null;
+            /**
+             * Previous
+             * @description the episode before it in the list; null at the start
+             */
+            previous: string | null;
+            /**
+             * Total
+             * @description episodes the filter selects
+             */
+            total: number;
         };
         /**
          * RerunCreate
@@ -1482,6 +1691,55 @@ export interface components {
             updated_at: string | null;
         };
         /**
+         * SavedView
+         * @description A named episode filter that everyone on the lake shares.
+         */
+        SavedView: {
+            /** Created At */
+            created_at?: string | null;
+            filters: components["schemas"]["EpisodeFilter"];
+            /** Name */
+            name?: string | null;
+            /** Updated At */
+            updated_at?: string | null;
+            /** View Id */
+            view_id: string;
+        };
+        /** SavedViewCreate */
+        SavedViewCreate: {
+            /** @description the episode filter's fields; only those set are kept */
+            filters: components["schemas"]["EpisodeFilter"];
+            /** Name */
+            name: string;
+        };
+        /** SearchHit */
+        SearchHit: {
+            /**
+             * Boxes
+             * @description the screenshot's lines holding a query word (field screen)
+             */
+            boxes: components["schemas"]["OcrBox"][];
+            /** Episode Id */
+            episode_id: string;
+            /**
+             * Field
+             * @description where the words are: screen, thinking, response, goal
+             */
+            field: string;
+            /**
+             * Score
+             * @description BM25 relevance within its field
+             */
+            score: number;
+            /** Snippet */
+            snippet: string;
+            /**
+             * Step
+             * @description null for a hit in the episode's goal
+             */
+            step: number | null;
+        };
+        /**
          * Set
          * @description A curated set of episodes, with its live member count.
          */
@@ -1621,6 +1879,14 @@ export interface components {
             image_url?: string | null;
             /** Model Response */
             model_response?: string | null;
+            /** Ocr Boxes */
+            ocr_boxes?: {
+                [key: string]: unknown;
+            }[] | null;
+            /** Ocr Text */
+            ocr_text?: string | null;
+            /** Ocr Version */
+            ocr_version?: number | null;
             /** Reward */
             reward?: number | null;
             /** Step */
@@ -1631,6 +1897,8 @@ export interface components {
             step_reward_reason?: string | null;
             /** Thinking */
             thinking?: string | null;
+            /** Thumbnail Version */
+            thumbnail_version?: number | null;
             /** Timestamp */
             timestamp?: string | null;
             /** Ui Tree Hash */
@@ -1680,6 +1948,14 @@ export interface components {
             info?: string | null;
             /** Model Response */
             model_response?: string | null;
+            /** Ocr Boxes */
+            ocr_boxes?: {
+                [key: string]: unknown;
+            }[] | null;
+            /** Ocr Text */
+            ocr_text?: string | null;
+            /** Ocr Version */
+            ocr_version?: number | null;
             /** Prompt */
             prompt?: string | null;
             /** Reward */
@@ -1692,6 +1968,8 @@ export interface components {
             step_reward_reason?: string | null;
             /** Thinking */
             thinking?: string | null;
+            /** Thumbnail Version */
+            thumbnail_version?: number | null;
             /** Timestamp */
             timestamp?: string | null;
             /** Ui Tree Hash */
@@ -1854,12 +2132,16 @@ export interface operations {
                 max_length?: number | null;
                 /** @description SQL condition over episodes columns, run in the sandbox */
                 where?: string | null;
+                /** @description episode_id starts with it, or task_name or task_goal contains it (case-insensitive) */
+                search?: string | null;
                 sort?: "created_at" | "finished_at" | "episode_length" | "episode_reward" | "eval_score" | "task_name" | "policy_version" | "episode_id";
                 order?: "asc" | "desc";
                 limit?: number | null;
                 cursor?: string | null;
             };
-            header?: never;
+            header?: {
+                "if-none-match"?: string | null;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1873,6 +2155,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["EpisodePage"];
                 };
+            };
+            /** @description nothing changed since the ETag sent */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -2104,6 +2393,113 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Annotation"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    queue_api_episodes__episode_id__queue_get: {
+        parameters: {
+            query?: {
+                /** @description task_name */
+                task?: string | null;
+                /** @description judged outcome */
+                success?: boolean | null;
+                /** @description only episodes not judged yet */
+                unjudged?: boolean;
+                /** @description the run that recorded it */
+                run_id?: string | null;
+                /** @description the checkpoint that acted */
+                policy_version?: string | null;
+                /** @description its GRPO/GiGPO episode group */
+                group_id?: string | null;
+                /** @description where it ran: sim, adb, ... */
+                env?: string | null;
+                /** @description one of the episode's tags */
+                tag?: string | null;
+                /** @description member of this set */
+                set_id?: string | null;
+                /** @description some step has step_reward = 0 */
+                zero_step_reward?: boolean;
+                /** @description at least this many steps */
+                min_length?: number | null;
+                /** @description at most this many steps */
+                max_length?: number | null;
+                /** @description SQL condition over episodes columns, run in the sandbox */
+                where?: string | null;
+                /** @description episode_id starts with it, or task_name or task_goal contains it (case-insensitive) */
+                search?: string | null;
+                sort?: "created_at" | "finished_at" | "episode_length" | "episode_reward" | "eval_score" | "task_name" | "policy_version" | "episode_id";
+                order?: "asc" | "desc";
+            };
+            header?: never;
+            path: {
+                episode_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueuePosition"];
                 };
             };
             /** @description Bad Request */
@@ -2806,6 +3202,8 @@ export interface operations {
                 max_length?: number | null;
                 /** @description SQL condition over episodes columns, run in the sandbox */
                 where?: string | null;
+                /** @description episode_id starts with it, or task_name or task_goal contains it (case-insensitive) */
+                search?: string | null;
                 limit?: number;
             };
             header?: never;
@@ -3587,6 +3985,86 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RunDetail"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    search_api_search_get: {
+        parameters: {
+            query: {
+                /** @description the words; every one must match */
+                q: string;
+                /** @description SQL condition over episodes e JOIN steps s, run in the sandbox */
+                where?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchHit"][];
                 };
             };
             /** @description Bad Request */
@@ -4446,6 +4924,8 @@ export interface operations {
                 max_length?: number | null;
                 /** @description SQL condition over episodes columns, run in the sandbox */
                 where?: string | null;
+                /** @description episode_id starts with it, or task_name or task_goal contains it (case-insensitive) */
+                search?: string | null;
             };
             header?: never;
             path?: never;
@@ -4547,6 +5027,8 @@ export interface operations {
                 max_length?: number | null;
                 /** @description SQL condition over episodes columns, run in the sandbox */
                 where?: string | null;
+                /** @description episode_id starts with it, or task_name or task_goal contains it (case-insensitive) */
+                search?: string | null;
             };
             header?: never;
             path?: never;
@@ -4562,6 +5044,308 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["TaskNode"][];
                 };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_views_api_views_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SavedView"][];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_view_api_views_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SavedViewCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SavedView"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_view_api_views__view_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                view_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SavedView"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_view_api_views__view_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                view_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {

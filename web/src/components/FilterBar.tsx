@@ -2,6 +2,8 @@ import { useState, type FormEvent } from "react";
 import { navigate, useLocation, withQuery } from "../router";
 
 const FIELDS: [string, string][] = [
+  ["task", "task"],
+  ["search", "id, task or goal text"],
   ["policy_version", "policy version"],
   ["run_id", "run"],
   ["env", "env"],

@@ -3,6 +3,7 @@
 import { useEffect, useState } from "react";
 import { api, call, type Episode, type EpisodeQuery, type TaskNode } from "../api/client";
 import { useApi } from "../hooks";
+import { useLiveReload } from "./Live";
 import { Link, enc, useLocation, withQuery } from "../router";
 import { filterKey, filtersFromQuery } from "./filters";
 import { Async } from "./Status";
@@ -16,6 +17,7 @@ export function TaskTree({ currentEpisode, currentTask }: { currentEpisode?: str
   const { query } = useLocation();
   const filters = filtersFromQuery(query);
   const tasks = useApi(() => call(api.GET("/api/tasks", { params: { query: filters } })), [filterKey(filters)]);
+  useLiveReload(tasks.reload);
   const [open, setOpen] = useState<Set<string>>(new Set());
   useEffect(() => {
     if (currentTask) setOpen((o) => (o.has(currentTask) ? o : new Set(o).add(currentTask)));
@@ -71,6 +73,7 @@ function TaskEpisodes({ task, filters, current }: { task: string; filters: Episo
   const [pages, setPages] = useState<Episode[][]>([]);
   const [cursor, setCursor] = useState<string | null | undefined>(undefined);
   const first = useApi(() => call(api.GET("/api/episodes", { params: { query: { ...filters, task, limit: 50 } } })), [task, filterKey(filters)]);
+  useLiveReload(first.reload);
   useEffect(() => {
     setPages([]);
     setCursor(undefined);

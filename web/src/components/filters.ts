@@ -2,7 +2,7 @@
 // a filtered view is a link, and the task tree, the list and the stats share one filter.
 import type { EpisodeQuery } from "../api/client";
 
-const TEXT_KEYS = ["policy_version", "run_id", "env", "tag", "set_id", "group_id", "where"] as const;
+const TEXT_KEYS = ["task", "search", "policy_version", "run_id", "env", "tag", "set_id", "group_id", "where"] as const;
 const NUMBER_KEYS = ["min_length", "max_length"] as const;
 
 export function filtersFromQuery(q: URLSearchParams): EpisodeQuery {
@@ -20,6 +20,17 @@ export function filtersFromQuery(q: URLSearchParams): EpisodeQuery {
   if (q.get("unjudged") === "true") f.unjudged = true;
   if (q.get("zero_step_reward") === "true") f.zero_step_reward = true;
   return f;
+}
+
+/** A filter as URL query parameters: what filtersFromQuery reads back. Flags that are off
+ * and empty fields are left out (a saved view lists every field, most of them unset). */
+export function queryFromFilters(f: Record<string, unknown>): URLSearchParams {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(f)) {
+    if (v === null || v === undefined || v === "" || (v === false && k !== "success")) continue;
+    q.set(k, String(v));
+  }
+  return q;
 }
 
 export function filterKey(f: EpisodeQuery): string {

@@ -4,6 +4,8 @@ import { flushSync } from "react-dom";
 import { api, call, type EpisodeDetail } from "../api/client";
 import { CurationPanel } from "../components/CurationPanel";
 import { FilterBar } from "../components/FilterBar";
+import { QueueBar } from "../components/QueueBar";
+import { SavedViews } from "../components/SavedViews";
 import { Filmstrip } from "../components/Filmstrip";
 import { Screen, prefetch, type Zoom } from "../components/Screen";
 import { Async } from "../components/Status";
@@ -27,6 +29,7 @@ export function EpisodePage({ id, step }: { id?: string; step?: string }) {
     <div className={`browse ${id ? "has-episode" : ""}`}>
       <aside className="left">
         <FilterBar />
+        <SavedViews />
         <TaskTree currentEpisode={id} currentTask={detail.data?.episode.task_name} />
       </aside>
       {id ? (
@@ -92,6 +95,7 @@ function Replay({ detail, stepParam, reload }: { detail: EpisodeDetail; stepPara
     <>
       <main className="centre">
         <EpisodeHeader detail={detail} onCompare={compare} />
+        <QueueBar episodeId={ep.episode_id} />
         {steps.length === 0 ? (
           <p className="muted">This episode has no steps.</p>
         ) : !current ? (

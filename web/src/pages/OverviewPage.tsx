@@ -7,6 +7,7 @@ import { ListTable } from "../components/ListTable";
 import { Async } from "../components/Status";
 import { Time, count } from "../components/Time";
 import { useApi } from "../hooks";
+import { useLiveReload } from "../components/Live";
 import { Link, enc } from "../router";
 
 type Overview = Schemas["Overview"];
@@ -21,6 +22,7 @@ function Bar({ rate, label }: { rate: number | null | undefined; label: string }
 
 export function OverviewPage() {
   const overview = useApi(() => call(api.GET("/api/overview")), []);
+  useLiveReload(overview.reload);
   return (
     <main className="empty-state overview" data-testid="overview">
       <h1>Overview</h1>

@@ -1,0 +1,34 @@
+"""Saved views, named episode filters shared through the lake: /api/views, /api/views/{view_id}."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from episodelake.api.deps import LakeDep
+from episodelake.api.models import SavedView, SavedViewCreate
+from episodelake.lake import curation
+
+router = APIRouter(tags=["views"])
+
+
+@router.get("/views", response_model=list[SavedView])  # type: ignore[valid-type]  # a row model built at import
+def list_views(lake: LakeDep) -> list[dict]:
+    """Every saved view, by name."""
+    return curation.list_views(lake)
+
+
+@router.post("/views", response_model=SavedView, status_code=201)
+def create_view(lake: LakeDep, body: SavedViewCreate) -> dict:
+    """Save a filter under a name no other view has (409 names the view that has it)."""
+    return curation.create_view(lake, body.name, body.filters.model_dump(mode="json", exclude_defaults=True))
+
+
+@router.get("/views/{view_id}", response_model=SavedView)
+def get_view(lake: LakeDep, view_id: str) -> dict:
+    return curation.get_view(lake, view_id)
+
+
+@router.delete("/views/{view_id}", status_code=204, response_class=Response)
+def delete_view(lake: LakeDep, view_id: str) -> Response:
+    curation.delete_view(lake, view_id)
+    return Response(status_code=204)

@@ -1,0 +1,161 @@
+"""What the web app's search, saved views, annotation queue and live list need from the API:
+search by id prefix, task or goal; named filters shared through the lake; an episode's place
+in a filtered list with its neighbours; an ETag on the episode list that changes only when
+the lake does."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import UTC, datetime
+
+import httpx
+import pytest
+from test_read_api import error_of
+from webapp_support import ServerThread, build_lake, screen
+
+from episodelake.api.settings import Settings
+from episodelake.collectors.record.actions import format_tool_call
+from episodelake.collectors.record.recorder import Recorder
+from episodelake.lake import curation, layout
+from episodelake.lake.lake import Lake
+
+
+def ids(client, **params) -> list[str]:
+    r = client.get("/api/episodes", params={"limit": 500, **params})
+    assert r.status_code == 200, r.text
+    return [e["episode_id"] for e in r.json()["items"]]
+
+
+# search ----------------------------------------------------------------------------------
+def test_search_matches_id_prefix_task_and_goal_case_insensitively(client):
+    assert ids(client, search="WIFI_ON-1") == ["wifi_on-1"]
+    assert ids(client, search="alarm") == ["set_alarm-2", "set_alarm-1", "set_alarm-0"]
+    assert ids(client, search="to ana") == ["send_message-2", "send_message-1", "send_message-0"]
+    assert ids(client, search="  ") == ids(client)  # blank searches nothing
+    assert ids(client, search="-1", success="false") == []  # an id matches by its start only
+    assert ids(client, search="%") == [] and ids(client, search="wifi%on") == []  # % is a letter here
+    r = client.get("/api/episodes", params={"search": "x" * 201})
+    assert r.status_code == 422 and "search" in error_of(r)["message"]
+
+
+def test_search_narrows_the_task_tree_like_every_filter(client):
+    tasks = client.get("/api/tasks", params={"search": "7:30"}).json()
+    assert [(t["task_name"], t["episodes"]) for t in tasks] == [("set_alarm", 3)]
+
+
+# queue -----------------------------------------------------------------------------------
+def test_queue_gives_position_total_and_neighbours_in_the_lists_order(client):
+    failures = {"success": "false"}
+    assert ids(client, **failures) == ["send_message-1", "set_alarm-1", "wifi_on-1"]
+    r = client.get("/api/episodes/set_alarm-1/queue", params=failures)
+    assert r.json() == {"position": 2, "total": 3, "previous": "send_message-1", "next": "wifi_on-1"}
+    first = client.get("/api/episodes/send_message-1/queue", params=failures).json()
+    assert (first["position"], first["previous"]) == (1, None)
+    asc = client.get("/api/episodes/set_alarm-1/queue", params={**failures, "order": "asc"}).json()
+    assert (asc["previous"], asc["next"]) == ("wifi_on-1", "send_message-1")
+    # an episode the filter leaves out has no position, but still neighbours to go on to
+    out = client.get("/api/episodes/set_alarm-0/queue", params=failures).json()
+    assert out == {"position": None, "total": 3, "previous": "set_alarm-1", "next": "wifi_on-1"}
+
+
+@pytest.mark.parametrize("sort, order", [("created_at", "desc"), ("task_name", "asc"), ("eval_score", "desc"),
+                                         ("episode_length", "asc")])
+def test_walking_the_queue_visits_the_list_in_order(client, sort, order):
+    listed = ids(client, sort=sort, order=order)
+    walked, at = [], listed[0]
+    while at is not None:
+        step = client.get(f"/api/episodes/{at}/queue", params={"sort": sort, "order": order}).json()
+        assert step["position"] == len(walked) + 1 and step["total"] == len(listed)
+        walked.append(at)
+        at = step["next"]
+    assert walked == listed
+    back, at = [], listed[-1]
+    while at is not None:
+        back.append(at)
+        at = client.get(f"/api/episodes/{at}/queue", params={"sort": sort, "order": order}).json()["previous"]
+    assert back == listed[::-1]
+
+
+def test_queue_of_an_unknown_episode_is_404(client):
+    r = client.get("/api/episodes/nope-1/queue")
+    assert r.status_code == 404 and "nope-1" in error_of(r)["message"]
+
+
+# saved views -----------------------------------------------------------------------------
+def test_saved_views_are_created_listed_and_deleted_through_the_lake(client, lake):
+    r = client.post("/api/views", json={"name": "wifi failures", "filters": {"task": "wifi_on", "success": False}})
+    assert r.status_code == 201, r.text
+    view = r.json()
+    assert view["view_id"].startswith("view-") and view["name"] == "wifi failures"
+    assert view["filters"]["task"] == "wifi_on" and view["filters"]["success"] is False
+    # stored with only the fields that were set, readable by anyone on the lake
+    assert curation.get_view(Lake(lake.path), view["view_id"])["filters"] == {"success": False, "task": "wifi_on"}
+    assert [v["name"] for v in client.get("/api/views").json()] == ["wifi failures"]
+
+    again = client.post("/api/views", json={"name": "wifi failures", "filters": {}})
+    assert again.status_code == 409 and view["view_id"] in error_of(again)["message"]
+    assert client.delete(f"/api/views/{view['view_id']}").status_code == 204
+    assert client.get(f"/api/views/{view['view_id']}").status_code == 404
+    assert client.get("/api/views").json() == []
+    # the name is free again once its view is deleted
+    assert client.post("/api/views", json={"name": "wifi failures", "filters": {}}).status_code == 201
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"name": "", "filters": {}}, "name"),
+    ({"name": "x", "filters": {"min_length": -1}}, "min_length"),
+    ({"name": "x", "filters": {"set_id": "../etc"}}, "set_id"),
+    ({"name": "x"}, "filters"),
+])
+def test_a_bad_saved_view_is_refused_naming_the_field(client, body, field):
+    r = client.post("/api/views", json=body)
+    assert r.status_code == 422 and field in error_of(r)["message"], r.text
+
+
+def test_a_lake_made_before_saved_views_gains_the_table_on_open(tmp_path):
+    lake = build_lake(tmp_path / "old")
+    shutil.rmtree(layout.table_path(lake.path, "saved_views"))
+    reopened = Lake(tmp_path / "old")
+    assert curation.list_views(reopened) == []
+    curation.create_view(reopened, "mine", {"tag": "smoke"})
+    assert [v["filters"] for v in curation.list_views(Lake(tmp_path / "old"))] == [{"tag": "smoke"}]
+
+
+# live ------------------------------------------------------------------------------------
+def record(lake: Lake, episode_id: str, *, finish: bool = True) -> None:
+    with Recorder(lake, run_id="run-live", env="sim") as rec:
+        ep = rec.start_episode("wifi_on", "Turn on Wi-Fi", episode_id=episode_id, created_at=datetime.now(UTC))
+        ep.log_step(screen(0, 0), format_tool_call({"action": "click", "coordinate": [1, 2]}, "go"))
+        if finish:
+            ep.finish(success=True, eval_score=1.0)
+
+
+def test_episode_list_answers_304_until_the_lake_changes(tmp_path):
+    lake = build_lake(tmp_path / "live")
+    with ServerThread(Settings(lake=lake.path, static_dir=None), lake) as srv:
+        with httpx.Client(base_url=srv.url, timeout=30) as c:
+            first = c.get("/api/episodes", params={"limit": 1})
+            etag = first.headers["etag"]
+            assert etag.startswith('W/"') and first.headers["cache-control"] == "no-cache"
+            same = c.get("/api/episodes", params={"limit": 1}, headers={"If-None-Match": etag})
+            assert same.status_code == 304 and same.content == b"" and same.headers["etag"] == etag
+
+            record(lake, "live-1")
+            changed = c.get("/api/episodes", params={"limit": 1}, headers={"If-None-Match": etag})
+            assert changed.status_code == 200 and changed.headers["etag"] != etag
+            assert changed.json()["items"][0]["episode_id"] == "live-1"
+            # a curation write changes what a set filter selects: the ETag follows it too
+            etag = changed.headers["etag"]
+            c.post("/api/sets", json={"name": "s", "kind": "failure"})
+            assert c.get("/api/episodes", headers={"If-None-Match": etag}).status_code == 200
+
+            # the queue keeps its order across NULL sort values (an episode still running)
+            record(lake, "live-2", finish=False)
+            listed = [e["episode_id"] for e in c.get("/api/episodes", params={"sort": "finished_at", "limit": 500}).json()["items"]]
+            assert listed[-1] == "live-2"
+            walked, at = [], listed[0]
+            while at is not None:
+                walked.append(at)
+                at = c.get(f"/api/episodes/{at}/queue", params={"sort": "finished_at"}).json()["next"]
+            assert walked == listed
+            assert c.get("/api/episodes/live-2/queue", params={"sort": "finished_at"}).json()["previous"] == listed[-2]

@@ -1,0 +1,124 @@
+// Saved views: named filters everyone on the lake shares (GET/POST/DELETE /api/views).
+// Opening one puts its filters in the address bar with `view=<id>`, so the page is a link;
+// `/views/<id>` is the view's own link, which opens its filters as they are saved now.
+import { useEffect, useState, type FormEvent } from "react";
+import { api, call, type Schemas } from "../api/client";
+import { useApi, useAction } from "../hooks";
+import { navigate, useLocation, withQuery } from "../router";
+import { ask } from "./Dialogs";
+import { filtersFromQuery, queryFromFilters } from "./filters";
+import { ActionError } from "./Status";
+import { toast } from "./Toasts";
+
+export type SavedView = Schemas["SavedView"];
+
+/** The address that shows `view` on `path`: its filters and its id. */
+export function viewHref(path: string, view: SavedView): string {
+  const q = queryFromFilters(view.filters as Record<string, unknown>);
+  q.set("view", view.view_id);
+  return withQuery(path, q);
+}
+
+export function SavedViews() {
+  const { path, query } = useLocation();
+  const views = useApi(() => call(api.GET("/api/views")), []);
+  const [naming, setNaming] = useState(false);
+  const save = useAction();
+  const current = views.data?.find((v) => v.view_id === query.get("view"));
+  const submit = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    const name = String(new FormData(e.currentTarget).get("name") ?? "").trim();
+    void save.run(async () => {
+      const view = await call(api.POST("/api/views", { body: { name, filters: { unjudged: false, zero_step_reward: false, ...filtersFromQuery(query) } } }));
+      setNaming(false);
+      views.reload();
+      navigate(viewHref(path, view), { replace: true });
+      toast(`Saved the view “${view.name}”.`);
+    });
+  };
+  const remove = async (view: SavedView) => {
+    const yes = await ask({ title: `Delete the view “${view.name}”?`, body: "Everyone on this lake loses it. The episodes stay as they are.", confirm: "Delete view", danger: true });
+    if (!yes) return;
+    try {
+      await call(api.DELETE("/api/views/{view_id}", { params: { path: { view_id: view.view_id } } }));
+      const q = new URLSearchParams(query);
+      q.delete("view");
+      navigate(withQuery(path, q), { replace: true });
+      views.reload();
+      toast(`Deleted the view “${view.name}”.`);
+    } catch (err) {
+      toast((err as Error).message, "error");
+    }
+  };
+  return (
+    <div className="saved-views" data-testid="saved-views">
+      <div className="filter-row">
+        <select
+          aria-label="saved view"
+          value={current?.view_id ?? ""}
+          onChange={(e) => {
+            const view = views.data?.find((v) => v.view_id === e.target.value);
+            navigate(view ? viewHref(path, view) : path);
+          }}
+        >
+          <option value="">{views.data?.length ? "saved views…" : views.error ? "saved views did not load" : "no saved views yet"}</option>
+          {views.data?.map((v) => (
+            <option key={v.view_id} value={v.view_id}>
+              {v.name}
+            </option>
+          ))}
+        </select>
+        {current ? (
+          <>
+            <a href={`/views/${current.view_id}`} title="this view's link, to share" className="link">
+              link
+            </a>
+            <button type="button" className="link danger" onClick={() => void remove(current)}>
+              delete view
+            </button>
+          </>
+        ) : (
+          <button type="button" className="link" onClick={() => setNaming(!naming)} aria-expanded={naming}>
+            save view…
+          </button>
+        )}
+      </div>
+      {naming && (
+        <form onSubmit={submit} className="filter-row">
+          <label className="field">
+            view name
+            <input name="name" required maxLength={200} autoFocus />
+          </label>
+          <button type="submit" disabled={save.busy}>
+            Save
+          </button>
+          <button type="button" onClick={() => setNaming(false)}>
+            Cancel
+          </button>
+        </form>
+      )}
+      <ActionError message={save.error} testid="view-error" />
+    </div>
+  );
+}
+
+/** `/views/<id>`: the view's filters, as saved now, on the episodes page. */
+export function ViewPage({ id }: { id: string }) {
+  const view = useApi(() => call(api.GET("/api/views/{view_id}", { params: { path: { view_id: id } } })), [id]);
+  useEffect(() => {
+    if (view.data) navigate(viewHref("/", view.data), { replace: true });
+  }, [view.data]);
+  return (
+    <main className="page" data-testid="view-page">
+      {view.error ? (
+        <div className="error" role="alert">
+          Could not open the saved view {id}: {view.error.message}
+        </div>
+      ) : (
+        <p className="loading" role="status">
+          Opening the saved view…
+        </p>
+      )}
+    </main>
+  );
+}
