@@ -92,3 +92,22 @@ def test_form_controls_have_labels_beyond_placeholders(page):
     assert unlabeled == []
     page.goto(page.base + "/sql")
     assert page.get_by_label("SQL query").count() == 1
+
+
+def test_search_saved_views_queue_and_keys_list_pass_axe(page):
+    """The controls that open on demand: search results, the save-view form, the keys list."""
+    page.goto(page.base + "/episodes/wifi_on-1/steps/1?success=false")
+    page.get_by_test_id("queue-position").get_by_text("of").wait_for()
+    page.keyboard.press("/")
+    page.keyboard.type("wifi")
+    page.locator("[role=option][data-episode]").first.wait_for()
+    opened = [axe_violations(page)]
+    page.keyboard.press("Escape")
+    page.get_by_role("button", name="save view…").click()
+    page.get_by_label("view name").wait_for()
+    opened.append(axe_violations(page))
+    page.keyboard.press("Escape")
+    page.keyboard.press("?")
+    page.get_by_test_id("keys-help").wait_for()
+    opened.append(axe_violations(page))
+    assert opened == [[], [], []], json.dumps(opened, indent=1)
