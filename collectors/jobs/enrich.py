@@ -40,6 +40,8 @@ from episodelake.lake.updates import update_columns
 #: Screenshots computed between two commits: what a stopped run can lose.
 BATCH_IMAGES = 64
 OCR_EXTRA = "ocr"
+#: Screenshots narrower than this are read scaled up to it (at most twice their size).
+OCR_MIN_SIDE = 1080
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,12 @@ def _ocr(image: bytes) -> dict[str, Any]:
     if pixels is None:
         return {"ocr_text": "", "ocr_boxes": []}
     height, width = pixels.shape[:2]
+    # Small screenshots (a 540 px wide phone) read with the spaces between words lost
+    # ("Connecteddevices"); at phone resolution they come back. Boxes stay in fractions.
+    scale = min(2.0, OCR_MIN_SIDE / min(height, width))
+    if scale > 1:
+        pixels = cv2.resize(pixels, None, fx=scale, fy=scale, interpolation=cv2.INTER_CUBIC)
+        height, width = pixels.shape[:2]
     found, _ = _ocr_engine()(pixels)
     boxes = []
     for corners, text, score in found or []:
