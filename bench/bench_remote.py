@@ -3,7 +3,9 @@ launcher as the tests) against a local folder, measured in the same run.
 
 - ingest: steps/s through the Recorder (structure checks, so the PNG decode does not hide
   the storage), one writer, the same steps into each lake;
-- image fetch: p50 / p99 of a random step's screenshot (`Lake.image`);
+- image fetch: p50 / p99 of a random step's screenshot (`Lake.image`); and the API's image
+  path (`api.images_cache.stored_image`, on a lake opened as `elake serve` opens it): cold
+  (each step's first fetch) against warm (the same steps again, from the in-memory cache);
 - commits/s with 1, 4 and 8 writer processes committing small batches into one S3 lake at
   once (each commit retried on conflicts like every writer's);
 - fragments and read latency as commits pile up (a query over `steps` and one episode's
@@ -51,6 +53,22 @@ def fetch_ms(uri: str, episodes: int, steps: int, n: int) -> list[float]:
     lake = Lake(uri, create=False, refresh_s=60.0)
     rng = random.Random(0)
     return latencies_ms(lambda: lake.image(f"ep-{rng.randrange(episodes):04d}", rng.randrange(steps)), n)
+
+
+def cached_fetch_ms(uri: str, episodes: int, steps: int, n: int) -> tuple[list[float], list[float]]:
+    """(cold, warm) latencies of the API's image path over `n` distinct steps."""
+    from episodelake.api.images_cache import stored_image
+
+    lake = Lake(uri, create=False)
+    picks = random.Random(1).sample([(f"ep-{e:04d}", s) for e in range(episodes) for s in range(steps)],
+                                    min(n, episodes * steps))
+    cold, warm = [], []
+    for times in (cold, warm):
+        for episode_id, step in picks:
+            started = time.perf_counter()
+            stored_image(lake, episode_id, step)
+            times.append((time.perf_counter() - started) * 1000)
+    return cold, warm
 
 
 def _writer(uri: str, index: int, commits: int, start, out) -> None:
@@ -153,6 +171,12 @@ def main() -> None:
             s3_ms = fetch_ms(s3, args.episodes, args.steps, args.fetches)
             line("remote image fetch", s3_p50_ms=p50(s3_ms), s3_p99_ms=percentile(s3_ms, 99),
                  local_p50_ms=p50(local_ms), ratio=p50(s3_ms) / p50(local_ms))
+
+            s3_cold, s3_warm = cached_fetch_ms(s3, args.episodes, args.steps, args.fetches)
+            local_cold, local_warm = cached_fetch_ms(local, args.episodes, args.steps, args.fetches)
+            line("remote API image fetch, cold vs warm", s3_cold_p50_ms=p50(s3_cold),
+                 s3_warm_p50_ms=p50(s3_warm), local_cold_p50_ms=p50(local_cold),
+                 local_warm_p50_ms=p50(local_warm))
 
             rates = {w: commits_per_s(bucket(), w, args.commits) for w in (1, 4, 8)}
             line("remote commits/s, 1/4/8 writers", **{f"w{w}": r for w, r in rates.items()},

@@ -9,10 +9,11 @@ order of the parts, with a bounded number of tasks in flight, so a driver writin
 never holds more than a window of episodes.
 
 Ray tasks read the lake themselves (a Lance dataset pickles as its URI, version and storage
-options), so only the small inputs and the results travel. Writes stay with the lake's own
+options; a `Location` as its URI and options), so only the small inputs and the results
+travel, and workers need no storage variables of their own: the options the driver opened
+the lake with go with the parts, through Ray's object store. Writes stay with the lake's own
 paths: an export's folder is written by the driver, and column updates go through
 `lake.updates.update_columns` (a retried ``merge_insert`` commit), never a commit of our own.
-Workers on other nodes need the lake's storage credentials in their environment.
 """
 
 from __future__ import annotations
