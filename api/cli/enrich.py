@@ -52,7 +52,8 @@ def cmd_enrich(
                   "goals", epilog=_SEARCH_EPILOG)
 def cmd_search(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="the words to find (every one must match)")],
+    query: Annotated[str, typer.Argument(metavar="QUERY", show_default=False,
+                                         help="the words to find (every one must match)")],
     where: Annotated[str | None, typer.Option(metavar="SQL", help="a condition over episodes e JOIN "
                                               "steps s")] = None,
     limit: Annotated[int, typer.Option(help="hits to print (default 20)", show_default=False)] = 20,
