@@ -18,8 +18,10 @@ episode meets the condition.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import lance
 from lance.query import FullTextOperator, MatchQuery
@@ -59,7 +61,7 @@ class Hit:
     field: str
     snippet: str
     score: float
-    boxes: list[dict] = field(default_factory=list)
+    boxes: list[dict] = dataclasses.field(default_factory=list)
 
 
 def refresh_indexes(lake: Lake) -> dict[str, str]:
@@ -69,7 +71,7 @@ def refresh_indexes(lake: Lake) -> dict[str, str]:
     out = {}
     for table, column in FIELDS.values():
         out[column] = tables.retry_commit(f"index {table}.{column}",
-                                          lambda t=table, c=column: _refresh(lake, t, c))
+                                          functools.partial(_refresh, lake, table, column))
     lake.invalidate()
     return out
 

@@ -49,12 +49,16 @@ def update_columns(lake: Lake, table: str, rows: pa.Table | list[dict]) -> int:
         located = _locate(stored, rows, keys)
         if located.num_rows == 0:
             return 0
-        fragments, offsets, modified = [], {}, set()
+        fragments: list[lance.FragmentMetadata] = []
+        offsets: dict[int, bytes] = {}
+        modified: set[int] = set()
         fragment_ids = pc.shift_right(located["_rowaddr"], 32)
         for fid in pc.unique(fragment_ids).to_pylist():
             part = located.filter(pc.equal(fragment_ids, fid)).select(["_rowid", *values])
-            meta, fields, hit = stored.get_fragment(fid).update_columns(
-                part, left_on="_rowid", with_offsets=True)
+            fragment = stored.get_fragment(fid)
+            if fragment is None:  # the address was read from this very version
+                raise AssertionError(f"{table}: fragment {fid} vanished from version {stored.version}")
+            meta, fields, hit = fragment.update_columns(part, left_on="_rowid", with_offsets=True)
             fragments.append(meta)
             offsets[fid] = hit
             modified.update(fields)

@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from episodelake.collectors.record.anchor import phash64
 from episodelake.lake import schema
-from episodelake.lake.errors import InvalidInput
+from episodelake.lake.errors import InvalidInput, LakeCorrupt
 from episodelake.lake.jobs import Job
 from episodelake.lake.lake import Lake
 from episodelake.lake.overlay import thumbnail
@@ -82,7 +82,7 @@ def _ocr_engine() -> Any:
     """PP-OCRv4 (detection and recognition, shipped in the wheel), one thread: a process
     pool gives each core its own engine."""
     try:
-        from rapidocr_onnxruntime import RapidOCR
+        from rapidocr_onnxruntime import RapidOCR  # type: ignore[import-untyped]  # the package ships no type information
     except ImportError:
         raise InvalidInput("OCR needs the optional package rapidocr-onnxruntime: "
                            f"pip install 'episodelake[{OCR_EXTRA}]'") from None
@@ -247,7 +247,11 @@ def _batches(items: list[str], size: int) -> Iterator[list[str]]:
 
 def _read(lake: Lake, rowids: list[int]) -> list[bytes]:
     blobs = lake.dataset("steps").take_blobs("image", ids=rowids)
-    return [blob.read() for blob in blobs]
+    if any(blob is None for blob in blobs):
+        raise LakeCorrupt("steps: a step with an image_sha256 has no image blob; "
+                          "`elake sql \"select episode_id, step from steps where image is null and "
+                          "image_sha256 is not null\"` lists them")
+    return [blob.read() for blob in blobs if blob is not None]
 
 
 def _table(d: Derivation, rows: list[dict]) -> pa.Table:
