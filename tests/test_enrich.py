@@ -116,3 +116,13 @@ def test_a_lake_from_before_gains_the_derived_columns(tmp_path):
     lance.write_dataset(old.empty_table(), str(tmp_path / "lake" / "steps.lance"), mode="overwrite")
     names = Lake(tmp_path / "lake").dataset("steps").schema.names
     assert {"ocr_text", "ocr_boxes", "ocr_version", "thumbnail", "thumbnail_version"} <= set(names)
+
+
+def test_a_process_pool_stores_what_one_process_does(tmp_path):
+    images = [factories.screenshot(i) for i in range(3)]
+    one, pool = Lake(tmp_path / "one"), Lake(tmp_path / "pool")
+    first, second = record(one, images), record(pool, images)
+    enrich(one, ["phash", "thumbs"])
+    assert enrich(pool, ["phash", "thumbs"], workers=2).steps == {"phash": 3, "thumbs": 3}
+    columns = ["step", "image_phash", "thumbnail_version"]
+    assert one.steps(first, columns).to_pylist() == pool.steps(second, columns).to_pylist()
