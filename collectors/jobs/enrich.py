@@ -21,6 +21,7 @@ indexes take in the new text (`lake.search.refresh_indexes`).
 from __future__ import annotations
 
 import functools
+import multiprocessing
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -212,7 +213,9 @@ def _enrich(lake: Lake, chosen: list[Derivation], where: str | None, workers: in
     report = EnrichReport()
     done = 0
     job.progress(0, total)
-    pool = ProcessPoolExecutor(workers) if workers > 1 and total > 1 else None
+    # spawned, not forked: a fork of a process running Lance's threads can hang (Lance says so)
+    pool = (ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+            if workers > 1 and total > 1 else None)
     bar = tqdm(total=total, unit="screen", desc="enrich", disable=not progress)
     try:
         for plan in plans:
