@@ -160,14 +160,17 @@ def decode_cursor(cursor: str) -> tuple[object, str]:
     return value, episode_id
 
 
-def _after(sort: str, descending: bool, cursor: str) -> tuple[str, list]:
-    """The keyset condition 'comes after the cursor' for ORDER BY sort NULLS LAST, episode_id."""
+def _keyset(sort: str, descending: bool, cursor: str, *, after: bool) -> tuple[str, list]:
+    """The keyset condition 'comes after (or before) the cursor' for ORDER BY sort NULLS LAST,
+    episode_id: the list's next page, or an episode's position in it."""
     value, last_id = decode_cursor(cursor)
-    cmp = "<" if descending else ">"
-    if value is None:
-        return f"(e.{sort} IS NULL AND e.episode_id {cmp} ?)", [last_id]
+    cmp = "<" if descending == after else ">"
+    if value is None:  # the cursor is among the NULLs, which come last
+        nulls = f"e.{sort} IS NULL AND" if after else f"e.{sort} IS NOT NULL OR"
+        return f"({nulls} e.episode_id {cmp} ?)", [last_id]
     cast = f"CAST(? AS {SORTS[sort]})"
-    return (f"(e.{sort} IS NULL OR e.{sort} {cmp} {cast} OR (e.{sort} = {cast} AND e.episode_id {cmp} ?))",
+    nulls = f"e.{sort} IS NULL OR " if after else ""
+    return (f"({nulls}e.{sort} {cmp} {cast} OR (e.{sort} = {cast} AND e.episode_id {cmp} ?))",
             [value, value, last_id])
 
 
@@ -181,7 +184,7 @@ def list_episodes(lake: Lake, filt: EpisodeFilter, *, sort: str, descending: boo
     if cursor is None:
         total = lake.sql(f"SELECT count(*) FROM episodes e WHERE {where}", params).column(0)[0].as_py()
     else:
-        after, extra = _after(sort, descending, cursor)
+        after, extra = _keyset(sort, descending, cursor, after=True)
         where, params = f"{where} AND {after}", params + extra
     direction = "DESC" if descending else "ASC"
     rows = lake.sql(
@@ -212,7 +215,7 @@ def queue_position(lake: Lake, filt: EpisodeFilter, episode_id: str, *, sort: st
     cursor = encode_cursor(own[0]["v"], episode_id)
 
     def neighbour(backwards: bool) -> str | None:
-        after, extra = (_before if backwards else _after)(sort, descending, cursor)
+        after, extra = _keyset(sort, descending, cursor, after=not backwards)
         direction = "DESC" if descending != backwards else "ASC"
         nulls = "NULLS FIRST" if backwards else "NULLS LAST"
         rows = lake.sql(f"SELECT e.episode_id FROM episodes e WHERE {where} AND {after} "
@@ -222,17 +225,7 @@ def queue_position(lake: Lake, filt: EpisodeFilter, episode_id: str, *, sort: st
 
     position = None
     if own[0]["included"]:
-        before, extra = _before(sort, descending, cursor)
+        before, extra = _keyset(sort, descending, cursor, after=False)
         position = lake.sql(f"SELECT count(*) FROM episodes e WHERE {where} AND {before}",
                             params + extra).column(0)[0].as_py() + 1
     return {"position": position, "total": total, "previous": neighbour(True), "next": neighbour(False)}
-
-
-def _before(sort: str, descending: bool, cursor: str) -> tuple[str, list]:
-    """The keyset condition 'comes before the cursor' for ORDER BY sort NULLS LAST, episode_id."""
-    value, last_id = decode_cursor(cursor)
-    cmp = ">" if descending else "<"
-    if value is None:
-        return f"(e.{sort} IS NOT NULL OR e.episode_id {cmp} ?)", [last_id]
-    cast = f"CAST(? AS {SORTS[sort]})"
-    return f"(e.{sort} {cmp} {cast} OR (e.{sort} = {cast} AND e.episode_id {cmp} ?))", [value, value, last_id]
