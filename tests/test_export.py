@@ -321,6 +321,8 @@ def test_the_command_line_options_are_the_spec_fields(capsys, monkeypatch):
         cli.main(["export", "sft", "--help"])
     shown = " ".join(capsys.readouterr().out.split())
     for name, field in ExportSpec.model_fields.items():
+        if name == "redact_rules":  # a nested model: the command line reads it from --redact-config
+            continue
         assert f"--{name.replace('_', '-')}" in shown, name
         assert " ".join(field.description.split()) in shown, name
     assert "--no-dedup" in shown and "(default 3)" in shown

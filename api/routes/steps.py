@@ -23,10 +23,12 @@ from episodelake.api.images_cache import stored_image
 from episodelake.api.models import StepDetail
 from episodelake.api.routes.episodes import step_out
 from episodelake.lake import layout, overlay
-from episodelake.lake.errors import NotFound
+from episodelake.lake.errors import Conflict, NotFound
+from episodelake.lake.export.images import export_image
 from episodelake.lake.images import MEDIA_TYPES
 from episodelake.lake.lake import Lake
 from episodelake.lake.layout import check_id
+from episodelake.lake.redact import RedactRules
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["steps"])
@@ -83,11 +85,21 @@ def step_image(
     annotated: Annotated[bool, Query(description="draw the action on it (PNG, or JPEG with max_side)")] = False,
     max_side: Annotated[int | None, Query(ge=32, le=4096, description="scale down to this many pixels on "
                                           "the long side (JPEG; without `annotated`, made once and cached)")] = None,
+    redact: Annotated[bool, Query(description="mask the text lines of the step's OCR text that the "
+                                  "default redaction rules match (phone numbers, e-mail addresses, card "
+                                  "numbers), as `elake export sft --redact` does; 409 if the step has no "
+                                  "OCR text")] = False,
 ) -> Response:
-    """The screenshot bytes exactly as recorded, unless asked to annotate or scale them."""
+    """The screenshot bytes exactly as recorded, unless asked to redact, annotate or scale them."""
     data, fmt = stored_image(lake, episode_id, step)
     if fmt not in MEDIA_TYPES:
         raise NotFound(f"episode {episode_id!r} step {step} has no image in a known format")
+    if redact:
+        row = step_row(lake, episode_id, step)
+        if row["ocr_version"] is None:
+            raise Conflict(f"episode {episode_id!r} step {step} has no OCR text to redact by; "
+                           "run `elake enrich --what ocr`")
+        data = export_image(data, fmt, None, RedactRules().redactor().find(row["ocr_boxes"] or []))
     if annotated:
         view = step_out(step_row(lake, episode_id, step))["action_view"]
         data = overlay.draw_action(data, view, max_side=max_side, fmt="jpeg" if max_side else "png")

@@ -1,7 +1,8 @@
 """`run_export`: one export from spec to finished folder, recorded in the `exports` table.
 
 Order of work: check the format, resolve the selection (fails early, writing nothing),
-claim the folder, then stream episode by episode: build samples, drop duplicates, route each
+check that a redacting export can read the text on every screenshot, claim the folder,
+then stream episode by episode: build samples, drop duplicates, route each
 to its task's split, hand it to the format's writer (which pulls images as it needs them).
 Callers that show progress (the CLI's bar, the API's job status) pass `progress(done,
 total)`, called once with done = 0 when the selection is resolved and the folder claimed,
@@ -34,7 +35,7 @@ from episodelake.lake.export import manifest as manifest_mod
 from episodelake.lake.export.base import SPLITS, WriteContext
 from episodelake.lake.export.errors import EmptySelection
 from episodelake.lake.export.formats import get_format
-from episodelake.lake.export.images import IMAGE_DIR, ImageStore, load_images
+from episodelake.lake.export.images import IMAGE_DIR, ExportImage, ImageStore, load_images
 from episodelake.lake.export.samples import Sample, samples
 from episodelake.lake.export.selection import EpisodeSteps, Selection, select
 from episodelake.lake.export.spec import ExportSpec
@@ -57,7 +58,7 @@ class PreparedEpisode:
     episode: EpisodeSteps
     samples: list[Sample]
     skipped: Counter
-    images: dict[str, tuple[bytes, str]] | None = None
+    images: dict[str, ExportImage] | None = None
 
 
 #: Turns the selection into prepared episodes, in the selection's order. The export's
@@ -72,8 +73,53 @@ def prepare_episode(episode: EpisodeSteps, spec: ExportSpec,
     its screenshots too, read only when a sample was kept."""
     skipped: Counter = Counter()
     kept = list(samples(episode, spec, skipped))
-    images = load_images(steps, episode, spec.max_pixels) if steps is not None and kept else None
+    redactor = spec.redactor()
+    if redactor is not None:
+        kept = _checkable(episode, kept, skipped)
+    images = load_images(steps, episode, spec.max_pixels, redactor) if steps is not None and kept else None
     return PreparedEpisode(episode, kept, skipped, images)
+
+
+def _checkable(episode: EpisodeSteps, kept: list[Sample], skipped: Counter) -> list[Sample]:
+    """The samples whose every screenshot has text to redact by; the others are counted as
+    skipped (only `redact_missing="skip"` gets here with any: "fail" refused the export)."""
+    unread = unread_screenshots(episode.steps)
+    if not unread:
+        return kept
+    checkable = []
+    for sample in kept:
+        if unread.intersection(sample.images):
+            skipped["no_text_to_redact"] += 1
+        else:
+            checkable.append(sample)
+    return checkable
+
+
+def unread_screenshots(steps: Iterable[dict]) -> set[str]:
+    """The screenshots (sha256) among `steps` whose text no step has read: OCR reads each
+    distinct screenshot once, so one step's text serves every step showing the same bytes."""
+    shown, read = set(), set()
+    for row in steps:
+        if row["image_sha256"]:
+            shown.add(row["image_sha256"])
+            if row["ocr_version"] is not None:
+                read.add(row["image_sha256"])
+    return shown - read
+
+
+def check_text(selection: Selection, spec: ExportSpec) -> None:
+    """Refuse, before anything is written, a redacting export of screenshots whose text was
+    never read: their personal data could not be found, and they would leave unmasked."""
+    if not spec.redact or spec.redact_missing != "fail":
+        return
+    rows = [row for episode in selection.episodes for row in episode.steps]
+    unread = len(unread_screenshots(rows))
+    if unread:
+        shots = len({row["image_sha256"] for row in rows if row["image_sha256"]})
+        raise Conflict(f"redact: {unread} of {shots} screenshots of the selected episodes have no "
+                       "OCR text, so the personal data on them cannot be found; run `elake enrich "
+                       "--what ocr` first (it reads only the screenshots not read yet), or pass "
+                       "--redact-missing skip to leave out the samples that show them")
 
 
 def prepare_here(selection: Selection, spec: ExportSpec) -> Iterator[PreparedEpisode]:
@@ -118,6 +164,7 @@ def run_export(lake: Lake, spec: ExportSpec, progress: Progress | None = None, *
 def _export(lake: Lake, spec: ExportSpec, job: Job, prepare: Prepare) -> ExportResult:
     fmt = get_format(spec.format)
     selection = select(lake, spec)
+    check_text(selection, spec)
     out = spec.out.resolve()
     manifest_mod.prepare_folder(out)
     row = {"export_id": job.job_id, "format": fmt.name,
@@ -140,7 +187,7 @@ def _export(lake: Lake, spec: ExportSpec, job: Job, prepare: Prepare) -> ExportR
 
 def _write(out: Path, spec: ExportSpec, fmt, selection: Selection, progress: Progress | None,
            prepare: Prepare) -> dict:
-    store = ImageStore(selection.source, out, spec.max_pixels)
+    store = ImageStore(selection.source, out, spec.max_pixels, spec.redactor())
     writer = fmt.open(WriteContext(out, spec, store, selection.source))
     dedup = Dedup(spec.dedup)
     skipped: Counter = Counter()
@@ -188,6 +235,9 @@ def _write(out: Path, spec: ExportSpec, fmt, selection: Selection, progress: Pro
         "entries": sorted(entries),
         "files": files,
     }
+    if spec.redact:
+        body["redaction"] = {"rules": spec.recorded()["redact_rules"], "missing": spec.redact_missing,
+                             **store.redaction(images)}
     return manifest_mod.write_manifest(out, body)
 
 

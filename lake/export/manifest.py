@@ -1,7 +1,8 @@
 """The export folder's contract: `manifest.json` says what was exported, from what, and how.
 
 The manifest holds what decides the bytes (format, spec, lake tag and table versions, the
-set) and what came out (counts, tasks per split, each sample file's size and sha256). It
+set) and what came out (counts, tasks per split, each sample file's size and sha256; for a
+redacting export, each masked region's rule and box, never the text that matched). It
 holds no time and no output path, so two exports of the same tag and spec have identical
 manifests; when and where an export ran is in the lake's `exports` table.
 

@@ -21,7 +21,7 @@ from episodelake.lake.sql import sql_in
 
 #: Step columns that samples are built from (images are read separately, as blobs).
 STEP_COLUMNS = ["episode_id", "step", "model_response", "action_type", "action", "action_valid",
-                "image_sha256", "image_format", "step_reward"]
+                "image_sha256", "image_format", "step_reward", "ocr_version"]
 _IDS_PER_SCAN = 1000
 _SELECTION_TIMEOUT_S = 120.0
 

@@ -18,9 +18,11 @@ from episodelake.lake.curation import MAX_NAME
 from episodelake.lake.errors import InvalidInput
 from episodelake.lake.layout import check_id
 from episodelake.lake.prompts import Style
+from episodelake.lake.redact import Redactor, RedactRules, load_rules
 from episodelake.lake.spec_model import SpecModel
 
 Granularity = Literal["step", "episode"]
+RedactMissing = Literal["fail", "skip"]
 #: The longest `where` condition accepted (a condition, not a program).
 MAX_WHERE = 4000
 
@@ -80,6 +82,21 @@ class ExportOptions(SpecModel):
     name: str = Field("episodelake", min_length=1, max_length=200,
                       description="dataset name, where a format names its dataset "
                       "(LLaMA-Factory's dataset_info)")
+    redact: bool = Field(False, description="mask, in the exported images, every screen text line "
+                         "(the steps' OCR text: `elake enrich --what ocr`) that a redaction rule "
+                         "matches (phone numbers, e-mail addresses, card numbers; names and "
+                         "patterns from --redact-config) with a solid box; the lake keeps the "
+                         "originals and manifest.json lists each masked region by rule and box")
+    redact_missing: RedactMissing = Field(
+        "fail", description="with redact, a screenshot that has no OCR text cannot be checked: "
+        "fail refuses the export (naming how many and the command that adds the text), skip "
+        "leaves out the samples that show one")
+    redact_rules: RedactRules | None = Field(None, description="the redaction rules (default: "
+                                             "phone, email and card)")
+
+    def redactor(self) -> Redactor | None:
+        """The compiled redaction rules when the export redacts, else None."""
+        return (self.redact_rules or RedactRules()).redactor() if self.redact else None
 
     @model_validator(mode="after")
     def _check(self) -> ExportOptions:
@@ -95,6 +112,9 @@ class ExportOptions(SpecModel):
         check_id(self.name, "name")
         if self.where is not None and not self.where.strip():
             object.__setattr__(self, "where", None)
+        if not self.redact and (self.redact_rules is not None or self.redact_missing != "fail"):
+            name = "redact_rules" if self.redact_rules is not None else "redact_missing"
+            raise InvalidInput(f"{name}: says how to redact, but redact is off; set redact (--redact)")
         self._resolve_max_images()
         return self
 
@@ -132,7 +152,26 @@ class ExportSpec(ExportOptions):
                                  "working directory, as long as the folder stays where it was "
                                  "exported). Formats that embed their images (trl, openai) are "
                                  "not affected")
+    redact_config: Path | None = Field(None, strict=False, description="a TOML or JSON file of "
+                                       "redaction rules: phone, email, card (true or false), "
+                                       "names (a list of people's names), patterns (rule name = "
+                                       "regular expression)")
+
+    @model_validator(mode="after")
+    def _rules_file(self) -> ExportSpec:
+        """Read the rules file into `redact_rules`, so every path after this sees one rule set."""
+        if self.redact_config is None:
+            return self
+        if not self.redact:
+            raise InvalidInput("redact_config: rules given but redact is off; add --redact")
+        if self.redact_rules is not None:
+            raise InvalidInput("redact_config: give the rules as a file or as redact_rules, not both")
+        object.__setattr__(self, "redact_rules", load_rules(self.redact_config))
+        return self
 
     def recorded(self) -> dict:
-        """The spec as the manifest records it (no output path: two folders compare equal)."""
-        return self.model_dump(exclude={"out"})
+        """The spec as the manifest records it (no output path: two folders compare equal;
+        the redaction rules by name and digest: a list of names is itself personal data)."""
+        recorded = self.model_dump(exclude={"out", "redact_config", "redact_rules"})
+        recorded["redact_rules"] = (self.redact_rules or RedactRules()).recorded() if self.redact else None
+        return recorded

@@ -190,10 +190,12 @@ def test_the_request_body_is_the_export_spec_with_its_constraints(client):
     body = doc["paths"]["/api/exports"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     schema = doc["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]]
     model = {name: {k: v for k, v in prop.items() if not (k == "default" and v is None)}
-             for name, prop in ExportOptions.model_json_schema()["properties"].items()}
+             for name, prop in ExportOptions.model_json_schema(
+                 ref_template="#/components/schemas/{model}")["properties"].items()}
     assert schema["properties"] == model  # OpenAPI leaves out null defaults
     assert schema["additionalProperties"] is False
-    assert set(ExportSpec.model_fields) - set(schema["properties"]) == {"out", "relative_paths"}
+    # the server decides the folder and reads no file a caller names (rules come inline)
+    assert set(ExportSpec.model_fields) - set(schema["properties"]) == {"out", "relative_paths", "redact_config"}
     for name, field in ExportOptions.model_fields.items():
         assert len(field.description or "") > 10 and schema["properties"][name]["description"] == field.description
     props = schema["properties"]
