@@ -35,7 +35,7 @@ def _py_type(t: pa.DataType) -> Any:
         return float
     if pa.types.is_timestamp(t):
         return datetime
-    if pa.types.is_list(t):
+    if pa.types.is_list(t) or pa.types.is_fixed_size_list(t):
         return list[_py_type(t.value_type)]  # type: ignore[misc]  # a type built at run time
     if pa.types.is_struct(t):
         return dict[str, Any]
@@ -61,12 +61,12 @@ def row_model(name: str, table: str, *, exclude: tuple[str, ...] = (), json_fiel
 
 Episode = row_model("Episode", "episodes", json_fields=("extra",))
 Step = row_model(
-    "Step", "steps", exclude=("prompt", "info"), json_fields=("action",),
+    "Step", "steps", exclude=("prompt", "info", "embedding"), json_fields=("action",),
     extra={"image_url": (str | None, None), "action_view": (ActionView, ...)},
     doc="One step without its image bytes (fetch image_url) or its prompt (see StepDetail).",
 )
 StepDetail = row_model(
-    "StepDetail", "steps", json_fields=("action",),
+    "StepDetail", "steps", exclude=("embedding",), json_fields=("action",),
     extra={"image_url": (str | None, None), "action_view": (ActionView, ...)},
     doc="One step with its prompt and collector info (JSON text), without image bytes.",
 )

@@ -67,6 +67,8 @@ OCR_BOX = pa.struct([
 ])
 #: The long side of the thumbnails `elake enrich --what thumbs` stores.
 THUMBNAIL_SIDE = 240
+#: Length of a screenshot's embedding (`elake enrich --what embed`; see `lake.similar`).
+EMBEDDING_DIM = 512
 
 STEPS = pa.schema(
     [
@@ -103,6 +105,8 @@ STEPS = pa.schema(
         pa.field("ocr_version", pa.int32()),
         pa.field("thumbnail", pa.large_binary()),  # JPEG, THUMBNAIL_SIDE px on the long side
         pa.field("thumbnail_version", pa.int32()),
+        pa.field("embedding", pa.list_(pa.float32(), EMBEDDING_DIM)),  # unit length; 0 apart: same screen
+        pa.field("embedding_version", pa.int32()),
     ]
 )
 

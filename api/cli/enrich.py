@@ -1,5 +1,5 @@
-"""`elake enrich` and `elake search`: derived columns after the write, and full-text search
-over screen text, reasoning and goals."""
+"""`elake enrich`, `elake search` and `elake similar`: derived columns after the write,
+full-text search over screen text, reasoning and goals, and screens like a step's."""
 
 from __future__ import annotations
 
@@ -24,16 +24,22 @@ _SEARCH_EPILOG = """examples:
   elake search "payment failed"
   elake search wifi --where "e.success = false" --limit 50 --json"""
 
+_SIMILAR_EPILOG = """examples:
+
+\b
+  elake similar ep-123 4                        # the 10 nearest screens, any episode
+  elake similar ep-123 4 --k 50 --where "e.policy_version = 'ckpt-40'" --json"""
+
 commands = Commands()
 
 
 @commands.command("enrich", summary="compute derived step columns (perceptual hash, thumbnails, OCR "
-                  "text) for stored steps that lack them", epilog=_ENRICH_EPILOG)
+                  "text, embeddings) for stored steps that lack them", epilog=_ENRICH_EPILOG)
 def cmd_enrich(
     ctx: typer.Context,
     what: Annotated[str | None, typer.Option(metavar="NAMES", show_default=False,
-                                             help="comma-separated derivations: phash, thumbs, ocr "
-                                             "(default all)")] = None,
+                                             help="comma-separated derivations: phash, thumbs, ocr, "
+                                             "embed (default all)")] = None,
     where: Annotated[str | None, typer.Option(metavar="SQL", help="only steps meeting this condition over "
                                               "episodes e JOIN steps s")] = None,
     workers: Annotated[int, typer.Option(help="processes computing in parallel (default 1)",
@@ -71,3 +77,24 @@ def cmd_search(
             print(f"{hit.episode_id}\t{step}\t{hit.field}\t{hit.snippet}")
     if not hits and not as_json:
         print("no match")
+
+
+@commands.command("similar", summary="the steps whose screenshots look most like a step's, from any "
+                  "episode, run or policy version", epilog=_SIMILAR_EPILOG)
+def cmd_similar(
+    ctx: typer.Context,
+    episode_id: Annotated[str, typer.Argument(metavar="EPISODE", show_default=False, help="the step's episode id")],
+    step: Annotated[int, typer.Argument(metavar="STEP", show_default=False, help="the step's number")],
+    k: Annotated[int, typer.Option("--k", help="neighbours to print (default 10)", show_default=False)] = 10,
+    where: Annotated[str | None, typer.Option(metavar="SQL", help="only neighbours meeting this condition "
+                                              "over episodes e JOIN steps s")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON lines instead of a table")] = False,
+) -> None:
+    from episodelake.lake.lake import Lake
+    from episodelake.lake.similar import similar
+
+    found = similar(Lake(globals_of(ctx).lake, create=False), episode_id, step, k=k, where=where)
+    for n in found:
+        print(json.dumps(asdict(n)) if as_json else f"{n.episode_id}\t{n.step}\t{n.distance:.4f}")
+    if not found and not as_json:
+        print("no neighbour")

@@ -41,7 +41,7 @@ exports = Commands()
            heading="selection"),
     Fields(ExportSpec, ("granularity", "style", "history_length", "history_images", "max_pixels",
                         "max_images"), heading="samples"),
-    Fields(ExportSpec, ("val_fraction", "seed", "dedup", "name", "relative_paths"), heading="output"),
+    Fields(ExportSpec, ("val_fraction", "seed", "dedup", "dedupe_similar", "name", "relative_paths"), heading="output"),
     Fields(ExportSpec, ("redact", "redact_config", "redact_missing"), heading="redaction"),
     Fields(RayOptions, heading="cluster"),
 )

@@ -12,6 +12,7 @@ from episodelake.api.routes import (
            runs,
            search,
            sets,
+           similar,
            sql,
            stats,
            steps,
@@ -21,4 +22,4 @@ from episodelake.api.routes import (
 
 ROUTERS = [health.router, tasks.router, episodes.router, steps.router, stats.router, overview.router, sql.router,
            sets.router, annotations.router, groups.router, exports.router, reruns.router, runs.router,
-           jobs.router, views.router, search.router]
+           jobs.router, views.router, search.router, similar.router]

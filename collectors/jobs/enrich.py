@@ -3,8 +3,8 @@
 Recording keeps the bytes and cheap checks; what costs a decode or a model per screenshot is
 a *derivation*, filled in later by `enrich`. `DERIVATIONS` is the one registry: a name, a
 version, the `steps` columns it fills (declared in `lake/schema.py`) and a function from one
-screenshot's bytes to their values. Adding a derivation (an embedding) is one entry there and
-its columns in the schema.
+screenshot's bytes to their values. Adding a derivation is one entry there and its columns in
+the schema.
 
 A step is pending for a derivation while its version column does not hold the derivation's
 version (or, for the write-time perceptual hash, while the column is null), so a run skips
@@ -15,7 +15,8 @@ written with `lake.updates.update_columns` (Lance data evolution: only the deriv
 of the touched fragments are written, never the images or other columns). Bulk work runs in
 a process pool (`workers`), one single-threaded model per process. An enrichment is a job
 (kind ``enrich``, `lake.jobs`) with progress in screenshots; at the end the full-text
-indexes take in the new text (`lake.search.refresh_indexes`).
+indexes take in the new text (`lake.search.refresh_indexes`) and the vector index the new
+embeddings (`lake.similar.refresh_index`, built once there are enough of them).
 """
 
 from __future__ import annotations
@@ -30,12 +31,14 @@ from typing import Any
 import pyarrow as pa
 
 from episodelake.collectors.record.anchor import phash64
+from episodelake.collectors.record.embedding import EMBEDDING_VERSION, screen_embedding
 from episodelake.lake import schema
 from episodelake.lake.errors import InvalidInput, LakeCorrupt
 from episodelake.lake.jobs import Job
 from episodelake.lake.lake import Lake
 from episodelake.lake.overlay import thumbnail
 from episodelake.lake.search import matching_steps, refresh_indexes
+from episodelake.lake.similar import refresh_index
 from episodelake.lake.updates import update_columns
 
 #: Screenshots computed between two commits: what a stopped run can lose.
@@ -72,6 +75,10 @@ class Derivation:
 
 def _phash(image: bytes) -> dict[str, Any]:
     return {"image_phash": phash64(image)}
+
+
+def _embed(image: bytes) -> dict[str, Any]:
+    return {"embedding": screen_embedding(image).tolist()}
 
 
 def _thumbnail(image: bytes) -> dict[str, Any]:
@@ -127,6 +134,8 @@ DERIVATIONS: dict[str, Derivation] = {d.name: d for d in (
                help=f"JPEG thumbnail, {schema.THUMBNAIL_SIDE} px on the long side"),
     Derivation("ocr", 1, ("ocr_text", "ocr_boxes"), _ocr, "ocr_version",
                help="the screen's text and its boxes (PP-OCRv4 through rapidocr-onnxruntime)"),
+    Derivation("embed", EMBEDDING_VERSION, ("embedding",), _embed, "embedding_version",
+               help=f"a {schema.EMBEDDING_DIM}-number vector of the screen, for `elake similar`"),
 )}
 
 
@@ -240,6 +249,8 @@ def _enrich(lake: Lake, chosen: list[Derivation], where: str | None, workers: in
             pool.shutdown(cancel_futures=True)
     if any(report.steps.values()):
         report.indexes = refresh_indexes(lake)
+        if report.steps.get("embed"):
+            report.indexes["embedding"] = refresh_index(lake)
     return report
 
 

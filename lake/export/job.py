@@ -43,6 +43,7 @@ from episodelake.lake.export.split import Dedup, split_of
 from episodelake.lake.jobs import Job
 from episodelake.lake.lake import Lake
 from episodelake.lake.layout import check_id
+from episodelake.lake.similar import NearDuplicates
 
 log = logging.getLogger(__name__)
 
@@ -190,6 +191,10 @@ def _write(out: Path, spec: ExportSpec, fmt, selection: Selection, progress: Pro
     store = ImageStore(selection.source, out, spec.max_pixels, spec.redactor())
     writer = fmt.open(WriteContext(out, spec, store, selection.source))
     dedup = Dedup(spec.dedup)
+    near = None
+    if spec.dedupe_similar is not None:  # near-duplicate screens of a task: see lake.similar
+        near = NearDuplicates(selection.source, spec.dedupe_similar)
+        near.load(ep.episode_id for ep in selection.episodes)
     skipped: Counter = Counter()
     counts = dict.fromkeys(SPLITS, 0)
     tasks: dict[str, set[str]] = {s: set() for s in SPLITS}
@@ -207,6 +212,9 @@ def _write(out: Path, spec: ExportSpec, fmt, selection: Selection, progress: Pro
         for sample in prepared.samples:
             if dedup.seen(sample.key):
                 skipped["duplicate"] += 1
+                continue
+            if near is not None and near.seen(ep.task_name, ep.episode_id, sample.step):
+                skipped["near_duplicate"] += 1
                 continue
             writer.write(split, sample)
             images.update(sample.images)

@@ -77,6 +77,11 @@ class ExportOptions(SpecModel):
                       "puts a task in the same split in every export")
     dedup: bool = Field(True, description="drop samples identical to an earlier one (same text, "
                         "same image bytes)")
+    dedupe_similar: float | None = Field(
+        None, ge=0, le=2, description="drop a step whose screenshot's embedding lies within this "
+        "distance (0: the same screen; at most 2) of a step already kept for the same task, so "
+        "near-duplicate screens are trained once; needs `elake enrich --what embed`; granularity "
+        "step only")
     tag: str | None = Field(None, max_length=200, description="read the lake as of this tag "
                             "(default: a set's pinned tag, else the latest versions)")
     name: str = Field("episodelake", min_length=1, max_length=200,
@@ -103,6 +108,8 @@ class ExportOptions(SpecModel):
         """Combinations no single field can refuse; each message names the field to change."""
         if self.granularity == "episode" and self.style != "mai-ui":
             raise InvalidInput(f"style {self.style!r} is single-turn; granularity 'episode' needs style 'mai-ui'")
+        if self.granularity == "episode" and self.dedupe_similar is not None:
+            raise InvalidInput("dedupe_similar drops target steps; use it with granularity 'step'")
         if self.granularity == "episode" and self.good_steps_only:
             raise InvalidInput("good_steps_only picks target steps; use it with granularity 'step'")
         if self.set is not None and not self.set.strip():

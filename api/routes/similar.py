@@ -1,0 +1,37 @@
+"""GET /api/episodes/{episode_id}/steps/{step}/similar: screens like this step's, from any
+episode, run or policy version (`lake.similar`)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from episodelake.api.deps import LakeDep
+from episodelake.api.routes.steps import StepNo
+from episodelake.lake import similar as lake_similar
+from episodelake.lake.layout import check_id
+
+router = APIRouter(tags=["steps"])
+
+
+class SimilarStep(BaseModel):
+    episode_id: str
+    step: int
+    distance: float = Field(description="Euclidean distance between the screenshots' embeddings: "
+                            "0 for the same screen, at most 2")
+
+
+@router.get("/episodes/{episode_id}/steps/{step}/similar", response_model=list[SimilarStep])
+def similar_steps(
+    lake: LakeDep, episode_id: str, step: StepNo,
+    k: Annotated[int, Query(ge=1, le=lake_similar.MAX_K, description="how many neighbours")] = 10,
+    where: Annotated[str | None, Query(max_length=4000, description="SQL condition over episodes e JOIN "
+                                       "steps s, run in the sandbox")] = None,
+) -> list[dict]:
+    """Nearest first, the step itself left out. A step whose screenshot has no embedding yet
+    answers 404 naming `elake enrich --what embed`."""
+    check_id(episode_id, "episode_id")
+    return [asdict(n) for n in lake_similar.similar(lake, episode_id, step, k=k, where=where)]
