@@ -129,3 +129,31 @@ def test_episodes_recorded_while_the_page_is_open_appear_without_a_reload(page, 
     assert live.get_attribute("aria-pressed") == "false"
     live.click()
     page.wait_for_selector("[data-testid=live][data-state=live]")
+
+
+def test_stepping_and_the_queue_ask_the_api_nothing_the_cache_already_holds(page):
+    """A step switch changes no query, the queue's neighbours are fetched ahead, and an
+    episode seen a moment ago renders from the cache: none of these asks the API again."""
+    page.goto(page.base + "/episodes/set_alarm-1/steps/0?success=false")
+    screen_at(page, 0)
+    position = page.get_by_test_id("queue-position")
+    position.get_by_text("2 of 3").wait_for()
+    page.wait_for_load_state("networkidle")  # the neighbours' details are in
+    asked: list[str] = []
+    page.on("request", lambda r: "/api/" in r.url and "/image" not in r.url and asked.append(r.url))
+
+    for step in (1, 2, 3):
+        page.keyboard.press("d")
+        screen_at(page, step)
+    assert asked == []
+
+    page.keyboard.press("]")  # the next episode's detail was fetched ahead
+    page.wait_for_url(re.compile(r"/episodes/wifi_on-1/steps/0\?success=false$"))
+    screen_at(page, 0)
+    position.get_by_text("3 of 3").wait_for()
+    page.keyboard.press("[")  # and the one just left is still fresh
+    page.wait_for_url(re.compile(r"/episodes/set_alarm-1/steps/0\?success=false$"))
+    screen_at(page, 0)
+    position.get_by_text("2 of 3").wait_for()
+    details = [u for u in asked if re.search(r"/api/episodes/[^/?]+(\?|$)", u)]
+    assert details == [], asked

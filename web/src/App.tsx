@@ -6,17 +6,21 @@ import { GroupPage, GroupsPage } from "./pages/GroupsPage";
 import { RerunPage, RerunsPage } from "./pages/RerunsPage";
 import { SetPage, SetsPage } from "./pages/SetsPage";
 import { SqlPage } from "./pages/SqlPage";
-import { StatsPage } from "./pages/StatsPage";
-import { RunPage, TrainingPage } from "./pages/TrainingPage";
-import { useEffect } from "react";
+import { Suspense, lazy, useEffect } from "react";
 import { DialogHost } from "./components/Dialogs";
 import { KeysHelp } from "./components/KeysHelp";
 import { LiveIndicator } from "./components/Live";
 import { ViewPage } from "./components/SavedViews";
 import { Search } from "./components/Search";
+import { Loading } from "./components/Status";
 import { Toasts } from "./components/Toasts";
 import { useTitle } from "./hooks";
 import { Link, match, useLocation } from "./router";
+
+// The chart pages load with their chart library when first opened, not with the replay.
+const StatsPage = lazy(() => import("./pages/StatsPage").then((m) => ({ default: m.StatsPage })));
+const TrainingPage = lazy(() => import("./pages/TrainingPage").then((m) => ({ default: m.TrainingPage })));
+const RunPage = lazy(() => import("./pages/TrainingPage").then((m) => ({ default: m.RunPage })));
 
 function Page({ path }: { path: string }) {
   let p: Record<string, string> | null;
@@ -111,7 +115,9 @@ export function App() {
         <a href="/api/docs">API</a>
       </header>
       <div id="content" tabIndex={-1}>
-        <Page path={path} />
+        <Suspense fallback={<Loading what="the page" />}>
+          <Page path={path} />
+        </Suspense>
       </div>
       <Toasts />
       <DialogHost />

@@ -4,8 +4,10 @@
 // the failing step. Each change is one API call, durable in the lake when it returns; the
 // outcome shows as a toast, in view whatever the panel's scroll.
 import { useEffect, useRef, useState } from "react";
+import { useQuery } from "@tanstack/react-query";
 import { api, call, FAILURE_CATEGORIES, type EpisodeDetail, type FailureCategory, type Membership } from "../api/client";
-import { isShortcut, useApi } from "../hooks";
+import { invalidate, queries } from "../api/queries";
+import { isShortcut } from "../hooks";
 import { Link, enc, useLeaveGuard } from "../router";
 import { count } from "./Time";
 import { toast } from "./Toasts";
@@ -14,8 +16,8 @@ const SET_KEY = "elake.curation.set";
 
 type Put = { failure_category: FailureCategory | null; failing_step: number | null; note: string | null };
 
-export function CurationPanel({ detail, stepNo, onChanged }: { detail: EpisodeDetail; stepNo: number; onChanged: () => void }) {
-  const sets = useApi(() => call(api.GET("/api/sets")), []);
+export function CurationPanel({ detail, stepNo }: { detail: EpisodeDetail; stepNo: number }) {
+  const sets = useQuery(queries.sets());
   const [setId, setSetId] = useState(() => localStorage.getItem(SET_KEY) ?? "");
   const [newName, setNewName] = useState("");
   const select = useRef<HTMLSelectElement>(null);
@@ -45,7 +47,7 @@ export function CurationPanel({ detail, stepNo, onChanged }: { detail: EpisodeDe
       const created = await call(api.POST("/api/sets", { body: { name, kind: "failure" } }));
       choose(created.set_id);
       setNewName("");
-      sets.reload();
+      void invalidate(["sets"]);
       toast(`Created set ${created.name}: keys 1-5 and F file into it`);
     } catch (e) {
       toast(`Could not create set ${name}: ${(e as Error).message}`, "error");
@@ -70,11 +72,10 @@ export function CurationPanel({ detail, stepNo, onChanged }: { detail: EpisodeDe
         );
         lastSaved.current = { key, put: { failure_category: (m.failure_category as FailureCategory | null) ?? null, failing_step: m.failing_step ?? null, note: m.note ?? null } };
         toast(`${done} in ${name}: ${m.failure_category ?? "no category"}, failing step ${m.failing_step ?? "—"}`);
-        onChanged();
       } catch (e) {
         toast(`Could not save ${episodeId} in ${name}: ${(e as Error).message}`, "error");
       }
-      sets.reload();
+      void invalidate(["episode", episodeId], ["sets"]);
     });
   };
 
@@ -116,8 +117,7 @@ export function CurationPanel({ detail, stepNo, onChanged }: { detail: EpisodeDe
       const back: Put = { failure_category: (m.failure_category as FailureCategory | null) ?? null, failing_step: m.failing_step ?? null, note: m.note ?? null };
       lastSaved.current = null;
       toast(`Removed ${episodeId} from ${m.set_name}`, "ok", { label: "Undo", run: () => putMember(m.set_id, m.set_name ?? m.set_id, back, back, "Restored") });
-      sets.reload();
-      onChanged();
+      void invalidate(["episode", episodeId], ["sets"]);
     } catch (e) {
       toast(`Could not remove ${episodeId} from ${m.set_name}: ${(e as Error).message}`, "error");
     }

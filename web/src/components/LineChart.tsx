@@ -1,37 +1,30 @@
-// Lines over iterations in plain SVG, drawn like the Stats page's charts (which take their
-// line styles, axis labels and legend from here). A null value breaks its line (an
-// iteration that did not record the metric) rather than faking a point. Forty series stay
-// apart: ten colours times four dash patterns, and pointing at (or focusing) a legend entry
-// brings its line forward and fades the others.
-import { useState } from "react";
+// Charts drawn by uPlot (canvas: fast with many series), sized to their box: lines over
+// iterations or policy versions, and bars. A null value breaks its line (an iteration that
+// did not record the metric) rather than faking a point. Forty series stay apart (ten
+// colours times four dash patterns), and pointing at (or focusing) a legend entry brings
+// its line forward and fades the others (uPlot's series focus). Pointing into the chart
+// reads out the values under the cursor.
+import { useEffect, useRef, useState } from "react";
+import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
 
-const W = 640;
-const H = 240;
-const PAD = { l: 52, r: 12, t: 12, b: 36 };
 // Tableau 10: colours told apart by most people, colour-blind ones included.
 const COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#79706e"];
 const DASHES = ["", "7 4", "2 3", "9 3 2 3"];
 
-export interface LineStyle {
+interface LineStyle {
   color: string;
   dash: string;
 }
 
 /** The `i`-th line's colour and dash pattern: 40 distinct styles before any repeats. */
-export function lineStyle(i: number): LineStyle {
+function lineStyle(i: number): LineStyle {
   return { color: COLORS[i % COLORS.length], dash: DASHES[Math.floor(i / COLORS.length) % DASHES.length] };
-}
-
-/** Which line is brought forward (by the legend), and the class each line gets for it. */
-export function useHighlight(): [string | null, (name: string | null) => void, (name: string) => string] {
-  const [active, setActive] = useState<string | null>(null);
-  const cls = (name: string) => (active === null ? "" : active === name ? "highlighted" : "dimmed");
-  return [active, setActive, cls];
 }
 
 /** The names of a chart's lines, each beside a sample of its line; pointing at or focusing
  * an entry highlights its line. */
-export function Legend({ lines, onActive }: { lines: ({ name: string } & LineStyle)[]; onActive?: (name: string | null) => void }) {
+function Legend({ lines, onActive }: { lines: ({ name: string } & LineStyle)[]; onActive?: (name: string | null) => void }) {
   return (
     <ul className={`legend ${lines.length > 12 ? "legend-many" : ""}`} aria-label="legend">
       {lines.map((l) => (
@@ -55,103 +48,143 @@ export function Legend({ lines, onActive }: { lines: ({ name: string } & LineSty
   );
 }
 
-/** Room for x labels turned 35 degrees: the bottom and left padding their longest needs
- * (11 px text), so none is cut at the chart's edge. */
-export function xLabelRoom(labels: string[]): { left: number; bottom: number } {
-  const longest = Math.max(0, ...labels.map((l) => l.length)) * 6.4;
-  return { left: Math.min(220, longest * Math.cos(0.61) + 10), bottom: Math.min(140, longest * Math.sin(0.61) + 30) };
-}
-
-/** An x-axis label at `x`, turned so long labels (policy versions) fit side by side. */
-export function XLabel({ x, y, text }: { x: number; y: number; text: string }) {
-  return (
-    <text x={x} y={y} textAnchor="end" transform={`rotate(-35 ${x} ${y})`} className="axis x-label">
-      {text}
-    </text>
-  );
-}
+const HEIGHT = 240;
+const FONT = "11px system-ui, sans-serif";
+const AXIS = { stroke: "#6b7280", font: FONT, labelFont: FONT, grid: { stroke: "#e5e7eb", width: 1 }, ticks: { show: false } };
+/** Turned x labels (policy versions) fit side by side; the axis takes the room they need. */
+const TURN = 35;
+const FADED = 0.12;
+/** Tick steps for iterations: whole numbers only. */
+const INTEGER_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000];
 
 export interface Series {
   name: string;
   values: (number | null)[];
 }
 
-/** A short tick label: at most 3 significant digits, or a percentage. */
-function tick(v: number, percent: boolean): string {
-  if (percent) return `${Math.round(v * 100)}%`;
+export interface LineChartProps {
+  /** Numeric x values (iterations), or labels drawn evenly as categories (policy versions, bins). */
+  x: number[] | string[];
+  series: Series[];
+  /** What the chart shows, for screen readers; by default its series "by" its x. */
+  label?: string;
+  xLabel?: string;
+  testid?: string;
+  /** Values are rates: 0-100% on the y axis. */
+  percent?: boolean;
+  bars?: boolean;
+}
+
+/** A short tick label: at most 3 significant digits. */
+function short(v: number): string {
   return Math.abs(v) >= 1000 ? v.toExponential(1) : String(Number(v.toPrecision(3)));
 }
 
-function yRange(series: Series[], percent: boolean): [number, number] {
-  if (percent) return [0, 1];
-  const all = series.flatMap((s) => s.values.filter((v): v is number => v !== null));
-  let lo = Math.min(...all);
-  let hi = Math.max(...all);
-  if (lo > 0 && lo < hi / 2) lo = 0; // small positive ranges read better from zero
-  if (hi === lo) [lo, hi] = [lo - 1, hi + 1];
-  return [lo, hi];
+const pctText = (v: number) => `${Math.round(v * 100)}%`;
+const RAD = (TURN * Math.PI) / 180;
+
+/** The bottom axis's height for labels turned TURN degrees, from their measured width. */
+function turnedSize(self: uPlot, values: string[]): number {
+  self.ctx.font = FONT;
+  const widest = Math.max(0, ...(values ?? []).map((v) => self.ctx.measureText(v ?? "").width));
+  return Math.ceil(widest * Math.sin(RAD) + 11 * Math.cos(RAD) + 30);
 }
 
-export function LineChart({ x, series, percent = false, xLabel = "iteration", testid }: { x: number[]; series: Series[]; percent?: boolean; xLabel?: string; testid?: string }) {
-  const [, setActive, cls] = useHighlight();
+export function LineChart({ x, series, label, xLabel = "iteration", testid, percent = false, bars = false }: LineChartProps) {
+  const box = useRef<HTMLDivElement>(null);
+  const plot = useRef<uPlot | null>(null);
+  const focused = useRef<number | null>(null);
+  const [readout, setReadout] = useState("");
   const drawn = series.filter((s) => s.values.some((v) => v !== null));
+  // Styles follow the series' place in `series`, so a metric keeps its look when another is empty.
+  const styled = drawn.map((s) => ({ ...s, ...lineStyle(series.indexOf(s)) }));
+  const categories = typeof x[0] === "string" ? (x as string[]) : null;
+  const fmt = percent ? pctText : short;
+  // The chart is built again only when what it draws changes, not on every render.
+  const what = JSON.stringify([x, drawn, xLabel, percent, bars]);
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    const xs = categories ? categories.map((_, i) => i) : (x as number[]);
+    // Room on the left for the first turned label, beyond the y axis.
+    const widest = categories ? Math.max(0, ...categories.map((c) => c.length)) * 6.4 : 0;
+    const turned = categories !== null && !bars;
+    const opts: uPlot.Options = {
+      width: el.clientWidth || 640,
+      height: HEIGHT,
+      padding: [12, 16, 0, turned ? Math.max(0, widest * Math.cos(RAD) - 44) : 0],
+      legend: { show: false },
+      cursor: { focus: { prox: 24 }, drag: { x: false, y: false } },
+      focus: { alpha: FADED },
+      scales: {
+        x: categories ? { time: false, range: [-0.5, Math.max(0.5, categories.length - 0.5)] } : { time: false },
+        y: percent ? { range: [0, 1] } : bars ? { range: (_u, _lo, hi) => [0, Math.max(1, hi)] } : {},
+      },
+      axes: [
+        {
+          ...AXIS,
+          label: xLabel,
+          labelSize: 16,
+          ...(categories
+            ? {
+                splits: () => xs,
+                values: (_u: uPlot, splits: number[]) => splits.map((i) => categories[i] ?? ""),
+                filter: (_u: uPlot, splits: number[]) => splits.map((v, i) => (i % Math.ceil(categories.length / 12) === 0 ? v : null)),
+                // turned counter-clockwise, each ending at its tick
+                ...(turned ? { rotate: TURN, size: turnedSize } : {}),
+              }
+            : { incrs: INTEGER_STEPS }),
+        },
+        { ...AXIS, size: 52, values: (_u: uPlot, splits: number[]) => splits.map(fmt) },
+      ],
+      series: [
+        {},
+        ...styled.map((s) => ({
+          label: s.name,
+          stroke: s.color,
+          width: 2,
+          dash: s.dash ? s.dash.split(" ").map(Number) : undefined,
+          fill: bars ? s.color : undefined,
+          paths: bars ? uPlot.paths.bars!({ size: [0.8, 60] }) : undefined,
+          points: { show: !bars, size: 6, fill: s.color },
+        })),
+      ],
+      hooks: {
+        setSeries: [(_u, i, o) => void ((o as { focus?: boolean }).focus !== undefined && (focused.current = i))],
+        setCursor: [
+          (u) => {
+            const i = u.cursor.idx;
+            if (i == null) return setReadout("");
+            const one = focused.current !== null && focused.current > 0 ? [styled[focused.current - 1]] : styled.length <= 6 ? styled : [];
+            const values = one.filter((s) => s.values[i] != null).map((s) => `${s.name} ${fmt(s.values[i] as number)}`);
+            setReadout(`${xLabel} ${categories ? categories[i] : xs[i]}: ${values.join(" · ") || "point at a line"}`);
+          },
+        ],
+      },
+    };
+    const u = new uPlot(opts, [xs, ...styled.map((s) => s.values)] as uPlot.AlignedData, el);
+    plot.current = u;
+    // The instance, for inspection from the browser (the tests read its series and focus).
+    (el as HTMLDivElement & { plot?: uPlot }).plot = u;
+    const resize = new ResizeObserver(() => u.setSize({ width: el.clientWidth, height: HEIGHT }));
+    resize.observe(el);
+    return () => {
+      resize.disconnect();
+      u.destroy();
+      plot.current = null;
+    };
+  }, [what]); // eslint-disable-line react-hooks/exhaustive-deps -- `what` stands for everything drawn
   if (x.length === 0 || drawn.length === 0) return <p className="muted">No values.</p>;
-  const [lo, hi] = yRange(drawn, percent);
-  const xLo = Math.min(...x);
-  const xHi = Math.max(...x);
-  const px = (v: number) => PAD.l + (xHi === xLo ? (W - PAD.l - PAD.r) / 2 : ((v - xLo) * (W - PAD.l - PAD.r)) / (xHi - xLo));
-  const py = (v: number) => PAD.t + (1 - (v - lo) / (hi - lo)) * (H - PAD.t - PAD.b);
-  const every = Math.ceil(x.length / 10);
-  const styleOf = (s: Series) => lineStyle(series.indexOf(s));
+  const focus = (name: string | null) => plot.current?.setSeries(name === null ? null : styled.findIndex((s) => s.name === name) + 1, { focus: true });
   return (
     <div className="chart-with-legend">
-      <svg viewBox={`0 0 ${W} ${H}`} className="chart" data-testid={testid} role="img" aria-label={`${drawn.map((s) => s.name).join(", ")} by ${xLabel}`}>
-        {[0, 0.25, 0.5, 0.75, 1].map((f) => {
-          const v = lo + f * (hi - lo);
-          return (
-            <g key={f}>
-              <line x1={PAD.l} x2={W - PAD.r} y1={py(v)} y2={py(v)} className="gridline" />
-              <text x={PAD.l - 6} y={py(v) + 4} textAnchor="end" className="axis">
-                {tick(v, percent)}
-              </text>
-            </g>
-          );
-        })}
-        {x.map(
-          (v, i) =>
-            i % every === 0 && (
-              <text key={v} x={px(v)} y={H - PAD.b + 16} textAnchor="middle" className="axis">
-                {v}
-              </text>
-            ),
-        )}
-        <text x={(W + PAD.l) / 2} y={H - 4} textAnchor="middle" className="axis">
-          {xLabel}
-        </text>
-        {drawn.map((s) => {
-          const { color, dash } = styleOf(s);
-          const path = s.values
-            .map((v, i) => (v === null ? null : `${i === 0 || s.values[i - 1] === null ? "M" : "L"}${px(x[i])},${py(v)}`))
-            .filter((p) => p !== null)
-            .join(" ");
-          return (
-            <g key={s.name} data-series={s.name} className={cls(s.name)}>
-              <path d={path} fill="none" stroke={color} strokeWidth={2} strokeDasharray={dash || undefined} />
-              {s.values.map(
-                (v, i) =>
-                  v !== null && (
-                    <circle key={i} cx={px(x[i])} cy={py(v)} r={3} fill={color}>
-                      <title>
-                        {s.name} at {xLabel} {x[i]}: {percent ? tick(v, true) : v}
-                      </title>
-                    </circle>
-                  ),
-              )}
-            </g>
-          );
-        })}
-      </svg>
-      <Legend lines={drawn.map((s) => ({ name: s.name, ...styleOf(s) }))} onActive={setActive} />
+      <div className="chart-box">
+        <div ref={box} className="chart" data-testid={testid} role="img" aria-label={label ?? `${drawn.map((s) => s.name).join(", ")} by ${xLabel}`} />
+        <p className="chart-readout muted" aria-hidden="true">
+          {readout || "\u00a0"}
+        </p>
+      </div>
+      {!bars && <Legend lines={styled} onActive={focus} />}
     </div>
   );
 }

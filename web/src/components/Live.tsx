@@ -1,72 +1,30 @@
 // Live updates: episodes a running training or collection records appear without a reload.
-// One poller asks the episode list with the last ETag it saw (the lake's table versions);
+// One query polls the episode list with the last ETag it saw (the lake's table versions);
 // the server answers 304 until something was written, so an idle lake costs a version
-// check every few seconds. Views that list episodes reload when `useLiveVersion` moves.
-import { useEffect, useSyncExternalStore } from "react";
+// check every few seconds. A new ETag invalidates the queries of the data recorders
+// change (LIVE_KEYS), and only the views on screen refetch.
+import { useState } from "react";
+import { useQuery } from "@tanstack/react-query";
 import { api } from "../api/client";
+import { LIVE_KEYS, invalidate, queryClient } from "../api/queries";
 
-export const LIVE_POLL_MS = 2000;
+const LIVE_POLL_MS = 2000;
 const PAUSED_KEY = "elake.live.paused";
+const LIVE_KEY = ["live-etag"];
 
 type LiveState = "live" | "paused" | "offline";
 
-let state: LiveState = localStorage.getItem(PAUSED_KEY) === "1" ? "paused" : "live";
-let version = 0;
-let etag: string | undefined;
-const listeners = new Set<() => void>();
-
-function emit(): void {
-  listeners.forEach((l) => l());
-}
-
-function subscribe(l: () => void): () => void {
-  listeners.add(l);
-  return () => listeners.delete(l);
-}
-
-// A function, not `state` itself: the user may pause while a request is out.
-const paused = (): boolean => state === "paused";
-
-async function poll(): Promise<void> {
-  if (paused() || document.hidden) return;
-  try {
-    const { response } = await api.GET("/api/episodes", {
-      params: { query: { limit: 1 }, header: etag ? { "if-none-match": etag } : {} },
-    });
-    const next = response.headers.get("ETag") ?? undefined;
-    if (response.ok && next !== etag) {
-      if (etag !== undefined) version++; // the first answer is what the views loaded
-      etag = next;
-    }
-    const was = state;
-    if (!paused()) state = response.ok || response.status === 304 ? "live" : "offline";
-    if (response.ok || was !== state) emit();
-  } catch {
-    if (!paused() && state !== "offline") {
-      state = "offline";
-      emit();
-    }
-  }
-}
-
-/** Bumps with every change to the lake the poller has seen; 0 until the first. */
-export function useLiveVersion(): number {
-  return useSyncExternalStore(subscribe, () => version);
-}
-
-/** Reloads `reload` whenever the lake changed (not on the first render). */
-export function useLiveReload(reload: () => void): void {
-  const v = useLiveVersion();
-  useEffect(() => {
-    if (v > 0) reload();
-  }, [v]); // eslint-disable-line react-hooks/exhaustive-deps -- reload is stable (useApi)
-}
-
-function toggle(): void {
-  state = state === "paused" ? "live" : "paused";
-  localStorage.setItem(PAUSED_KEY, state === "paused" ? "1" : "0");
-  emit();
-  if (state === "live") void poll();
+/** The lake's ETag now; a change from the last one seen invalidates the live queries. */
+async function lakeEtag(): Promise<string | null> {
+  const seen = queryClient.getQueryData<string | null>(LIVE_KEY);
+  const { response } = await api.GET("/api/episodes", {
+    params: { query: { limit: 1 }, header: seen ? { "if-none-match": seen } : {} },
+  });
+  if (response.status === 304) return seen ?? null;
+  if (!response.ok) throw new Error(`HTTP ${response.status}`);
+  const etag = response.headers.get("ETag");
+  if (seen !== undefined && etag !== seen) void invalidate(...LIVE_KEYS); // the first answer is what the views loaded
+  return etag;
 }
 
 const LABELS: Record<LiveState, [string, string]> = {
@@ -75,14 +33,17 @@ const LABELS: Record<LiveState, [string, string]> = {
   offline: ["○ Offline", "The server does not answer; retrying. Click to pause."],
 };
 
-/** The poller and its state in the top bar: live, paused by the user, or offline. */
+/** The poller and its state in the top bar: live, paused by the user, or offline. The
+ * interval stops while the tab is hidden (TanStack's refetchIntervalInBackground: false);
+ * the poll on return catches up with what changed meanwhile. */
 export function LiveIndicator() {
-  const s = useSyncExternalStore(subscribe, () => state);
-  useEffect(() => {
-    void poll();
-    const timer = window.setInterval(() => void poll(), LIVE_POLL_MS);
-    return () => window.clearInterval(timer);
-  }, []);
+  const [paused, setPaused] = useState(() => localStorage.getItem(PAUSED_KEY) === "1");
+  const poll = useQuery({ queryKey: LIVE_KEY, queryFn: lakeEtag, enabled: !paused, staleTime: 0, refetchInterval: LIVE_POLL_MS });
+  const s: LiveState = paused ? "paused" : poll.isError ? "offline" : "live";
+  const toggle = () => {
+    localStorage.setItem(PAUSED_KEY, paused ? "0" : "1");
+    setPaused(!paused);
+  };
   const [label, title] = LABELS[s];
   return (
     <button type="button" className={`live live-${s}`} data-testid="live" data-state={s} title={title} aria-pressed={s !== "paused"} onClick={toggle}>

@@ -2,21 +2,21 @@
 // through with ] and [ (next and previous episode) while curating; "12 of 240" says where
 // the replay is (GET /api/episodes/{id}/queue answers the place and the neighbours).
 import { useEffect } from "react";
-import { api, call } from "../api/client";
-import { isShortcut, useApi } from "../hooks";
+import { useQuery } from "@tanstack/react-query";
+import { queries, queryClient } from "../api/queries";
+import { isShortcut } from "../hooks";
 import { enc, navigate, useLocation, withQuery } from "../router";
-import { filterKey, filtersFromQuery } from "./filters";
-import { useLiveReload } from "./Live";
+import { filtersFromQuery } from "./filters";
 
 export function QueueBar({ episodeId }: { episodeId: string }) {
   const { query } = useLocation();
   const filters = filtersFromQuery(query);
-  const place = useApi(
-    () => call(api.GET("/api/episodes/{episode_id}/queue", { params: { path: { episode_id: episodeId }, query: filters } })),
-    [episodeId, filterKey(filters)],
-  );
-  useLiveReload(place.reload);
+  const place = useQuery(queries.queue(episodeId, filters));
   const q = place.data;
+  // The neighbours' details load while the user curates this one, so ] and [ open at once.
+  useEffect(() => {
+    for (const id of [q?.next, q?.previous]) if (id) void queryClient.prefetchQuery(queries.episode(id));
+  }, [q?.next, q?.previous]);
   const open = (id: string | null | undefined) => id && navigate(withQuery(`/episodes/${enc(id)}/steps/0`, query));
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {

@@ -2,8 +2,10 @@
 // Opening one puts its filters in the address bar with `view=<id>`, so the page is a link;
 // `/views/<id>` is the view's own link, which opens its filters as they are saved now.
 import { useEffect, useState, type FormEvent } from "react";
+import { useQuery } from "@tanstack/react-query";
 import { api, call, type Schemas } from "../api/client";
-import { useApi, useAction } from "../hooks";
+import { invalidate, queries } from "../api/queries";
+import { useAction } from "../hooks";
 import { navigate, useLocation, withQuery } from "../router";
 import { ask } from "./Dialogs";
 import { filtersFromQuery, queryFromFilters } from "./filters";
@@ -21,17 +23,17 @@ export function viewHref(path: string, view: SavedView): string {
 
 export function SavedViews() {
   const { path, query } = useLocation();
-  const views = useApi(() => call(api.GET("/api/views")), []);
+  const views = useQuery(queries.views());
   const [naming, setNaming] = useState(false);
   const save = useAction();
   const current = views.data?.find((v) => v.view_id === query.get("view"));
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const name = String(new FormData(e.currentTarget).get("name") ?? "").trim();
-    void save.run(async () => {
+    save.run(async () => {
       const view = await call(api.POST("/api/views", { body: { name, filters: { unjudged: false, zero_step_reward: false, ...filtersFromQuery(query) } } }));
       setNaming(false);
-      views.reload();
+      void invalidate(["views"]);
       navigate(viewHref(path, view), { replace: true });
       toast(`Saved the view “${view.name}”.`);
     });
@@ -44,7 +46,7 @@ export function SavedViews() {
       const q = new URLSearchParams(query);
       q.delete("view");
       navigate(withQuery(path, q), { replace: true });
-      views.reload();
+      void invalidate(["views"]);
       toast(`Deleted the view “${view.name}”.`);
     } catch (err) {
       toast((err as Error).message, "error");
@@ -104,10 +106,10 @@ export function SavedViews() {
 
 /** `/views/<id>`: the view's filters, as saved now, on the episodes page. */
 export function ViewPage({ id }: { id: string }) {
-  const view = useApi(() => call(api.GET("/api/views/{view_id}", { params: { path: { view_id: id } } })), [id]);
+  const view = useQuery({ ...queries.view(id), staleTime: 0 }); // the view as saved now
   useEffect(() => {
-    if (view.data) navigate(viewHref("/", view.data), { replace: true });
-  }, [view.data]);
+    if (view.data && !view.isFetching) navigate(viewHref("/", view.data), { replace: true });
+  }, [view.data, view.isFetching]);
   return (
     <main className="page" data-testid="view-page">
       {view.error ? (

@@ -2,7 +2,8 @@
 // type (GET /api/episodes?search=...), Enter opens the highlighted one, and the last row
 // applies the search as a filter to the task tree.
 import { useEffect, useId, useRef, useState, type KeyboardEvent as ReactKeyboardEvent } from "react";
-import { api, call, type Episode } from "../api/client";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { queries } from "../api/queries";
 import { isShortcut } from "../hooks";
 import { enc, navigate } from "../router";
 import { mark } from "./TaskTree";
@@ -15,7 +16,7 @@ export function Search() {
   const input = useRef<HTMLInputElement>(null);
   const list = useId();
   const [text, setText] = useState("");
-  const [found, setFound] = useState<{ for: string; items: Episode[]; total: number | null }>();
+  const [settled, setSettled] = useState(""); // the text once typing pauses for DEBOUNCE_MS
   const [active, setActive] = useState(0);
   const [open, setOpen] = useState(false);
   useEffect(() => {
@@ -29,20 +30,14 @@ export function Search() {
     return () => window.removeEventListener("keydown", onKey);
   }, []);
   useEffect(() => {
-    const q = text.trim();
-    if (!q) return setFound(undefined);
-    let live = true;
-    const timer = window.setTimeout(() => {
-      call(api.GET("/api/episodes", { params: { query: { search: q, limit: SHOWN } } })).then(
-        (page) => live && (setFound({ for: q, items: page.items, total: page.total ?? null }), setActive(0)),
-        () => live && setFound({ for: q, items: [], total: 0 }),
-      );
-    }, DEBOUNCE_MS);
-    return () => {
-      live = false;
-      window.clearTimeout(timer);
-    };
+    const timer = window.setTimeout(() => setSettled(text.trim()), DEBOUNCE_MS);
+    return () => window.clearTimeout(timer);
   }, [text]);
+  // The last matches stay listed while the next ones load.
+  const search = useQuery({ ...queries.episodes({ search: settled, limit: SHOWN }), enabled: settled !== "", placeholderData: keepPreviousData });
+  useEffect(() => setActive(0), [search.data]);
+  const page = search.isError ? { items: [], total: 0 } : search.data;
+  const found = text.trim() && settled && page ? { for: settled, items: page.items, total: page.total ?? null } : undefined;
   const items = found?.items ?? [];
   const rows = items.length + (found && items.length ? 1 : 0); // the matches, then "all as a filter"
   const choose = (i: number) => {

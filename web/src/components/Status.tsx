@@ -1,7 +1,6 @@
 // Loading and error states: every view shows one of these rather than a blank page.
 import type { ReactNode } from "react";
 import { ApiError } from "../api/client";
-import type { Loaded } from "../hooks";
 
 export function Loading({ what }: { what: string }) {
   return (
@@ -37,9 +36,16 @@ export function ActionError({ message, testid }: { message: string | undefined; 
   );
 }
 
+/** What Async shows: a query's answer, its failure, and how to ask again. */
+export interface Loaded<T> {
+  data: T | undefined;
+  error: Error | null;
+  refetch: () => unknown;
+}
+
 /** Renders `children(data)` once loaded, else the loading or error state. */
 export function Async<T>({ state, what, children }: { state: Loaded<T>; what: string; children: (data: T) => ReactNode }) {
-  if (state.error) return <ErrorBox error={state.error} what={what} retry={state.reload} />;
+  if (state.error) return <ErrorBox error={state.error} what={what} retry={() => void state.refetch()} />;
   if (state.data === undefined) return <Loading what={what} />;
   return <>{children(state.data)}</>;
 }

@@ -2,6 +2,7 @@
 // is rendered as text (React escapes it): never as HTML.
 import { useState } from "react";
 import { api, call, type Annotation, type EpisodeDetail, type Step } from "../api/client";
+import { invalidate } from "../api/queries";
 import { useAction } from "../hooks";
 import { useLeaveGuard } from "../router";
 import { ActionError } from "./Status";
@@ -10,7 +11,7 @@ import { toast } from "./Toasts";
 
 const fmt = (v: number | null | undefined) => (v === null || v === undefined ? "—" : Number(v.toFixed(4)).toString());
 
-export function StepPanel({ step, detail, onChanged }: { step: Step; detail: EpisodeDetail; onChanged: () => void }) {
+export function StepPanel({ step, detail }: { step: Step; detail: EpisodeDetail }) {
   const notes = detail.annotations.filter((a) => a.step === step.step);
   return (
     <div className="step-panel" data-testid="step-panel">
@@ -58,36 +59,38 @@ export function StepPanel({ step, detail, onChanged }: { step: Step; detail: Epi
           <li key={a.annotation_id}>
             {a.label && <strong>{a.label} </strong>}
             {a.note}
-            <button type="button" className="link" onClick={() => deleteAnnotation(a, onChanged)} aria-label={`delete annotation ${a.label ?? a.note ?? ""}`}>
+            <button type="button" className="link" onClick={() => deleteAnnotation(a)} aria-label={`delete annotation ${a.label ?? a.note ?? ""}`}>
               delete
             </button>
           </li>
         ))}
       </ul>
-      <AnnotationForm step={step} onSaved={onChanged} />
+      <AnnotationForm step={step} />
     </div>
   );
 }
 
-function annotate(episodeId: string, step: number | null | undefined, label: string | null, note: string | null) {
-  return call(api.POST("/api/episodes/{episode_id}/annotations", { params: { path: { episode_id: episodeId } }, body: { step: step ?? null, label, note } }));
+/** Annotates and refreshes the episode, whose detail carries its annotations. */
+async function annotate(episodeId: string, step: number | null | undefined, label: string | null, note: string | null) {
+  await call(api.POST("/api/episodes/{episode_id}/annotations", { params: { path: { episode_id: episodeId } }, body: { step: step ?? null, label, note } }));
+  void invalidate(["episode", episodeId]);
 }
 
 /** Delete, with an Undo that writes the annotation again. */
-async function deleteAnnotation(a: Annotation, onChanged: () => void) {
+async function deleteAnnotation(a: Annotation) {
   try {
     await call(api.DELETE("/api/annotations/{annotation_id}", { params: { path: { annotation_id: a.annotation_id } } }));
-    onChanged();
+    void invalidate(["episode", a.episode_id]);
     toast(`Deleted the annotation on step ${a.step ?? "—"}`, "ok", {
       label: "Undo",
-      run: () => void annotate(a.episode_id, a.step, a.label ?? null, a.note ?? null).then(onChanged, (e: Error) => toast(`Could not restore the annotation: ${e.message}`, "error")),
+      run: () => void annotate(a.episode_id, a.step, a.label ?? null, a.note ?? null).catch((e: Error) => toast(`Could not restore the annotation: ${e.message}`, "error")),
     });
   } catch (e) {
     toast(`Could not delete the annotation: ${(e as Error).message}`, "error");
   }
 }
 
-function AnnotationForm({ step, onSaved }: { step: Step; onSaved: () => void }) {
+function AnnotationForm({ step }: { step: Step }) {
   const [label, setLabel] = useState("");
   const [note, setNote] = useState("");
   const action = useAction();
@@ -97,7 +100,6 @@ function AnnotationForm({ step, onSaved }: { step: Step; onSaved: () => void }) 
       await annotate(step.episode_id, step.step, label || null, note || null);
       setLabel("");
       setNote("");
-      onSaved();
       toast(`Annotated step ${step.step}`);
     });
   return (

@@ -1,11 +1,11 @@
 // The left panel: tasks with counts and success rates; a task opens into its episodes
 // (paged by cursor), each marked success ✓, failure ✗ or unjudged ?.
 import { useEffect, useState } from "react";
-import { api, call, type Episode, type EpisodeQuery, type TaskNode } from "../api/client";
-import { useApi } from "../hooks";
-import { useLiveReload } from "./Live";
+import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
+import type { EpisodeQuery, TaskNode } from "../api/client";
+import { queries } from "../api/queries";
 import { Link, enc, useLocation, withQuery } from "../router";
-import { filterKey, filtersFromQuery } from "./filters";
+import { filtersFromQuery } from "./filters";
 import { Async } from "./Status";
 import { count } from "./Time";
 
@@ -16,8 +16,7 @@ export function mark(success: boolean | null | undefined): string {
 export function TaskTree({ currentEpisode, currentTask }: { currentEpisode?: string; currentTask?: string | null }) {
   const { query } = useLocation();
   const filters = filtersFromQuery(query);
-  const tasks = useApi(() => call(api.GET("/api/tasks", { params: { query: filters } })), [filterKey(filters)]);
-  useLiveReload(tasks.reload);
+  const tasks = useQuery(queries.tasks(filters));
   const [open, setOpen] = useState<Set<string>>(new Set());
   useEffect(() => {
     if (currentTask) setOpen((o) => (o.has(currentTask) ? o : new Set(o).add(currentTask)));
@@ -70,24 +69,11 @@ export function TaskTree({ currentEpisode, currentTask }: { currentEpisode?: str
 
 function TaskEpisodes({ task, filters, current }: { task: string; filters: EpisodeQuery; current?: string }) {
   const { query } = useLocation();
-  const [pages, setPages] = useState<Episode[][]>([]);
-  const [cursor, setCursor] = useState<string | null | undefined>(undefined);
-  const first = useApi(() => call(api.GET("/api/episodes", { params: { query: { ...filters, task, limit: 50 } } })), [task, filterKey(filters)]);
-  useLiveReload(first.reload);
-  useEffect(() => {
-    setPages([]);
-    setCursor(undefined);
-  }, [task, filterKey(filters)]);
-  const more = async () => {
-    const page = await call(api.GET("/api/episodes", { params: { query: { ...filters, task, limit: 50, cursor: cursor ?? first.data?.next_cursor ?? undefined } } }));
-    setPages((p) => [...p, page.items]);
-    setCursor(page.next_cursor ?? null);
-  };
+  const list = useInfiniteQuery(queries.taskEpisodes(task, filters));
   return (
-    <Async state={first} what="episodes">
-      {(page) => {
-        const items = [...page.items, ...pages.flat()];
-        const next = cursor === undefined ? page.next_cursor : cursor;
+    <Async state={list} what="episodes">
+      {(pages) => {
+        const items = pages.pages.flatMap((p) => p.items);
         return (
           <ul className="episodes">
             {items.map((e) => (
@@ -104,9 +90,9 @@ function TaskEpisodes({ task, filters, current }: { task: string; filters: Episo
                 </Link>
               </li>
             ))}
-            {next && (
+            {list.hasNextPage && (
               <li>
-                <button type="button" className="link" onClick={more}>
+                <button type="button" className="link" onClick={() => void list.fetchNextPage()} disabled={list.isFetchingNextPage}>
                   more…
                 </button>
               </li>

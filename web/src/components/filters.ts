@@ -32,7 +32,3 @@ export function queryFromFilters(f: Record<string, unknown>): URLSearchParams {
   }
   return q;
 }
-
-export function filterKey(f: EpisodeQuery): string {
-  return JSON.stringify(f);
-}

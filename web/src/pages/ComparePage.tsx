@@ -1,18 +1,26 @@
 // /compare/<a>/<b>?step=<n>: two episodes side by side, aligned on the step index, with the
 // action sequence of both below (rows where they differ are highlighted).
 import { useEffect, useState } from "react";
-import { api, call, type EpisodeDetail, type Step } from "../api/client";
+import { useQueries } from "@tanstack/react-query";
+import type { EpisodeDetail, Step } from "../api/client";
+import { queries } from "../api/queries";
 import { Screen } from "../components/Screen";
 import { Async } from "../components/Status";
 import { mark } from "../components/TaskTree";
 import { count } from "../components/Time";
-import { isShortcut, useApi, useTitle } from "../hooks";
+import { isShortcut, useTitle } from "../hooks";
 import { Link, enc, navigate, useLocation } from "../router";
 
-const load = (id: string) => call(api.GET("/api/episodes/{episode_id}", { params: { path: { episode_id: id } } }));
-
 export function ComparePage({ a, b }: { a: string; b: string }) {
-  const both = useApi(() => Promise.all([load(a), load(b)]), [a, b]);
+  // The replay's own cached details: opening Compare from an episode asks only for the other.
+  const both = useQueries({
+    queries: [queries.episode(a), queries.episode(b)],
+    combine: ([qa, qb]) => ({
+      data: qa.data && qb.data ? ([qa.data, qb.data] as const) : undefined,
+      error: qa.error ?? qb.error,
+      refetch: () => Promise.all([qa.refetch(), qb.refetch()]),
+    }),
+  });
   useTitle(`Compare ${a} and ${b}`);
   return (
     <main className="compare" data-testid="compare">

@@ -1,7 +1,9 @@
 // /, /episodes/<id> and /episodes/<id>/steps/<n>: the task tree, the replay and the panels.
 import { memo, useCallback, useEffect, useRef, useState } from "react";
 import { flushSync } from "react-dom";
-import { api, call, type EpisodeDetail } from "../api/client";
+import { useQuery } from "@tanstack/react-query";
+import type { EpisodeDetail } from "../api/client";
+import { queries } from "../api/queries";
 import { CurationPanel } from "../components/CurationPanel";
 import { FilterBar } from "../components/FilterBar";
 import { QueueBar } from "../components/QueueBar";
@@ -13,16 +15,13 @@ import { StepPanel } from "../components/StepPanel";
 import { TaskTree, mark } from "../components/TaskTree";
 import { OverviewPage } from "./OverviewPage";
 import { count } from "../components/Time";
-import { isShortcut, useApi, useTitle } from "../hooks";
+import { isShortcut, useTitle } from "../hooks";
 import { Link, enc, navigate, useLocation, withQuery } from "../router";
 
 const OVERLAY_KEY = "elake.overlay";
 
 export function EpisodePage({ id, step }: { id?: string; step?: string }) {
-  const detail = useApi(
-    () => (id ? call(api.GET("/api/episodes/{episode_id}", { params: { path: { episode_id: id } } })) : Promise.resolve(undefined)),
-    [id],
-  );
+  const detail = useQuery({ ...queries.episode(id ?? ""), enabled: id !== undefined });
   const ep = detail.data?.episode;
   useTitle(id ? (ep ? `${ep.task_name ?? "(no task)"} · ${ep.episode_id}` : `Episode ${id}`) : "Overview");
   return (
@@ -34,7 +33,7 @@ export function EpisodePage({ id, step }: { id?: string; step?: string }) {
       </aside>
       {id ? (
         <Async state={detail} what={`episode ${id}`}>
-          {(d) => d && <Replay detail={d} stepParam={step} reload={detail.reload} />}
+          {(d) => <Replay key={d.episode.episode_id} detail={d} stepParam={step} />}
         </Async>
       ) : (
         <OverviewPage />
@@ -43,7 +42,7 @@ export function EpisodePage({ id, step }: { id?: string; step?: string }) {
   );
 }
 
-function Replay({ detail, stepParam, reload }: { detail: EpisodeDetail; stepParam?: string; reload: () => void }) {
+function Replay({ detail, stepParam }: { detail: EpisodeDetail; stepParam?: string }) {
   const { query, generation } = useLocation();
   const ep = detail.episode;
   const steps = detail.steps;
@@ -128,8 +127,8 @@ function Replay({ detail, stepParam, reload }: { detail: EpisodeDetail; stepPara
         )}
       </main>
       <aside className="right">
-        {current && <StepPanel step={current} detail={detail} onChanged={reload} />}
-        <CurationPanel detail={detail} stepNo={current?.step ?? 0} onChanged={reload} />
+        {current && <StepPanel step={current} detail={detail} />}
+        <CurationPanel detail={detail} stepNo={current?.step ?? 0} />
       </aside>
     </>
   );
@@ -138,10 +137,7 @@ function Replay({ detail, stepParam, reload }: { detail: EpisodeDetail; stepPara
 // Memoised: it does not change with the step, and its peer list can be long.
 const EpisodeHeader = memo(function EpisodeHeader({ detail, onCompare }: { detail: EpisodeDetail; onCompare: (other: string) => void }) {
   const ep = detail.episode;
-  const peers = useApi(
-    () => call(api.GET("/api/episodes", { params: { query: { task: ep.task_name ?? undefined, limit: 100 } } })),
-    [ep.task_name],
-  );
+  const peers = useQuery(queries.episodes({ task: ep.task_name ?? undefined, limit: 100 }));
   return (
     <header className="episode-header">
       <h2>

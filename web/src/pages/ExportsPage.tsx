@@ -2,7 +2,9 @@
 // export: progress while it runs, a download link once finished, a delete button (after a
 // confirmation) once it no longer runs. The server picks the folder.
 import type { FormEvent } from "react";
+import { useQuery } from "@tanstack/react-query";
 import { ApiError, api, call, type ExportCreate, type ExportSummary } from "../api/client";
+import { invalidate, queries } from "../api/queries";
 import { ask } from "../components/Dialogs";
 import { JobState } from "../components/JobState";
 import { ListTable } from "../components/ListTable";
@@ -10,7 +12,7 @@ import { Options } from "../components/Options";
 import { ActionError, Async } from "../components/Status";
 import { Time } from "../components/Time";
 import { toast } from "../components/Toasts";
-import { useAction, useApi, useRefreshWhile, useTitle } from "../hooks";
+import { useAction, useTitle } from "../hooks";
 
 const TEXT_FIELDS = ["set", "where", "tag", "granularity", "name"] as const;
 const NUMBER_FIELDS = ["history_length", "history_images", "max_pixels", "val_fraction", "seed"] as const;
@@ -62,11 +64,10 @@ function explain(error: unknown, spec: ExportCreate, setName: string | undefined
 }
 
 export function ExportsPage() {
-  const exports = useApi(() => call(api.GET("/api/exports")), []);
-  const formats = useApi(() => call(api.GET("/api/export-formats")), []);
-  const sets = useApi(() => call(api.GET("/api/sets")), []);
-  const health = useApi(() => call(api.GET("/api/health")), []);
-  useRefreshWhile(exports.data?.some((e) => e.status === "running") ?? false, exports.reload);
+  const exports = useQuery(queries.exports());
+  const formats = useQuery(queries.exportFormats());
+  const sets = useQuery(queries.sets());
+  const health = useQuery(queries.health());
   const action = useAction();
   useTitle("Exports");
   const remove = async (e: ExportSummary) => {
@@ -77,24 +78,24 @@ export function ExportsPage() {
       danger: true,
     });
     if (!yes) return;
-    await action.run(async () => {
+    action.run(async () => {
       await call(api.DELETE("/api/exports/{export_id}", { params: { path: { export_id: e.export_id } } }));
       toast(`Deleted export ${e.export_id}`);
-      exports.reload();
+      void invalidate(["exports"]);
     });
   };
   const start = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const spec = specFromForm(new FormData(e.currentTarget));
     const setName = sets.data?.find((s) => s.set_id === spec.set)?.name ?? spec.set ?? undefined;
-    void action.run(async () => {
+    action.run(async () => {
       try {
         await call(api.POST("/api/exports", { body: spec }));
       } catch (error) {
         throw explain(error, spec, setName);
       }
       toast("Export started");
-      exports.reload();
+      void invalidate(["exports"]);
     });
   };
   return (

@@ -1,16 +1,18 @@
 // /groups and /groups/<id>: episode groups, and one group's anchor-state groups as rows of
 // thumbnails with each step's discounted return and advantage, to judge the grouping by eye.
-import { api, call, imageSrc } from "../api/client";
+import { useQuery } from "@tanstack/react-query";
+import { imageSrc } from "../api/client";
+import { queries } from "../api/queries";
 import { ListTable } from "../components/ListTable";
 import { Async } from "../components/Status";
 import { mark } from "../components/TaskTree";
-import { useApi, useTitle } from "../hooks";
+import { useTitle } from "../hooks";
 import { Link, enc } from "../router";
 
 const num = (v: number | null | undefined) => (v === null || v === undefined ? "—" : v.toFixed(3));
 
 export function GroupsPage() {
-  const groups = useApi(() => call(api.GET("/api/groups")), []);
+  const groups = useQuery(queries.groups());
   useTitle("Groups");
   return (
     <main className="page" data-testid="groups-page">
@@ -40,7 +42,7 @@ export function GroupsPage() {
 }
 
 export function GroupPage({ id }: { id: string }) {
-  const group = useApi(() => call(api.GET("/api/groups/{group_id}", { params: { path: { group_id: id } } })), [id]);
+  const group = useQuery(queries.group(id));
   useTitle(`Group ${id}`);
   return (
     <main className="page" data-testid="group-page">

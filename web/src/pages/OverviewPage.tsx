@@ -1,13 +1,13 @@
 // The landing view beside the task tree: success rate by policy version, the latest
 // collection runs, the failure categories curated most and the sets changed last, from
 // GET /api/overview. Every row links to the episodes, set or view behind it.
-import { api, call, type Schemas } from "../api/client";
+import { useQuery } from "@tanstack/react-query";
+import type { Schemas } from "../api/client";
+import { queries } from "../api/queries";
 import { pct } from "../components/JobState";
 import { ListTable } from "../components/ListTable";
 import { Async } from "../components/Status";
 import { Time, count } from "../components/Time";
-import { useApi } from "../hooks";
-import { useLiveReload } from "../components/Live";
 import { Link, enc } from "../router";
 
 type Overview = Schemas["Overview"];
@@ -21,8 +21,7 @@ function Bar({ rate, label }: { rate: number | null | undefined; label: string }
 }
 
 export function OverviewPage() {
-  const overview = useApi(() => call(api.GET("/api/overview")), []);
-  useLiveReload(overview.reload);
+  const overview = useQuery(queries.overview());
   return (
     <main className="empty-state overview" data-testid="overview">
       <h1>Overview</h1>

@@ -2,12 +2,14 @@
 // the delta's confidence interval; one re-run's tasks, what got fixed and what broke; a form
 // to re-run a set on the simulated phone (model endpoints and devices: `elake rerun`).
 import { useState, type FormEvent } from "react";
+import { useQuery } from "@tanstack/react-query";
 import { api, call, type RerunCreate, type RerunDetail } from "../api/client";
+import { invalidate, queries } from "../api/queries";
 import { JobState, pct } from "../components/JobState";
 import { ListTable } from "../components/ListTable";
 import { Options } from "../components/Options";
 import { ActionError, Async } from "../components/Status";
-import { useAction, useApi, useRefreshWhile, useTitle } from "../hooks";
+import { useAction, useTitle } from "../hooks";
 import { Time } from "../components/Time";
 import { Link, enc, navigate } from "../router";
 
@@ -36,17 +38,17 @@ function requestFromForm(form: FormData): RerunCreate {
 }
 
 export function RerunsPage() {
-  const reruns = useApi(() => call(api.GET("/api/reruns")), []);
+  const reruns = useQuery(queries.reruns());
   useTitle("Re-runs");
-  const sets = useApi(() => call(api.GET("/api/sets")), []);
-  useRefreshWhile(reruns.data?.some((r) => r.status === "running") ?? false, reruns.reload);
+  const sets = useQuery(queries.sets());
   const [policy, setPolicy] = useState<string>("oracle");
   const action = useAction();
   const start = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const body = requestFromForm(new FormData(e.currentTarget));
-    void action.run(async () => {
+    action.run(async () => {
       const started = await call(api.POST("/api/reruns", { body }));
+      void invalidate(["reruns"]);
       navigate(`/reruns/${enc(started.rerun_id)}`);
     });
   };
@@ -127,9 +129,8 @@ function outcome(o: Outcome | null | undefined): string {
 }
 
 export function RerunPage({ id }: { id: string }) {
-  const rerun = useApi(() => call(api.GET("/api/reruns/{rerun_id}", { params: { path: { rerun_id: id } } })), [id]);
+  const rerun = useQuery(queries.rerun(id));
   useTitle(`Re-run ${id}`);
-  useRefreshWhile(rerun.data?.status === "running", rerun.reload);
   return (
     <main className="page" data-testid="rerun-page">
       <p>

@@ -1,7 +1,9 @@
 // /sets and /sets/<id>: the curated sets, and one set's members with their categories,
 // failing steps and notes.
 import type { FormEvent } from "react";
+import { useQuery } from "@tanstack/react-query";
 import { api, call, type FailureCategory, type Member, type SetRow } from "../api/client";
+import { invalidate, queries, queryClient } from "../api/queries";
 import { ask } from "../components/Dialogs";
 import { ListTable } from "../components/ListTable";
 import { Options } from "../components/Options";
@@ -9,23 +11,24 @@ import { ActionError, Async } from "../components/Status";
 import { mark } from "../components/TaskTree";
 import { Time } from "../components/Time";
 import { toast } from "../components/Toasts";
-import { useAction, useApi, useTitle } from "../hooks";
+import { useAction, useTitle } from "../hooks";
 import { Link, enc, navigate } from "../router";
 
 const KINDS = ["failure", "regression", "sft", "eval"] as const;
 type Kind = (typeof KINDS)[number];
 
 export function SetsPage() {
-  const sets = useApi(() => call(api.GET("/api/sets")), []);
+  const sets = useQuery(queries.sets());
   const action = useAction();
   useTitle("Sets");
   const create = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const form = new FormData(e.currentTarget);
-    void action.run(async () => {
+    action.run(async () => {
       const created = await call(
         api.POST("/api/sets", { body: { name: String(form.get("name")), kind: String(form.get("kind")) as Kind, description: String(form.get("description") || "") || null } }),
       );
+      void invalidate(["sets"]);
       navigate(`/sets/${enc(created.set_id)}`);
     });
   };
@@ -69,15 +72,15 @@ export function SetsPage() {
 }
 
 export function SetPage({ id }: { id: string }) {
-  const set = useApi(() => call(api.GET("/api/sets/{set_id}", { params: { path: { set_id: id } } })), [id]);
-  const members = useApi(() => call(api.GET("/api/sets/{set_id}/members", { params: { path: { set_id: id } } })), [id]);
-  const tags = useApi(() => call(api.GET("/api/health")), []);
+  const set = useQuery(queries.set(id));
+  const members = useQuery(queries.members(id));
+  const tags = useQuery(queries.health());
   const action = useAction();
   useTitle(set.data?.name ? `Set ${set.data.name}` : "Set");
   const update = (body: Partial<Pick<SetRow, "name" | "kind" | "description" | "pinned_tag">>) =>
     action.run(async () => {
       await call(api.PATCH("/api/sets/{set_id}", { params: { path: { set_id: id } }, body: body as never }));
-      set.reload();
+      void invalidate(["sets"], ["episode"]); // the episodes' memberships name the set
     });
   const deleteSet = async () => {
     const name = set.data?.name ?? id;
@@ -89,10 +92,13 @@ export function SetPage({ id }: { id: string }) {
       danger: true,
     });
     if (!yes) return;
-    await action.run(async () => {
+    action.run(async () => {
       await call(api.DELETE("/api/sets/{set_id}", { params: { path: { set_id: id } } }));
       toast(`Deleted set ${name}`);
       navigate("/sets");
+      // Gone: dropped rather than refetched; the list and the episodes' memberships refresh.
+      queryClient.removeQueries({ queryKey: ["sets", id] });
+      void invalidate(["sets"], ["episode"]);
     });
   };
   const remove = async (m: Member) => {
@@ -103,10 +109,7 @@ export function SetPage({ id }: { id: string }) {
           body: { failure_category: (m.failure_category as FailureCategory | null) ?? null, failing_step: m.failing_step ?? null, note: m.note ?? null, added_by: m.added_by ?? null },
         }),
       );
-    const reload = () => {
-      members.reload();
-      set.reload();
-    };
+    const reload = () => invalidate(["sets"], ["episode", m.episode_id]);
     try {
       await call(api.DELETE("/api/sets/{set_id}/members/{episode_id}", { params: { path: { set_id: id, episode_id: m.episode_id } } }));
       reload();

@@ -1,8 +1,9 @@
 // /sql?q=...: read-only SQL over the lake (the server's sandbox refuses writes and file
 // access and caps rows and time); results in a virtualised grid, and the same query as a
 // CSV or Parquet download. Ctrl+Enter runs.
-import { useEffect, useState } from "react";
-import { api, call, type SqlResult } from "../api/client";
+import { useState } from "react";
+import { useQuery } from "@tanstack/react-query";
+import { queries } from "../api/queries";
 import { ResultGrid } from "../components/ResultGrid";
 import { ActionError, Loading } from "../components/Status";
 import { useTitle } from "../hooks";
@@ -17,30 +18,15 @@ export function SqlPage() {
   const { query } = useLocation();
   const urlQuery = query.get("q");
   const [text, setText] = useState(urlQuery ?? EXAMPLE);
-  const [result, setResult] = useState<{ query: string; data: SqlResult }>();
-  const [error, setError] = useState<string>();
-  const [running, setRunning] = useState(false);
+  // The URL's query runs (Run navigates to it; back and forward show earlier results at once).
+  const sql = useQuery({ ...queries.sql(urlQuery ?? ""), enabled: !!urlQuery });
   useTitle("SQL");
-  const run = async (q: string) => {
-    setRunning(true);
-    setError(undefined);
-    try {
-      setResult({ query: q, data: await call(api.POST("/api/sql", { body: { query: q } })) });
-    } catch (e) {
-      setResult(undefined);
-      setError(`The query failed: ${(e as Error).message}`);
-    } finally {
-      setRunning(false);
-    }
-  };
-  useEffect(() => {
-    if (urlQuery) void run(urlQuery);
-  }, [urlQuery]); // runs whenever the URL's query changes (Run navigates to it)
   const submit = () => {
-    if (text === urlQuery) void run(text);
+    if (text === urlQuery) void sql.refetch();
     else navigate(`/sql?q=${encodeURIComponent(text)}`);
   };
-  const r = result?.data;
+  const r = sql.isError ? undefined : sql.data;
+  const running = sql.isFetching;
   return (
     <main className="page sql" data-testid="sql-page">
       <h2>SQL</h2>
@@ -64,19 +50,19 @@ export function SqlPage() {
         <button type="button" onClick={submit} disabled={running}>
           Run (Ctrl+Enter)
         </button>
-        {result && (
+        {r && urlQuery && (
           <>
-            <a href={download(result.query, "csv")} download>
+            <a href={download(urlQuery, "csv")} download>
               Download CSV
             </a>
-            <a href={download(result.query, "parquet")} download>
+            <a href={download(urlQuery, "parquet")} download>
               Download Parquet
             </a>
           </>
         )}
       </div>
       {running && <Loading what="results" />}
-      <ActionError message={error} />
+      <ActionError message={sql.error ? `The query failed: ${sql.error.message}` : undefined} />
       {r && (
         <>
           <p className="muted" role="status">

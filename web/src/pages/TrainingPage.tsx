@@ -3,13 +3,15 @@
 // vary with its version and options, so every chart draws whichever of its series exist and
 // any other recorded number can be plotted from the picker.
 import { useState } from "react";
-import { api, call, type RunDetail } from "../api/client";
+import { useQuery } from "@tanstack/react-query";
+import type { RunDetail } from "../api/client";
+import { queries } from "../api/queries";
 import { pct } from "../components/JobState";
 import { LineChart, type Series } from "../components/LineChart";
 import { ListTable } from "../components/ListTable";
 import { Options } from "../components/Options";
 import { Async } from "../components/Status";
-import { useApi, useTitle } from "../hooks";
+import { useTitle } from "../hooks";
 import { Time } from "../components/Time";
 import { Link, enc } from "../router";
 
@@ -23,7 +25,7 @@ function lastLoss(metrics: Record<string, number | null>): number | null | undef
 }
 
 export function TrainingPage() {
-  const runs = useApi(() => call(api.GET("/api/runs", { params: { query: { kind: "train" } } })), []);
+  const runs = useQuery(queries.trainRuns());
   useTitle("Training");
   return (
     <main className="page" data-testid="training-page">
@@ -69,7 +71,7 @@ function pick(run: RunDetail, keys: string[] | ((key: string) => boolean)): Seri
 }
 
 export function RunPage({ id }: { id: string }) {
-  const run = useApi(() => call(api.GET("/api/runs/{run_id}", { params: { path: { run_id: id } } })), [id]);
+  const run = useQuery(queries.run(id));
   useTitle(`Training run ${id}`);
   const [other, setOther] = useState<string>("");
   return (

@@ -1,0 +1,112 @@
+// Every read the app makes, as TanStack Query options over the typed client. Each key starts
+// with its resource, so a write invalidates exactly what it changed, the live poller
+// refreshes what lists episodes, and two views asking the same thing (the replay and
+// Compare, the curation panel and the Sets page) share one cached answer.
+import { QueryClient, infiniteQueryOptions, queryOptions, type QueryKey } from "@tanstack/react-query";
+import { api, call, type EpisodeQuery, type ExportSummary, type RerunSummary } from "./client";
+
+/** Most lake data changes only by a write: this client's own (which invalidates what it
+ * changed) or another's (which the live poller sees by the list's ETag and turns into an
+ * invalidation). So an answer stays fresh for a while: views opened again, or an episode
+ * revisited, render from the cache at once instead of refetching on every mount, and a
+ * step switch, which changes no key, never asks the server for anything but images. */
+const FRESH_MS = 30_000;
+
+export const queryClient = new QueryClient({
+  defaultOptions: {
+    queries: {
+      staleTime: FRESH_MS,
+      // The live poller already notices changes made while the tab was in the background.
+      refetchOnWindowFocus: false,
+      // A failed read shows at once, with a Retry button where trying again can help (see
+      // ErrorBox); an unreachable server shows as Offline in the top bar.
+      retry: false,
+    },
+  },
+});
+
+/** Keys of the data recorders change: episode lists, details and queues, tasks, the overview. */
+export const LIVE_KEYS: QueryKey[] = [["tasks"], ["episodes"], ["episode"], ["queue"], ["overview"]];
+
+/** Refetches the active queries under `keys` (and marks the inactive ones stale). */
+export function invalidate(...keys: QueryKey[]): Promise<void> {
+  return Promise.all(keys.map((queryKey) => queryClient.invalidateQueries({ queryKey }))).then(() => undefined);
+}
+
+/** Job lists and jobs follow a running job every second, and stop once none runs. */
+const JOB_POLL_MS = 1000;
+const whileRunning = (running: boolean) => (running ? JOB_POLL_MS : false);
+
+const TREE_PAGE = 50;
+
+export const queries = {
+  tasks: (filters: EpisodeQuery) =>
+    queryOptions({ queryKey: ["tasks", filters], queryFn: ({ signal }) => call(api.GET("/api/tasks", { params: { query: filters }, signal })) }),
+  episodes: (query: EpisodeQuery) =>
+    queryOptions({ queryKey: ["episodes", query], queryFn: ({ signal }) => call(api.GET("/api/episodes", { params: { query }, signal })) }),
+  /** A task's episodes in the tree, paged by the list's cursor ("more…" loads the next page). */
+  taskEpisodes: (task: string, filters: EpisodeQuery) =>
+    infiniteQueryOptions({
+      queryKey: ["episodes", { ...filters, task, limit: TREE_PAGE }, "pages"],
+      queryFn: ({ pageParam, signal }) =>
+        call(api.GET("/api/episodes", { params: { query: { ...filters, task, limit: TREE_PAGE, cursor: pageParam } }, signal })),
+      initialPageParam: undefined as string | undefined,
+      getNextPageParam: (page) => page.next_cursor ?? undefined,
+    }),
+  episode: (id: string) =>
+    queryOptions({
+      queryKey: ["episode", id],
+      queryFn: ({ signal }) => call(api.GET("/api/episodes/{episode_id}", { params: { path: { episode_id: id } }, signal })),
+    }),
+  queue: (id: string, filters: EpisodeQuery) =>
+    queryOptions({
+      queryKey: ["queue", id, filters],
+      queryFn: ({ signal }) => call(api.GET("/api/episodes/{episode_id}/queue", { params: { path: { episode_id: id }, query: filters }, signal })),
+    }),
+  overview: () => queryOptions({ queryKey: ["overview"], queryFn: ({ signal }) => call(api.GET("/api/overview", { signal })) }),
+  stats: (filters: EpisodeQuery) =>
+    queryOptions({ queryKey: ["stats", filters], queryFn: ({ signal }) => call(api.GET("/api/stats", { params: { query: filters }, signal })) }),
+  sets: () => queryOptions({ queryKey: ["sets"], queryFn: ({ signal }) => call(api.GET("/api/sets", { signal })) }),
+  set: (id: string) =>
+    queryOptions({ queryKey: ["sets", id], queryFn: ({ signal }) => call(api.GET("/api/sets/{set_id}", { params: { path: { set_id: id } }, signal })) }),
+  members: (id: string) =>
+    queryOptions({
+      queryKey: ["sets", id, "members"],
+      queryFn: ({ signal }) => call(api.GET("/api/sets/{set_id}/members", { params: { path: { set_id: id } }, signal })),
+    }),
+  views: () => queryOptions({ queryKey: ["views"], queryFn: ({ signal }) => call(api.GET("/api/views", { signal })) }),
+  view: (id: string) =>
+    queryOptions({ queryKey: ["views", id], queryFn: ({ signal }) => call(api.GET("/api/views/{view_id}", { params: { path: { view_id: id } }, signal })) }),
+  groups: () => queryOptions({ queryKey: ["groups"], queryFn: ({ signal }) => call(api.GET("/api/groups", { signal })) }),
+  group: (id: string) =>
+    queryOptions({ queryKey: ["groups", id], queryFn: ({ signal }) => call(api.GET("/api/groups/{group_id}", { params: { path: { group_id: id } }, signal })) }),
+  trainRuns: () =>
+    queryOptions({ queryKey: ["runs", "train"], queryFn: ({ signal }) => call(api.GET("/api/runs", { params: { query: { kind: "train" } }, signal })) }),
+  run: (id: string) =>
+    queryOptions({ queryKey: ["run", id], queryFn: ({ signal }) => call(api.GET("/api/runs/{run_id}", { params: { path: { run_id: id } }, signal })) }),
+  /** A read-only query's result (POST only for the query's length); Run asks again. */
+  sql: (query: string) =>
+    queryOptions({ queryKey: ["sql", query], queryFn: ({ signal }) => call(api.POST("/api/sql", { body: { query }, signal })) }),
+  health: () => queryOptions({ queryKey: ["health"], queryFn: ({ signal }) => call(api.GET("/api/health", { signal })) }),
+  // The server's formats are fixed while it runs.
+  exportFormats: () =>
+    queryOptions({ queryKey: ["export-formats"], staleTime: Infinity, queryFn: ({ signal }) => call(api.GET("/api/export-formats", { signal })) }),
+  exports: () =>
+    queryOptions({
+      queryKey: ["exports"],
+      queryFn: ({ signal }) => call(api.GET("/api/exports", { signal })),
+      refetchInterval: (q) => whileRunning(q.state.data?.some((e: ExportSummary) => e.status === "running") ?? false),
+    }),
+  reruns: () =>
+    queryOptions({
+      queryKey: ["reruns"],
+      queryFn: ({ signal }) => call(api.GET("/api/reruns", { signal })),
+      refetchInterval: (q) => whileRunning(q.state.data?.some((r: RerunSummary) => r.status === "running") ?? false),
+    }),
+  rerun: (id: string) =>
+    queryOptions({
+      queryKey: ["reruns", id],
+      queryFn: ({ signal }) => call(api.GET("/api/reruns/{rerun_id}", { params: { path: { rerun_id: id } }, signal })),
+      refetchInterval: (q) => whileRunning(q.state.data?.status === "running"),
+    }),
+};
