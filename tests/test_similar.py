@@ -166,13 +166,13 @@ def test_export_drops_near_duplicate_screens_of_a_task(sim, tmp_path):
     lake, truth = sim
     base = {"format": "llamafactory", "include_failed": True}
     full = run_export(lake, ExportSpec(**base, out=tmp_path / "all"))
-    deduped = run_export(lake, ExportSpec(**base, dedupe_similar=0.005, out=tmp_path / "dedup"))
+    deduped = run_export(lake, ExportSpec(**base, dedupe_similar=0.0005, out=tmp_path / "dedup"))
     screens = {(eid.rsplit("-", 1)[0], screen) for (eid, _), screen in truth.items()}
     assert sum(full.samples.values()) == len(truth)
     assert sum(deduped.samples.values()) == len(screens)  # one sample per (task, screen state)
     skipped = deduped.manifest["counts"]["skipped"]
     assert skipped["near_duplicate"] == len(truth) - len(screens)
-    assert deduped.manifest["spec"]["dedupe_similar"] == 0.005
+    assert deduped.manifest["spec"]["dedupe_similar"] == 0.0005
     with pytest.raises(InvalidInput, match="dedupe_similar"):
         ExportSpec(**base, dedupe_similar=0.1, granularity="episode", out=tmp_path / "x")
 
