@@ -4,6 +4,7 @@ exports. The sim's ground-truth screen id says which screenshots show the same s
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import factories
@@ -15,6 +16,7 @@ from episodelake.collectors.agents.oracle import DemoPolicy, NoiseConfig
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.tasks import get_task
 from episodelake.collectors.jobs.enrich import enrich
+from episodelake.collectors.jobs.rekey import rekey_anchors
 from episodelake.collectors.record.embedding import (
     EMBEDDING_VERSION,
     embedding_anchor_keys,
@@ -113,13 +115,15 @@ def test_embedding_is_stored_with_its_version(sim):
 def test_a_step_without_an_embedding_names_the_enrichment(tmp_path, capsys):
     lake = Lake(tmp_path / "lake")
     with Recorder(lake, anchor=None, image_checks="structure") as rec:
-        with rec.start_episode("t", "goal", episode_id="plain-1") as ep:
+        with rec.start_episode("t", "goal", episode_id="plain-1", group_id="g") as ep:
             ep.log_step(factories.screenshot(1), factories.response())
             ep.finish(success=True)
     with pytest.raises(NotFound, match="elake enrich --what embed"):
         similar(lake, "plain-1", 0)
     with pytest.raises(NotFound, match="dedupe_similar: 1 selected step.*elake enrich --what embed"):
         run_export(lake, ExportSpec(format="llamafactory", dedupe_similar=0.01, out=tmp_path / "out"))
+    with pytest.raises(NotFound, match="embedding_threshold: 1 step.*elake enrich --what embed"):
+        rekey_anchors(lake, embedding_threshold=0.0)
     with pytest.raises(NotFound, match="no step 5"):
         similar(lake, "plain-1", 5)
     assert main(["--lake", str(lake.path), "similar", "plain-1", "0"]) != 0
@@ -175,6 +179,23 @@ def test_export_drops_near_duplicate_screens_of_a_task(sim, tmp_path):
     assert deduped.manifest["spec"]["dedupe_similar"] == 0.0005
     with pytest.raises(InvalidInput, match="dedupe_similar"):
         ExportSpec(**base, dedupe_similar=0.1, granularity="episode", out=tmp_path / "x")
+
+
+def test_rekey_by_embedding_gives_one_key_per_screen_state(sim, capsys):
+    lake, truth = sim
+    report = rekey_anchors(lake, embedding_threshold=0.0)
+    assert report.steps == len(truth) and report.groups == len(TASKS)
+    rows = lake.sql("select s.episode_id, s.step, s.anchor_key, e.group_id from steps s "
+                    "join episodes e using (episode_id)").to_pylist()
+    keys = {(r["episode_id"], r["step"]): (r["group_id"], r["anchor_key"]) for r in rows}
+    assert all(key.startswith("em:") for _, key in keys.values())
+    for a, b in itertools.combinations(keys, 2):
+        if keys[a][0] == keys[b][0]:  # keys mean something within a group
+            assert (keys[a][1] == keys[b][1]) == (truth[a] == truth[b]), (a, b)
+    assert main(["--lake", str(lake.path), "rekey", "--embedding-threshold", "0"]) == 0
+    assert "0 key(s) changed" in capsys.readouterr().out
+    with pytest.raises(InvalidInput, match="embedding_threshold"):
+        rekey_anchors(lake, embedding_threshold=3.0)
 
 
 def test_embedding_anchor_keys_group_same_states():

@@ -366,11 +366,15 @@ def cmd_rekey(
     threshold: Annotated[int, typer.Option(metavar="BITS", show_default=False, help="largest Hamming distance in bits "
                                            f"between two screenshots of one anchor state (default "
                                            f"{DEFAULT_THRESHOLD})")] = DEFAULT_THRESHOLD,
+    embedding_threshold: Annotated[float | None, typer.Option(
+        metavar="DIST", show_default=False, help="key steps without a UI tree by their screen embeddings "
+        "(`elake enrich --what embed`), those within this distance being one state (0: identical "
+        "screens only), instead of by perceptual hash")] = None,
 ) -> None:
     from episodelake.collectors.jobs.rekey import rekey_anchors
     from episodelake.lake.lake import Lake
 
     exclusive(ctx, {"--set": set_name, "--where": where}, required=False)
     report = rekey_anchors(Lake(globals_of(ctx).lake, create=False), set_name=set_name, where=where,
-                           threshold=threshold, ray=RayOptions(**given))
+                           threshold=threshold, embedding_threshold=embedding_threshold, ray=RayOptions(**given))
     print(report.summary())

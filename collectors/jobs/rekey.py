@@ -4,7 +4,10 @@ threshold, or for steps recorded without keys (``image_checks="structure"``, imp
 Keys are computed per group the way the recorder's keyer does (`collectors.record.anchor`):
 a step with an accessibility-tree hash is keyed by it; any other step by its perceptual
 hash, clustered within its group by :func:`group_anchor_keys` (order-independent, so the
-result does not depend on which worker read which step). The costly part, decoding
+result does not depend on which worker read which step). With `embedding_threshold`, a step
+without a tree is keyed by its stored screen embedding instead (`elake enrich --what embed`),
+clustered by :func:`embedding_anchor_keys`: the mode for devices with no UI tree, exact on
+lossless captures where the perceptual hash merges distinct screens. The costly part, decoding
 screenshots that have no perceptual hash yet, runs per fragment of the steps table, in
 this process or as Ray tasks (`bulk.run_parts`); the new keys and hashes are written with one
 ``merge_insert`` (`update_columns`). Steps of episodes without a group id are left alone:
@@ -17,14 +20,18 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 import lance
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from episodelake.collectors.jobs.backfill import select_episodes
 from episodelake.collectors.jobs.bulk import RayOptions, run_parts
 from episodelake.collectors.record.anchor import DEFAULT_THRESHOLD, group_anchor_keys, phash64
-from episodelake.lake.errors import InvalidInput, LakeCorrupt, LakeError
+from episodelake.collectors.record.embedding import embedding_anchor_keys
+from episodelake.lake.errors import InvalidInput, LakeCorrupt, LakeError, NotFound
 from episodelake.lake.lake import Lake
+from episodelake.lake.similar import ENRICH_HINT
+from episodelake.lake.sql import sql_in
 from episodelake.lake.updates import update_columns
 
 _COLUMNS = ["episode_id", "step", "image_sha256", "image_phash", "ui_tree_hash", "anchor_key"]
@@ -71,8 +78,10 @@ def fragment_hashes(fragment_id: int, steps: lance.LanceDataset, episode_ids: li
     return table.append_column("hashed", pa.array(hashed, pa.bool_())).drop_columns(["_rowid"])
 
 
-def group_keys(rows: list[dict], threshold: int) -> list[str | None]:
-    """The anchor keys of one group's steps, in the order of `rows`."""
+def group_keys(rows: list[dict], threshold: int, embeddings: dict[tuple[str, int], np.ndarray] | None = None,
+               embedding_threshold: float = 0.0) -> list[str | None]:
+    """The anchor keys of one group's steps, in the order of `rows`; with `embeddings`, steps
+    without a tree are keyed by theirs."""
     keys: list[str | None] = [None] * len(rows)
     hashed = []
     for index, row in enumerate(rows):
@@ -80,19 +89,43 @@ def group_keys(rows: list[dict], threshold: int) -> list[str | None]:
             keys[index] = f"ui:{row['ui_tree_hash']}"
         elif row["image_phash"] is not None:
             hashed.append(index)
-    for index, key in zip(hashed, group_anchor_keys([rows[i]["image_phash"] for i in hashed],
-                                                     threshold), strict=True):
+    if embeddings is not None:
+        vectors = [embeddings[(rows[i]["episode_id"], rows[i]["step"])] for i in hashed]
+        found = embedding_anchor_keys(vectors, embedding_threshold)
+    else:
+        found = group_anchor_keys([rows[i]["image_phash"] for i in hashed], threshold)
+    for index, key in zip(hashed, found, strict=True):
         keys[index] = key
     return keys
 
 
+def stored_embeddings(steps: lance.LanceDataset, ids: list[str]) -> dict[tuple[str, int], np.ndarray]:
+    """The screen embeddings of these episodes' steps; NotFound when a step with a screenshot
+    has none yet."""
+    out: dict[tuple[str, int], np.ndarray] = {}
+    for start in range(0, len(ids), 1000):
+        chunk = sql_in("episode_id", ids[start:start + 1000])
+        missing = steps.count_rows(filter=f"{chunk} AND image_sha256 IS NOT NULL AND embedding IS NULL")
+        if missing:
+            raise NotFound(f"embedding_threshold: {missing} step(s) have no embedding yet; {ENRICH_HINT}")
+        rows = steps.to_table(columns=["episode_id", "step", "embedding"], filter=f"{chunk} AND embedding IS NOT NULL")
+        vectors = rows["embedding"].combine_chunks()
+        matrix = vectors.flatten().to_numpy(zero_copy_only=False).reshape(len(vectors), vectors.type.list_size)
+        out.update(zip(zip(rows["episode_id"].to_pylist(), rows["step"].to_pylist(), strict=True), matrix,
+                       strict=True))
+    return out
+
+
 def rekey_anchors(lake: Lake, *, set_name: str | None = None, where: str | None = None,
-                  threshold: int = DEFAULT_THRESHOLD, ray: RayOptions | None = None) -> RekeyReport:
+                  threshold: int = DEFAULT_THRESHOLD, embedding_threshold: float | None = None,
+                  ray: RayOptions | None = None) -> RekeyReport:
     """Recompute the anchor keys of the grouped episodes of a set, of a condition over
     `episodes`, or (neither given) of the whole lake; store them with the perceptual hashes
-    computed on the way."""
+    computed on the way. `embedding_threshold` keys steps without a tree by embedding."""
     if not 0 <= threshold < 64:
         raise InvalidInput(f"threshold: must be 0..63 bits, not {threshold}")
+    if embedding_threshold is not None and not 0 <= embedding_threshold <= 2:
+        raise InvalidInput(f"embedding_threshold: must be a distance in 0..2, not {embedding_threshold}")
     lake.check_writable()
     chosen = select_episodes(lake, set_name=set_name, where=where) if set_name or where else None
     grouped = lake.sql("SELECT episode_id, group_id FROM episodes WHERE group_id IS NOT NULL")
@@ -104,6 +137,7 @@ def rekey_anchors(lake: Lake, *, set_name: str | None = None, where: str | None 
         return report
     steps = lake.dataset("steps")  # one version for every part
     parts = [fragment.fragment_id for fragment in steps.get_fragments()]
+    embeddings = None if embedding_threshold is None else stored_embeddings(steps, ids)
     by_group: dict[str, list[dict]] = defaultdict(list)
     for table in run_parts(fragment_hashes, parts, steps, ids, ray=ray):
         for row in table.to_pylist():
@@ -111,7 +145,8 @@ def rekey_anchors(lake: Lake, *, set_name: str | None = None, where: str | None 
     updates = []
     for group in sorted(by_group):
         rows = sorted(by_group[group], key=lambda r: (r["episode_id"], r["step"]))
-        for row, key in zip(rows, group_keys(rows, threshold), strict=True):
+        keys = group_keys(rows, threshold, embeddings, embedding_threshold or 0.0)
+        for row, key in zip(rows, keys, strict=True):
             if key != row["anchor_key"] or row["hashed"]:
                 updates.append({"episode_id": row["episode_id"], "step": row["step"],
                                 "anchor_key": key, "image_phash": row["image_phash"]})
