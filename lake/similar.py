@@ -128,6 +128,28 @@ def _sub_vectors(dim: int) -> int:
     return max(1, dim // 16)
 
 
+def stored_embeddings(ds: lance.LanceDataset, episode_ids: Iterable[str],
+                      field: str) -> dict[tuple[str, int], np.ndarray]:
+    """(episode_id, step) -> embedding for these episodes' steps, read 1,000 episodes a scan.
+    NotFound, naming `field` (what asked) and the enrichment, when a step with a screenshot
+    has none yet; steps without a screenshot have none and are absent."""
+    ids = sorted(set(episode_ids))
+    if COLUMN not in ds.schema.names:
+        raise NotFound(f"{field}: the steps have no embedding column yet; {ENRICH_HINT}")
+    out: dict[tuple[str, int], np.ndarray] = {}
+    for start in range(0, len(ids), 1000):
+        chunk = sql_in("episode_id", ids[start:start + 1000])
+        missing = ds.count_rows(filter=f"{chunk} AND image_sha256 IS NOT NULL AND {COLUMN} IS NULL")
+        if missing:
+            raise NotFound(f"{field}: {missing} selected step(s) have no embedding yet; {ENRICH_HINT}")
+        rows = ds.to_table(columns=["episode_id", "step", COLUMN], filter=f"{chunk} AND {COLUMN} IS NOT NULL")
+        vectors = rows[COLUMN].combine_chunks()
+        matrix = vectors.flatten().to_numpy(zero_copy_only=False).reshape(len(vectors), vectors.type.list_size)
+        keys = zip(rows["episode_id"].to_pylist(), rows["step"].to_pylist(), strict=True)
+        out.update(zip(keys, matrix, strict=True))
+    return out
+
+
 def has_index(lake: Lake) -> bool:
     return any(i.name == INDEX_NAME for i in lake.dataset("steps").describe_indices())
 
@@ -145,35 +167,16 @@ class NearDuplicates:
         self.threshold = threshold
         self._kept: dict[str, tuple[np.ndarray, int]] = {}  # group -> (rows, how many used)
         self._vectors: dict[tuple[str, int], np.ndarray] = {}
-        self._no_image: set[tuple[str, int]] = set()  # steps whose screenshot was lost: kept
 
     def load(self, episode_ids: Iterable[str]) -> None:
         """Read the embeddings of these episodes' steps (call before asking about them)."""
-        ids = sorted(set(episode_ids))
-        ds = self.source.dataset("steps")
-        if COLUMN not in ds.schema.names:
-            raise NotFound(f"dedupe_similar: the steps have no embedding column yet; {ENRICH_HINT}")
-        for start in range(0, len(ids), 1000):
-            chunk = sql_in("episode_id", ids[start:start + 1000])
-            missing = ds.count_rows(filter=f"{chunk} AND image_sha256 IS NOT NULL AND {COLUMN} IS NULL")
-            if missing:
-                raise NotFound(f"dedupe_similar: {missing} selected step(s) have no embedding yet; "
-                               f"{ENRICH_HINT}")
-            rows = ds.to_table(columns=["episode_id", "step", COLUMN], filter=f"{chunk} AND {COLUMN} IS NOT NULL")
-            vectors = rows[COLUMN].combine_chunks()
-            matrix = vectors.flatten().to_numpy(zero_copy_only=False).reshape(len(vectors), vectors.type.list_size)
-            keys = zip(rows["episode_id"].to_pylist(), rows["step"].to_pylist(), strict=True)
-            self._vectors.update(zip(keys, matrix, strict=True))
-            blind = ds.to_table(columns=["episode_id", "step"], filter=f"{chunk} AND image_sha256 IS NULL")
-            self._no_image.update(zip(blind["episode_id"].to_pylist(), blind["step"].to_pylist(), strict=True))
+        self._vectors.update(stored_embeddings(self.source.dataset("steps"), episode_ids, "dedupe_similar"))
 
     def seen(self, group: str, episode_id: str, step: int | None) -> bool:
         """True when the step is a near-duplicate of a kept one of `group`; else keeps it."""
-        if step is None or (episode_id, step) in self._no_image:  # nothing to compare: kept
+        vector = None if step is None else self._vectors.get((episode_id, step))
+        if vector is None:  # an episode sample, or a step whose screenshot was lost: kept
             return False
-        vector = self._vectors.get((episode_id, step))
-        if vector is None:
-            raise NotFound(f"dedupe_similar: episode {episode_id!r} step {step} was not loaded; {ENRICH_HINT}")
         kept, used = self._kept.get(group, (np.empty((16, len(vector)), np.float32), 0))
         if used and float(np.linalg.norm(kept[:used] - vector, axis=1).min()) <= self.threshold:
             return True

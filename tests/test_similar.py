@@ -122,7 +122,7 @@ def test_a_step_without_an_embedding_names_the_enrichment(tmp_path, capsys):
         similar(lake, "plain-1", 0)
     with pytest.raises(NotFound, match="dedupe_similar: 1 selected step.*elake enrich --what embed"):
         run_export(lake, ExportSpec(format="llamafactory", dedupe_similar=0.01, out=tmp_path / "out"))
-    with pytest.raises(NotFound, match="embedding_threshold: 1 step.*elake enrich --what embed"):
+    with pytest.raises(NotFound, match="embedding_threshold: 1 selected step.*elake enrich --what embed"):
         rekey_anchors(lake, embedding_threshold=0.0)
     with pytest.raises(NotFound, match="no step 5"):
         similar(lake, "plain-1", 5)

@@ -28,10 +28,9 @@ from episodelake.collectors.jobs.backfill import select_episodes
 from episodelake.collectors.jobs.bulk import RayOptions, run_parts
 from episodelake.collectors.record.anchor import DEFAULT_THRESHOLD, group_anchor_keys, phash64
 from episodelake.collectors.record.embedding import embedding_anchor_keys
-from episodelake.lake.errors import InvalidInput, LakeCorrupt, LakeError, NotFound
+from episodelake.lake.errors import InvalidInput, LakeCorrupt, LakeError
 from episodelake.lake.lake import Lake
-from episodelake.lake.similar import ENRICH_HINT
-from episodelake.lake.sql import sql_in
+from episodelake.lake.similar import stored_embeddings
 from episodelake.lake.updates import update_columns
 
 _COLUMNS = ["episode_id", "step", "image_sha256", "image_phash", "ui_tree_hash", "anchor_key"]
@@ -99,23 +98,6 @@ def group_keys(rows: list[dict], threshold: int, embeddings: dict[tuple[str, int
     return keys
 
 
-def stored_embeddings(steps: lance.LanceDataset, ids: list[str]) -> dict[tuple[str, int], np.ndarray]:
-    """The screen embeddings of these episodes' steps; NotFound when a step with a screenshot
-    has none yet."""
-    out: dict[tuple[str, int], np.ndarray] = {}
-    for start in range(0, len(ids), 1000):
-        chunk = sql_in("episode_id", ids[start:start + 1000])
-        missing = steps.count_rows(filter=f"{chunk} AND image_sha256 IS NOT NULL AND embedding IS NULL")
-        if missing:
-            raise NotFound(f"embedding_threshold: {missing} step(s) have no embedding yet; {ENRICH_HINT}")
-        rows = steps.to_table(columns=["episode_id", "step", "embedding"], filter=f"{chunk} AND embedding IS NOT NULL")
-        vectors = rows["embedding"].combine_chunks()
-        matrix = vectors.flatten().to_numpy(zero_copy_only=False).reshape(len(vectors), vectors.type.list_size)
-        out.update(zip(zip(rows["episode_id"].to_pylist(), rows["step"].to_pylist(), strict=True), matrix,
-                       strict=True))
-    return out
-
-
 def rekey_anchors(lake: Lake, *, set_name: str | None = None, where: str | None = None,
                   threshold: int = DEFAULT_THRESHOLD, embedding_threshold: float | None = None,
                   ray: RayOptions | None = None) -> RekeyReport:
@@ -137,7 +119,7 @@ def rekey_anchors(lake: Lake, *, set_name: str | None = None, where: str | None 
         return report
     steps = lake.dataset("steps")  # one version for every part
     parts = [fragment.fragment_id for fragment in steps.get_fragments()]
-    embeddings = None if embedding_threshold is None else stored_embeddings(steps, ids)
+    embeddings = None if embedding_threshold is None else stored_embeddings(steps, ids, "embedding_threshold")
     by_group: dict[str, list[dict]] = defaultdict(list)
     for table in run_parts(fragment_hashes, parts, steps, ids, ray=ray):
         for row in table.to_pylist():
