@@ -19,7 +19,7 @@ import io
 import threading
 import xml.etree.ElementTree as ET
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import Literal
 
@@ -165,7 +165,17 @@ def group_anchor_keys(phashes: Sequence[int], threshold: int = DEFAULT_THRESHOLD
     """Keys for all steps of one group at once, independent of their order: hashes within
     ``threshold`` bits are linked, each connected set is one key (named by its smallest
     hash)."""
-    parent = list(range(len(phashes)))
+    roots = connected(len(phashes), ((i, j) for i, a in enumerate(phashes) for j in range(i)
+                                     if hamming(a, phashes[j]) <= threshold))
+    smallest: dict[int, int] = {}
+    for r, value in zip(roots, phashes, strict=True):
+        smallest[r] = min(smallest.get(r, value & MASK64), value & MASK64)
+    return [phash_key(smallest[r]) for r in roots]
+
+
+def connected(n: int, links: Iterable[tuple[int, int]]) -> list[int]:
+    """For each of `n` items, the representative of the connected set `links` put it in."""
+    parent = list(range(n))
 
     def root(i: int) -> int:
         while parent[i] != i:
@@ -173,12 +183,6 @@ def group_anchor_keys(phashes: Sequence[int], threshold: int = DEFAULT_THRESHOLD
             i = parent[i]
         return i
 
-    for i, a in enumerate(phashes):
-        for j in range(i):
-            if hamming(a, phashes[j]) <= threshold:
-                parent[root(i)] = root(j)
-    smallest: dict[int, int] = {}
-    for i, value in enumerate(phashes):
-        r = root(i)
-        smallest[r] = min(smallest.get(r, value & MASK64), value & MASK64)
-    return [phash_key(smallest[root(i)]) for i in range(len(phashes))]
+    for i, j in links:
+        parent[root(i)] = root(j)
+    return [root(i) for i in range(n)]

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image
 
-from episodelake.collectors.record.anchor import STATUS_BAR_FRACTION
+from episodelake.collectors.record.anchor import STATUS_BAR_FRACTION, connected
 from episodelake.lake.schema import EMBEDDING_DIM
 
 #: (columns, rows) of the grey grid: a phone's 9:20 screen in cells about 34 px square.
@@ -60,26 +60,14 @@ def embedding_anchor_keys(embeddings: Sequence[np.ndarray], threshold: float) ->
     if threshold < 0:
         raise ValueError(f"threshold must be at least 0, not {threshold}")
     matrix = np.asarray(embeddings, dtype=np.float32).reshape(len(embeddings), EMBEDDING_DIM)
-    parent = list(range(len(matrix)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
     exact = [v.tobytes() for v in matrix]
     # |a - b|^2 = 2 - 2 a.b for unit vectors; equal vectors link whatever rounding says
     near = (2.0 - 2.0 * (matrix @ matrix.T)) <= threshold * threshold
-    for i, j in zip(*np.nonzero(np.tril(near, -1)), strict=True):
-        parent[root(int(i))] = root(int(j))
     seen: dict[bytes, int] = {}
-    for i, raw in enumerate(exact):
-        j = seen.setdefault(raw, i)
-        if j != i:
-            parent[root(i)] = root(j)
+    same = [(i, seen.setdefault(raw, i)) for i, raw in enumerate(exact)]
+    roots = connected(len(matrix), [*((int(i), int(j)) for i, j in zip(*np.nonzero(np.tril(near, -1)), strict=True)),
+                                    *same])
     first: dict[int, bytes] = {}
-    for i, raw in enumerate(exact):
-        r = root(i)
+    for r, raw in zip(roots, exact, strict=True):
         first[r] = min(first.get(r, raw), raw)
-    return [f"em:{hashlib.sha256(first[root(i)]).hexdigest()[:16]}" for i in range(len(matrix))]
+    return [f"em:{hashlib.sha256(first[r]).hexdigest()[:16]}" for r in roots]
