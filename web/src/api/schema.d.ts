@@ -126,9 +126,30 @@ export interface paths {
         };
         /**
          * Step Image
-         * @description The screenshot bytes exactly as recorded, unless asked to annotate or scale them.
+         * @description The screenshot bytes exactly as recorded, unless asked to redact, annotate or scale them.
          */
         get: operations["step_image_api_episodes__episode_id__steps__step__image_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/episodes/{episode_id}/steps/{step}/similar": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Similar Steps
+         * @description Nearest first, the step itself left out. A step whose screenshot has no embedding yet
+         *     answers 404 naming `elake enrich --what embed`.
+         */
+        get: operations["similar_steps_api_episodes__episode_id__steps__step__similar_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -951,6 +972,11 @@ export interface components {
              */
             dedup: boolean;
             /**
+             * Dedupe Similar
+             * @description drop a step whose screenshot's embedding lies within this distance (0: the same screen; at most 2) of a step already kept for the same task, so near-duplicate screens are trained once; needs `elake enrich --what embed`; granularity step only
+             */
+            dedupe_similar?: number | null;
+            /**
              * Format
              * @description a registered format name (GET /api/export-formats, `elake export sft --list-formats`)
              */
@@ -1007,6 +1033,21 @@ export interface components {
              * @default episodelake
              */
             name: string;
+            /**
+             * Redact
+             * @description mask, in the exported images, every screen text line (the steps' OCR text: `elake enrich --what ocr`) that a redaction rule matches (phone numbers, e-mail addresses, card numbers; names and patterns from --redact-config) with a solid box; the lake keeps the originals and manifest.json lists each masked region by rule and box
+             * @default false
+             */
+            redact: boolean;
+            /**
+             * Redact Missing
+             * @description with redact, a screenshot that has no OCR text cannot be checked: fail refuses the export (naming how many and the command that adds the text), skip leaves out the samples that show one
+             * @default fail
+             * @enum {string}
+             */
+            redact_missing: "fail" | "skip";
+            /** @description the redaction rules (default: phone, email and card) */
+            redact_rules?: components["schemas"]["RedactRules"] | null;
             /**
              * Seed
              * @description seeds the task split: the same seed puts a task in the same split in every export
@@ -1449,6 +1490,43 @@ export interface components {
             total: number;
         };
         /**
+         * RedactRules
+         * @description What counts as personal data on a screen. Read from a TOML or JSON file with these
+         *     keys at the top (`load_rules`), or given inline to the API.
+         */
+        RedactRules: {
+            /**
+             * Card
+             * @description mask card-like numbers: 13 to 19 digits passing the Luhn check
+             * @default true
+             */
+            card: boolean;
+            /**
+             * Email
+             * @description mask e-mail addresses
+             * @default true
+             */
+            email: boolean;
+            /**
+             * Names
+             * @description people's names to mask wherever a line contains one (case-insensitive, whole words, any spacing between the parts)
+             */
+            names?: string[];
+            /**
+             * Patterns
+             * @description more rules: rule name -> regular expression (Python syntax); a line it finds a match in is masked
+             */
+            patterns?: {
+                [key: string]: string;
+            };
+            /**
+             * Phone
+             * @description mask phone numbers (7 to 15 digits with the usual separators; dates and IP addresses are not numbers to mask)
+             * @default true
+             */
+            phone: boolean;
+        };
+        /**
          * RerunCreate
          * @description A re-run of a set's tasks on the simulated phone (other envs: `elake rerun`).
          */
@@ -1793,6 +1871,18 @@ export interface components {
             /** Pinned Tag */
             pinned_tag?: string | null;
         };
+        /** SimilarStep */
+        SimilarStep: {
+            /**
+             * Distance
+             * @description Euclidean distance between the screenshots' embeddings: 0 for the same screen, at most 2
+             */
+            distance: number;
+            /** Episode Id */
+            episode_id: string;
+            /** Step */
+            step: number;
+        };
         /** SqlColumn */
         SqlColumn: {
             /** Name */
@@ -1865,6 +1955,8 @@ export interface components {
             action_view: components["schemas"]["ActionView"];
             /** Anchor Key */
             anchor_key?: string | null;
+            /** Embedding Version */
+            embedding_version?: number | null;
             /** Episode Id */
             episode_id: string;
             /** Height */
@@ -1932,6 +2024,8 @@ export interface components {
             action_view: components["schemas"]["ActionView"];
             /** Anchor Key */
             anchor_key?: string | null;
+            /** Embedding Version */
+            embedding_version?: number | null;
             /** Episode Id */
             episode_id: string;
             /** Height */
@@ -2642,6 +2736,8 @@ export interface operations {
                 annotated?: boolean;
                 /** @description scale down to this many pixels on the long side (JPEG; without `annotated`, made once and cached) */
                 max_side?: number | null;
+                /** @description mask the text lines of the step's OCR text that the default redaction rules match (phone numbers, e-mail addresses, card numbers), as `elake export sft --redact` does; 409 if the step has no OCR text */
+                redact?: boolean;
             };
             header?: never;
             path: {
@@ -2661,6 +2757,88 @@ export interface operations {
                     "image/jpeg": unknown;
                     "image/png": unknown;
                     "image/webp": unknown;
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    similar_steps_api_episodes__episode_id__steps__step__similar_get: {
+        parameters: {
+            query?: {
+                /** @description how many neighbours */
+                k?: number;
+                /** @description SQL condition over episodes e JOIN steps s, run in the sandbox */
+                where?: string | null;
+            };
+            header?: never;
+            path: {
+                episode_id: string;
+                step: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SimilarStep"][];
                 };
             };
             /** @description Bad Request */
