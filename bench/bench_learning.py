@@ -12,6 +12,8 @@ algorithm. Targets: held-out success from < 20% to > 60%; GiGPO >= GRPO at equal
     python bench/bench_learning.py            # default budget: about 25 minutes on 2 cores
     python bench/bench_learning.py --quick    # a few minutes: fewer, smaller iterations
     python bench/bench_learning.py --keep DIR # keep both lakes (DIR/gigpo, DIR/grpo) to browse
+    python bench/bench_learning.py --seeds 5  # seeds 0..4 per algorithm: means, 95% intervals and
+                                              # the paired GiGPO - GRPO difference (2 runs at a time)
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 from common import line, workdir
 
 from episodelake.lake import Lake
+from episodelake.trainer import learning_stats as stats
 from episodelake.trainer import loop
 from episodelake.trainer.config import TrainConfig
 
@@ -76,21 +79,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few minutes instead of ~30")
     parser.add_argument("--iterations", type=int, help="override the budget's iterations")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="the (first) seed")
+    parser.add_argument("--seeds", type=int, default=1, metavar="N",
+                        help="run seeds SEED..SEED+N-1 per algorithm and summarise them (default 1)")
     parser.add_argument("--keep", type=Path, metavar="DIR",
                         help="write the lakes to DIR/<algo> and keep them (default: a temp dir)")
     parser.add_argument("--serial", action="store_true",
                         help="run the algorithms one after the other (default: side by side)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log each iteration")
     args = parser.parse_args()
-    settings = budget(args.quick, args.iterations, args.seed)
+    if args.seeds < 1:
+        parser.error("--seeds must be at least 1")
+    seeds = list(range(args.seed, args.seed + args.seeds))
     with nullcontext(args.keep) if args.keep else workdir("learning") as folder:
-        jobs = [(algo, settings, folder, args.verbose) for algo in ALGOS]
+        jobs = [(algo, budget(args.quick, args.iterations, seed),
+                 folder if len(seeds) == 1 else folder / f"seed-{seed}", args.verbose)
+                for seed in seeds for algo in ALGOS]
         if args.serial:
             outcomes = [run(*job) for job in jobs]
         else:
             with mp.get_context("spawn").Pool(len(ALGOS)) as pool:  # Lance is not fork-safe
                 outcomes = pool.starmap(run, jobs)
+    if len(seeds) > 1:
+        summarise(seeds, {algo: outcomes[i::len(ALGOS)] for i, algo in enumerate(ALGOS)})
+        return
+    settings = jobs[0][1]
     results = dict(zip(ALGOS, outcomes, strict=True))
     for algo, r in results.items():
         print(f"# {algo}: {len(r['metrics'])} iterations in {r['seconds']:.0f} s", flush=True)
@@ -123,6 +136,30 @@ def main() -> None:
              mean_curve=percent(sum(curve) / len(curve)).strip(),
              episodes=len(curve) * r["episodes_per_iteration"], minutes=r["seconds"] / 60,
              first_above_60=reached)
+
+
+def summarise(seeds: list[int], runs: dict[str, list[dict]]) -> None:
+    """Per algorithm over seeds: final (last 5) success, area under the curve, iterations to
+    the target, the largest fall from a run's best; then GiGPO - GRPO paired by seed."""
+    curves = {algo: [[m["eval_success_rate"] for m in r["metrics"]] for r in rs] for algo, rs in runs.items()}
+    print(f"\nheld-out success per iteration over seeds {seeds[0]}..{seeds[-1]} (mean [95% interval])")
+    bands = {algo: stats.per_iteration(c) for algo, c in curves.items()}
+    for i in range(min(len(b) for b in bands.values())):
+        print(f"{i + 1:>4}  " + "  ".join(f"{algo} {b[i].mean:6.1%} [{b[i].low or 0:6.1%}, {b[i].high or 0:6.1%}]"
+                                          for algo, b in bands.items()))
+    for algo, cs in curves.items():
+        reached = [stats.first_above(c, TARGET) for c in cs]
+        line(f"learning {algo} ({len(cs)} seeds)", final_last5=str(stats.mean_interval([stats.final(c) for c in cs])),
+             auc=str(stats.mean_interval([stats.area(c) for c in cs])),
+             first_above_60="/".join("never" if r is None else str(r) for r in reached),
+             largest_fall=max(stats.largest_fall(c) for c in cs),
+             minutes=max(r["seconds"] for r in runs[algo]) / 60)
+    a, b = ALGOS
+    line(f"learning {a} - {b} (paired)",
+         final_last5=str(stats.paired_difference([stats.final(c) for c in curves[a]],
+                                                 [stats.final(c) for c in curves[b]])),
+         auc=str(stats.paired_difference([stats.area(c) for c in curves[a]],
+                                         [stats.area(c) for c in curves[b]])))
 
 
 if __name__ == "__main__":
