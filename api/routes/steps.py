@@ -94,14 +94,14 @@ def step_image(
     data, fmt = stored_image(lake, episode_id, step)
     if fmt not in MEDIA_TYPES:
         raise NotFound(f"episode {episode_id!r} step {step} has no image in a known format")
+    row = step_row(lake, episode_id, step) if redact or annotated else {}
     if redact:
-        row = step_row(lake, episode_id, step)
         if row["ocr_version"] is None:
             raise Conflict(f"episode {episode_id!r} step {step} has no OCR text to redact by; "
                            "run `elake enrich --what ocr`")
         data = export_image(data, fmt, None, RedactRules().redactor().find(row["ocr_boxes"] or []))
     if annotated:
-        view = step_out(step_row(lake, episode_id, step))["action_view"]
+        view = step_out(row)["action_view"]
         data = overlay.draw_action(data, view, max_side=max_side, fmt="jpeg" if max_side else "png")
         fmt = "jpeg" if max_side else "png"
     elif max_side:
