@@ -63,11 +63,6 @@ class ImageCache:
                 _, dropped = self._items.popitem(last=False)
                 self._bytes -= len(dropped[0])
 
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._bytes = 0
-
     @property
     def size(self) -> int:
         return self._bytes
