@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import functools
 import multiprocessing
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
+from episodelake.collectors.jobs.bulk import chunks
 from episodelake.collectors.record.anchor import phash64
 from episodelake.collectors.record.embedding import EMBEDDING_VERSION, screen_embedding
 from episodelake.lake import schema
@@ -231,7 +232,7 @@ def _enrich(lake: Lake, chosen: list[Derivation], where: str | None, workers: in
             name = plan.derivation.name
             report.images[name] = report.steps[name] = 0
             bar.set_description(f"enrich {name}")
-            for shas in _batches(list(plan.images), BATCH_IMAGES):
+            for shas in chunks(list(plan.images), BATCH_IMAGES):
                 images = _read(lake, [plan.images[s][0] for s in shas])
                 compute = functools.partial(derive, name)
                 values = list(pool.map(compute, images) if pool else map(compute, images))
@@ -252,11 +253,6 @@ def _enrich(lake: Lake, chosen: list[Derivation], where: str | None, workers: in
         if report.steps.get("embed"):
             report.indexes["embedding"] = refresh_index(lake)
     return report
-
-
-def _batches(items: list[str], size: int) -> Iterator[list[str]]:
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
 
 
 def _read(lake: Lake, rowids: list[int]) -> list[bytes]:
