@@ -120,7 +120,8 @@ def ensure_tables(lake: Location | Path | str) -> None:
     release the columns added to its schema since (null in every stored row: Lance adds them
     to the metadata only). Idempotent, safe across processes."""
     lake = location(lake)
-    missing = [t for t in schema.TABLES if t not in existing_tables(lake)]
+    stored = existing_tables(lake)
+    missing = [t for t in schema.TABLES if t not in stored]
     for table in missing:
         create_table(lake, table, schema.empty(table))
     stale = [t for t in schema.TABLES if t not in missing and _columns_missing(lake, t)]
