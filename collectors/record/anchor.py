@@ -19,12 +19,15 @@ import io
 import threading
 import xml.etree.ElementTree as ET
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cache
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 from PIL import Image
+
+#: What `connected_keys` names a connected set after (its smallest member).
+Ordered = TypeVar("Ordered", int, bytes)
 
 #: Height of the status bar as a share of the screen height when the caller gives none
 #: (a 1080x2400 phone's status bar is about 90-100 px high).
@@ -165,12 +168,19 @@ def group_anchor_keys(phashes: Sequence[int], threshold: int = DEFAULT_THRESHOLD
     """Keys for all steps of one group at once, independent of their order: hashes within
     ``threshold`` bits are linked, each connected set is one key (named by its smallest
     hash)."""
-    roots = connected(len(phashes), ((i, j) for i, a in enumerate(phashes) for j in range(i)
-                                     if hamming(a, phashes[j]) <= threshold))
-    smallest: dict[int, int] = {}
-    for r, value in zip(roots, phashes, strict=True):
-        smallest[r] = min(smallest.get(r, value & MASK64), value & MASK64)
-    return [phash_key(smallest[r]) for r in roots]
+    links = ((i, j) for i, a in enumerate(phashes) for j in range(i) if hamming(a, phashes[j]) <= threshold)
+    return connected_keys([value & MASK64 for value in phashes], links, phash_key)
+
+
+def connected_keys(values: Sequence[Ordered], links: Iterable[tuple[int, int]],
+                   name: Callable[[Ordered], str]) -> list[str]:
+    """For each of `values`, the key of the connected set `links` put it in: `name` of the
+    set's smallest value, so the key does not depend on the values' order."""
+    roots = connected(len(values), links)
+    smallest: dict[int, Ordered] = {}
+    for r, value in zip(roots, values, strict=True):
+        smallest[r] = min(smallest.get(r, value), value)
+    return [name(smallest[r]) for r in roots]
 
 
 def connected(n: int, links: Iterable[tuple[int, int]]) -> list[int]:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image
 
-from episodelake.collectors.record.anchor import STATUS_BAR_FRACTION, connected
+from episodelake.collectors.record.anchor import STATUS_BAR_FRACTION, connected_keys
 from episodelake.lake.schema import EMBEDDING_DIM
 
 #: (columns, rows) of the grey grid: a phone's 9:20 screen in cells about 34 px square.
@@ -65,9 +65,5 @@ def embedding_anchor_keys(embeddings: Sequence[np.ndarray], threshold: float) ->
     near = (2.0 - 2.0 * (matrix @ matrix.T)) <= threshold * threshold
     seen: dict[bytes, int] = {}
     same = [(i, seen.setdefault(raw, i)) for i, raw in enumerate(exact)]
-    roots = connected(len(matrix), [*((int(i), int(j)) for i, j in zip(*np.nonzero(np.tril(near, -1)), strict=True)),
-                                    *same])
-    first: dict[int, bytes] = {}
-    for r, raw in zip(roots, exact, strict=True):
-        first[r] = min(first.get(r, raw), raw)
-    return [f"em:{hashlib.sha256(first[r]).hexdigest()[:16]}" for r in roots]
+    links = [*((int(i), int(j)) for i, j in zip(*np.nonzero(np.tril(near, -1)), strict=True)), *same]
+    return connected_keys(exact, links, lambda raw: f"em:{hashlib.sha256(raw).hexdigest()[:16]}")
