@@ -124,10 +124,6 @@ class FileClaim(Claim):
         self.fd = None
 
 
-def _claims_path(lake: Location) -> Location:
-    return lake / f"{layout.CLAIMS_TABLE}.lance"
-
-
 class CommitClaim(Claim):
     """A row of the `_claims` dataset (see the module docstring)."""
 
@@ -140,7 +136,7 @@ class CommitClaim(Claim):
     @classmethod
     def take(cls, lake: Location, episode_id: str, holder: str) -> CommitClaim | None:
         """The claim, or None when a live writer holds it (nothing of ours is left then)."""
-        path = _claims_path(lake)
+        path = layout.table_path(lake, layout.CLAIMS_TABLE)
         if layout.CLAIMS_TABLE not in tables.existing_tables(lake):
             tables.create_table(lake, layout.CLAIMS_TABLE, CLAIMS_SCHEMA.empty_table())
         token = uuid.uuid4().hex
@@ -179,7 +175,7 @@ class CommitClaim(Claim):
 
 
 def _delete(lake: Location, where: str, what: str) -> None:
-    path = _claims_path(lake)
+    path = layout.table_path(lake, layout.CLAIMS_TABLE)
     with store_errors(lake):
         tables.retry_commit(what, lambda: tables.dataset(path).delete(where))
 
@@ -213,7 +209,7 @@ def release_host(lake: Location | Path | str, host: str) -> list[dict]:
     if layout.CLAIMS_TABLE not in tables.existing_tables(loc):
         return []
     with store_errors(loc):
-        rows = tables.dataset(_claims_path(loc)).to_table(filter=f"host = {sql_string(host)}").to_pylist()
+        rows = tables.dataset(layout.table_path(loc, layout.CLAIMS_TABLE)).to_table(filter=f"host = {sql_string(host)}").to_pylist()
     if host == socket.gethostname():
         held = [r for r in rows if spool.writer_state(Path(r["spool"])) != "gone"]
         if held:
