@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from episodelake.api.deps import LakeDep
+from episodelake.api.routes.steps import StepsWhere
 from episodelake.lake import search as lake_search
 
 router = APIRouter(tags=["search"])
@@ -38,8 +39,7 @@ class SearchHit(BaseModel):
 def search(
     lake: LakeDep,
     q: Annotated[str, Query(max_length=lake_search.MAX_QUERY, description="the words; every one must match")],
-    where: Annotated[str | None, Query(max_length=4000, description="SQL condition over episodes e JOIN "
-                                       "steps s, run in the sandbox")] = None,
+    where: StepsWhere = None,
     limit: Annotated[int, Query(ge=1, le=lake_search.MAX_LIMIT)] = 20,
 ) -> list[dict]:
     """Best hits first; open a step hit at /api/episodes/{episode_id}/steps/{step} and draw

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from episodelake.api.deps import LakeDep
-from episodelake.api.routes.steps import StepNo
+from episodelake.api.routes.steps import StepNo, StepsWhere
 from episodelake.lake import similar as lake_similar
 from episodelake.lake.layout import check_id
 
@@ -28,8 +28,7 @@ class SimilarStep(BaseModel):
 def similar_steps(
     lake: LakeDep, episode_id: str, step: StepNo,
     k: Annotated[int, Query(ge=1, le=lake_similar.MAX_K, description="how many neighbours")] = 10,
-    where: Annotated[str | None, Query(max_length=4000, description="SQL condition over episodes e JOIN "
-                                       "steps s, run in the sandbox")] = None,
+    where: StepsWhere = None,
 ) -> list[dict]:
     """Nearest first, the step itself left out. A step whose screenshot has no embedding yet
     answers 404 naming `elake enrich --what embed`."""

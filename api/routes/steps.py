@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 router = APIRouter(tags=["steps"])
 
 StepNo = Annotated[int, Path(ge=0, le=1_000_000)]
+#: A caller's condition selecting steps (search, similar screens), run in the sandbox.
+StepsWhere = Annotated[str | None, Query(max_length=4000, description="SQL condition over episodes e JOIN "
+                                         "steps s, run in the sandbox")]
 #: Screenshots of a stored step never change (steps are append-only); a private cache
 #: lets the browser step back and forth without asking again.
 IMAGE_CACHE = "private, max-age=3600"
