@@ -81,7 +81,7 @@ def _refresh(lake: Lake, table: str, column: str) -> str:
     if ds.count_rows(filter=f"{column} IS NOT NULL") == 0:
         return "empty"
     name = index_name(column)
-    if any(i.name == name for i in ds.describe_indices()):
+    if tables.has_index(ds, name):
         ds.optimize.optimize_indices(index_names=[name])
         return "updated"
     ds.create_scalar_index(column, "INVERTED", name=name, with_position=False)

@@ -111,7 +111,7 @@ def refresh_index(lake: Lake, *, min_rows: int = INDEX_MIN_ROWS) -> str:
 
 def _refresh(lake: Lake, min_rows: int) -> str:
     ds = tables.open_table(lake.path, "steps")
-    if any(i.name == INDEX_NAME for i in ds.describe_indices()):
+    if tables.has_index(ds, INDEX_NAME):
         ds.optimize.optimize_indices(index_names=[INDEX_NAME])
         return "updated"
     rows = ds.count_rows(filter=f"{COLUMN} IS NOT NULL")
@@ -151,7 +151,7 @@ def stored_embeddings(ds: lance.LanceDataset, episode_ids: Iterable[str],
 
 
 def has_index(lake: Lake) -> bool:
-    return any(i.name == INDEX_NAME for i in lake.dataset("steps").describe_indices())
+    return tables.has_index(lake.dataset("steps"), INDEX_NAME)
 
 
 class NearDuplicates:

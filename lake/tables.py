@@ -298,6 +298,11 @@ def compact(lake: Location | Path | str, table: str) -> tuple[int, int]:
     return before, fragment_count(lake, table)
 
 
+def has_index(ds: lance.LanceDataset, name: str) -> bool:
+    """Whether `ds` has an index called `name`."""
+    return any(i.name == name for i in ds.describe_indices())
+
+
 def index_keys(lake: Location | Path | str, table: str) -> None:
     """Build the BTREE index on the table's first key column, or fold new rows into it."""
     key = schema.KEYS[table][0]
@@ -306,7 +311,7 @@ def index_keys(lake: Location | Path | str, table: str) -> None:
         ds = open_table(lake, table)
         if ds.count_rows() == 0:
             return
-        if any(i.name == f"{key}_idx" for i in ds.describe_indices()):
+        if has_index(ds, f"{key}_idx"):
             ds.optimize.optimize_indices()
         else:
             ds.create_scalar_index(key, "BTREE", name=f"{key}_idx", replace=True)
