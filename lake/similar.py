@@ -79,8 +79,9 @@ def similar(lake: Lake, episode_id: str, step: int, *, k: int = 10, where: str |
     query = embedding_of(lake, episode_id, step)
     condition = where if where is not None and where.strip() else None
     wanted = k + 1  # the step itself comes back too
+    steps = lake.dataset("steps")
     while True:
-        candidates = nearest(lake.dataset("steps"), query, wanted)
+        candidates = nearest(steps, query, wanted)
         found = [n for n in candidates if (n.episode_id, n.step) != (episode_id, step)]
         if condition is not None:  # run even on no candidate, so a bad condition is an error
             allowed = matching_steps(lake, condition, sorted({n.episode_id for n in found}))
