@@ -5,16 +5,18 @@ when it is back (the outage is a network block in front of moto's real S3 API)."
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 from factories import response, screenshot
+from s3_server import _free_port
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake, WriterOptions
@@ -23,10 +25,27 @@ from episodelake.lake.writer import CommitFailed
 TESTS = str(Path(__file__).resolve().parents[1])
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+@contextmanager
+def _serve(env: dict[str, str]) -> Iterator[str]:
+    """`elake serve` in a child process, yielding its base URL once /api/health answers."""
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "episodelake.api.cli", "serve", "--port", str(port)],
+                            env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                httpx.get(f"{base}/api/health", timeout=5)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None, proc.stderr.read()
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(20)
 
 
 def test_serve_reads_an_s3_lake_and_fetches_an_image(s3_lake, s3_env):
@@ -35,28 +54,13 @@ def test_serve_reads_an_s3_lake_and_fetches_an_image(s3_lake, s3_env):
             for s in range(3):
                 ep.log_step(screenshot(s), response())
             ep.finish(success=True)
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "episodelake.api.cli", "serve", "--port", str(port)],
-                            env=s3_env, stderr=subprocess.PIPE, text=True)
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                health = httpx.get(f"{base}/api/health", timeout=5)
-                break
-            except httpx.TransportError:
-                assert proc.poll() is None, proc.stderr.read()
-                assert time.monotonic() < deadline
-                time.sleep(0.2)
+    with _serve(s3_env) as base:
+        health = httpx.get(f"{base}/api/health", timeout=30)
         assert health.status_code == 200 and health.json()["lake"] == s3_lake
         image = httpx.get(f"{base}/api/episodes/ep-1/steps/2/image", timeout=30)
         assert image.status_code == 200 and image.content == screenshot(2)
         episode = httpx.get(f"{base}/api/episodes/ep-1", timeout=30)
         assert episode.status_code == 200 and '"ep-1"' in episode.text
-    finally:
-        proc.terminate()
-        proc.wait(20)
 
 
 def test_store_unreachable_mid_run_loses_nothing(s3_proxied_lake, s3_proxy):
@@ -126,19 +130,7 @@ def test_serve_answers_one_json_error_while_the_store_is_unreachable(s3_proxied_
     with Recorder(s3_proxied_lake, image_checks="structure") as rec:
         with rec.start_episode("wifi_on", episode_id="ep-1") as ep:
             ep.log_step(screenshot(0), response())
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "episodelake.api.cli", "serve", "--port", str(port)],
-                            env=s3_env, stderr=subprocess.PIPE, text=True)
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                httpx.get(f"{base}/api/health", timeout=5)
-                break
-            except httpx.TransportError:
-                assert proc.poll() is None and time.monotonic() < deadline
-                time.sleep(0.2)
+    with _serve(s3_env) as base:
         with s3_proxy.blocked():
             got = httpx.get(f"{base}/api/episodes/ep-1/steps/0/image", timeout=120)
         assert got.status_code == 503, got.text
@@ -146,6 +138,3 @@ def test_serve_answers_one_json_error_while_the_store_is_unreachable(s3_proxied_
         assert error["type"] == "StoreUnavailable" and s3_proxied_lake in error["message"]
         assert "cannot be reached" in error["message"] and "testing-secret" not in got.text
         assert httpx.get(f"{base}/api/episodes/ep-1/steps/0/image", timeout=60).content == screenshot(0)
-    finally:
-        proc.terminate()
-        proc.wait(20)
