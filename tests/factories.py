@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import multiprocessing
+from collections.abc import Callable
 from pathlib import Path
 
 from PIL import Image, ImageDraw
@@ -74,3 +76,19 @@ def text_screen(*lines: str, size: tuple[int, int] = (360, 200)) -> bytes:
     buf = io.BytesIO()
     img.save(buf, format="PNG")
     return buf.getvalue()
+
+
+def race(target: Callable[..., None], *args: object, ids: list[str], racers: int = 3) -> list[tuple]:
+    """Run `target(*args, ids, barrier, results)` in `racers` spawned processes (Lance's runtime
+    does not survive a fork) and return what they put on `results`: one tuple per process and id.
+    Every process must exit 0."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(racers), ctx.Queue()
+    procs = [ctx.Process(target=target, args=(*args, ids, barrier, results)) for _ in range(racers)]
+    for p in procs:
+        p.start()
+    outcomes = [results.get(timeout=300) for _ in range(len(ids) * racers)]
+    for p in procs:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    return outcomes

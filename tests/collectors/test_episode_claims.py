@@ -10,7 +10,7 @@ import os
 import signal
 
 import pytest
-from factories import response, screenshot
+from factories import race, response, screenshot
 
 from episodelake.collectors import clawgui
 from episodelake.collectors.clawgui import dropin
@@ -48,17 +48,13 @@ def _race(path: str, episode_ids: list[str], barrier, results, resume: bool = Fa
         rec.close()
 
 
+def _race_to_resume(path: str, episode_ids: list[str], barrier, results) -> None:
+    _race(path, episode_ids, barrier, results, resume=True)
+
+
 def test_processes_racing_to_start_one_id_end_with_exactly_one_winner(lake):
-    ctx = multiprocessing.get_context("spawn")
     ids = [f"race-{n}" for n in range(4)]
-    barrier, results = ctx.Barrier(3), ctx.Queue()
-    procs = [ctx.Process(target=_race, args=(str(lake.path), ids, barrier, results)) for _ in range(3)]
-    for p in procs:
-        p.start()
-    outcomes = [results.get(timeout=300) for _ in range(len(ids) * len(procs))]
-    for p in procs:
-        p.join(timeout=120)
-        assert p.exitcode == 0
+    outcomes = race(_race, str(lake.path), ids=ids)
     for episode_id in ids:
         mine = [outcome for eid, _, outcome in outcomes if eid == episode_id]
         assert mine.count("won") == 1, mine
@@ -75,16 +71,7 @@ def test_processes_racing_to_resume_one_episode_never_number_a_step_twice(lake):
             ep = rec.start_episode("t", "g", episode_id=episode_id)
             ep.log_step(screenshot(1), response())
             ep.log_step(screenshot(2), response())
-    ctx = multiprocessing.get_context("spawn")
-    barrier, results = ctx.Barrier(3), ctx.Queue()
-    procs = [ctx.Process(target=_race, args=(str(lake.path), ["half-0", "half-1"], barrier, results, True))
-             for _ in range(3)]
-    for p in procs:
-        p.start()
-    outcomes = [results.get(timeout=300) for _ in range(2 * len(procs))]
-    for p in procs:
-        p.join(timeout=120)
-        assert p.exitcode == 0
+    outcomes = race(_race_to_resume, str(lake.path), ids=["half-0", "half-1"])
     for episode_id in ("half-0", "half-1"):
         mine = [outcome for eid, _, outcome in outcomes if eid == episode_id]
         assert mine.count("won") == 1, mine  # the others were refused: held, then finished

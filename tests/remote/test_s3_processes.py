@@ -4,7 +4,6 @@ episode id is taken by exactly one of several processes racing for it."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import shutil
 import signal
@@ -13,7 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from factories import response, screenshot
+from factories import race, response, screenshot
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Conflict, Lake, layout
@@ -114,16 +113,8 @@ def _race(uri: str, env: dict, episode_ids: list[str], barrier, results) -> None
 
 def test_processes_racing_for_one_episode_id_on_s3_end_with_one_winner(s3_lake, s3_env):
     Lake(s3_lake)
-    ctx = multiprocessing.get_context("spawn")
     ids = [f"race-{n}" for n in range(3)]
-    barrier, results = ctx.Barrier(3), ctx.Queue()
-    procs = [ctx.Process(target=_race, args=(s3_lake, s3_env, ids, barrier, results)) for _ in range(3)]
-    for p in procs:
-        p.start()
-    outcomes = [results.get(timeout=300) for _ in range(len(ids) * len(procs))]
-    for p in procs:
-        p.join(timeout=120)
-        assert p.exitcode == 0
+    outcomes = race(_race, s3_lake, s3_env, ids=ids)
     lake = Lake(s3_lake)
     for episode_id in ids:
         mine = [outcome for eid, outcome in outcomes if eid == episode_id]
