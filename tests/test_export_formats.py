@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-datasets = pytest.importorskip("datasets")
+datasets = pytest.importorskip("datasets", reason="each export is loaded with `datasets`, which is not installed: "
+                                                 "pip install -e '.[dev]'")
 
 from PIL import Image  # noqa: E402
 from test_export import TASKS, build_lake, export, jsonl, record  # noqa: E402

@@ -72,7 +72,8 @@ def test_server_split_and_bad_backends():
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:lance is not fork-safe")  # Ray starts its workers itself
-@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="pip install 'ray[default]'")
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                    reason="Ray is not installed: pip install 'ray[default]' (the ray extra)")
 def test_ray_actors_through_the_command_line(lake, capsys):
     import ray
     argv = ["--lake", str(lake.path), "collect", "sim", "--policy", "oracle", "--workers", "2",
