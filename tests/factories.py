@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import multiprocessing
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -92,3 +93,10 @@ def race(target: Callable[..., None], *args: object, ids: list[str], racers: int
         p.join(timeout=120)
         assert p.exitcode == 0
     return outcomes
+
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on now (for a server started next)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -66,12 +65,6 @@ def big_lake(tmp_path_factory) -> Lake:
     return build_big_lake(tmp_path_factory.mktemp("jobs") / "lake")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def wait_for(check, timeout_s: float = 60, every_s: float = 0.05):
     deadline = time.monotonic() + timeout_s
     while True:
@@ -93,7 +86,7 @@ def stored_job(lake: Lake, job_id: str) -> dict:
 
 
 def test_a_hard_killed_servers_export_is_interrupted_at_the_next_start(big_lake):
-    port = free_port()
+    port = factories.free_port()
     proc = subprocess.Popen([sys.executable, "-m", "episodelake.api.cli", "--lake", str(big_lake.path),
                              "serve", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:

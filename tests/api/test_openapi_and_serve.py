@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from factories import free_port
 
 from episodelake.api.app import create_app
 from episodelake.api.routes import groups
@@ -55,12 +55,6 @@ def test_group_page_shows_what_a_training_step_computes(lake):
     for row in expected.table.to_pylist():  # DuckDB's parallel sums vary in the last bit
         got = values[(row["episode_id"], row["step"])]["advantage"]
         assert got == pytest.approx(row["advantage"], rel=1e-12, abs=1e-12)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_serve_on_loopback(lake):

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from factories import response, screenshot
-from s3_server import _free_port
+from factories import free_port, response, screenshot
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake, WriterOptions
@@ -28,7 +27,7 @@ TESTS = str(Path(__file__).resolve().parents[1])
 @contextmanager
 def _serve(env: dict[str, str]) -> Iterator[str]:
     """`elake serve` in a child process, yielding its base URL once /api/health answers."""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "episodelake.api.cli", "serve", "--port", str(port)],
                             env=env, stderr=subprocess.PIPE, text=True)
     try:
