@@ -11,7 +11,8 @@ algorithm. Targets: held-out success from < 20% to > 60%; GiGPO >= GRPO at equal
 
     python bench/bench_learning.py            # default budget: about 25 minutes on 2 cores
     python bench/bench_learning.py --quick    # a few minutes: fewer, smaller iterations
-    python bench/bench_learning.py --keep DIR # keep both lakes (DIR/gigpo, DIR/grpo) to browse
+    python bench/bench_learning.py --keep DIR # keep the lakes (DIR/gigpo, DIR/grpo) to browse, and
+                                              # every curve in DIR/learning.json
     python bench/bench_learning.py --seeds 5  # seeds 0..4 per algorithm: means, 95% intervals and
                                               # the paired GiGPO - GRPO difference (2 runs at a time)
 """
@@ -19,6 +20,7 @@ algorithm. Targets: held-out success from < 20% to > 60%; GiGPO >= GRPO at equal
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import multiprocessing as mp
 import time
@@ -99,7 +101,11 @@ def main() -> None:
             outcomes = [run(*job) for job in jobs]
         else:
             with mp.get_context("spawn").Pool(len(ALGOS)) as pool:  # Lance is not fork-safe
-                outcomes = pool.starmap(run, jobs)
+                outcomes = pool.starmap(run, jobs, chunksize=1)
+    if args.keep:
+        (args.keep / "learning.json").write_text(json.dumps(
+            {"seeds": seeds, "runs": [{"algo": job[0], "seed": job[1]["seed"], **outcome}
+                                      for job, outcome in zip(jobs, outcomes, strict=True)]}))
     if len(seeds) > 1:
         summarise(seeds, {algo: outcomes[i::len(ALGOS)] for i, algo in enumerate(ALGOS)})
         return
@@ -138,6 +144,13 @@ def main() -> None:
              first_above_60=reached)
 
 
+def cpu_minutes(run: dict, iteration: int | None) -> str:
+    """CPU minutes of the training process up to and including `iteration` ("never": None)."""
+    if iteration is None:
+        return "never"
+    return f"{sum(m['cpu_seconds'] for m in run['metrics'][:iteration + 1]) / 60:.1f}"
+
+
 def summarise(seeds: list[int], runs: dict[str, list[dict]]) -> None:
     """Per algorithm over seeds: final (last 5) success, area under the curve, iterations to
     the target, the largest fall from a run's best; then GiGPO - GRPO paired by seed."""
@@ -152,6 +165,7 @@ def summarise(seeds: list[int], runs: dict[str, list[dict]]) -> None:
         line(f"learning {algo} ({len(cs)} seeds)", final_last5=str(stats.mean_interval([stats.final(c) for c in cs])),
              auc=str(stats.mean_interval([stats.area(c) for c in cs])),
              first_above_60="/".join("never" if r is None else str(r) for r in reached),
+             cpu_minutes_to_60="/".join(cpu_minutes(r, i) for r, i in zip(runs[algo], reached, strict=True)),
              largest_fall=max(stats.largest_fall(c) for c in cs),
              minutes=max(r["seconds"] for r in runs[algo]) / 60)
     a, b = ALGOS
