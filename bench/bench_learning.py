@@ -12,7 +12,8 @@ algorithm. Targets: held-out success from < 20% to > 60%; GiGPO >= GRPO at equal
     python bench/bench_learning.py            # default budget: about 25 minutes on 2 cores
     python bench/bench_learning.py --quick    # a few minutes: fewer, smaller iterations
     python bench/bench_learning.py --keep DIR # keep the lakes (DIR/gigpo, DIR/grpo) to browse, and
-                                              # every curve in DIR/learning.json
+                                              # every curve in DIR/learning.json (with --seeds:
+                                              # the bands plotted to DIR/learning.png)
     python bench/bench_learning.py --seeds 5  # seeds 0..4 per algorithm: means, 95% intervals and
                                               # the paired GiGPO - GRPO difference (2 runs at a time)
 """
@@ -27,6 +28,7 @@ import time
 from contextlib import nullcontext
 from pathlib import Path
 
+import learning_plot
 from common import line, workdir
 
 from episodelake.lake import Lake
@@ -107,7 +109,14 @@ def main() -> None:
             {"seeds": seeds, "runs": [{"algo": job[0], "seed": job[1]["seed"], **outcome}
                                       for job, outcome in zip(jobs, outcomes, strict=True)]}))
     if len(seeds) > 1:
-        summarise(seeds, {algo: outcomes[i::len(ALGOS)] for i, algo in enumerate(ALGOS)})
+        runs = {algo: outcomes[i::len(ALGOS)] for i, algo in enumerate(ALGOS)}
+        summarise(seeds, runs)
+        if args.keep:
+            learning_plot.plot({algo: [[m["eval_success_rate"] for m in r["metrics"]] for r in rs]
+                                for algo, rs in runs.items()}, args.keep / "learning.png",
+                               title=f"held-out success, mean and 95% interval over seeds "
+                                     f"{seeds[0]}..{seeds[-1]}", target=TARGET)
+            print(f"plot: {args.keep / 'learning.png'}")
         return
     settings = jobs[0][1]
     results = dict(zip(ALGOS, outcomes, strict=True))

@@ -1,0 +1,89 @@
+"""Held-out success per iteration over seeds, one band per algorithm, drawn to a PNG.
+
+Reads the curves `bench_learning.py --keep DIR` writes to DIR/learning.json; each algorithm
+is its mean curve and the 95% interval around it (`learning_stats.per_iteration`), with every
+seed's own curve drawn thin underneath, so a single run's collapse stays visible inside a
+calm mean. Pillow only: the benchmark machine has no plotting library.
+
+    python bench/learning_plot.py DIR/learning.json docs/learning.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from PIL import Image, ImageDraw, ImageFont
+
+from episodelake.trainer import learning_stats as stats
+
+SIZE = (960, 540)
+MARGIN = (70, 40, 30, 60)  # left, top, right, bottom
+COLOURS = {"gigpo": (31, 119, 180), "grpo": (214, 96, 39)}
+OTHER = (90, 90, 90)
+
+
+def curves_by_algo(results: dict) -> dict[str, list[list[float]]]:
+    """{algo: [held-out curve per seed]} in the file's seed order."""
+    out: dict[str, list[list[float]]] = {}
+    for run in results["runs"]:
+        out.setdefault(run["algo"], []).append([m["eval_success_rate"] for m in run["metrics"]])
+    return out
+
+
+def plot(curves: dict[str, list[list[float]]], path: Path, *, title: str, target: float = 0.6) -> None:
+    image = Image.new("RGB", SIZE, "white")
+    draw = ImageDraw.Draw(image, "RGBA")
+    font = ImageFont.load_default(size=14)
+    left, top, right, bottom = MARGIN
+    width, height = SIZE[0] - left - right, SIZE[1] - top - bottom
+    iterations = max(len(c) for runs in curves.values() for c in runs)
+
+    def xy(i: int, value: float) -> tuple[float, float]:
+        value = min(1.0, max(0.0, value))  # an interval may reach past 0% or 100%
+        return left + width * i / max(iterations - 1, 1), top + height * (1.0 - value)
+
+    for tick in range(0, 101, 20):
+        y = xy(0, tick / 100)[1]
+        draw.line([(left, y), (left + width, y)], fill=(230, 230, 230))
+        draw.text((left - 8, y), f"{tick}%", fill="black", font=font, anchor="rm")
+    for tick in range(0, iterations, 10):
+        x = xy(tick, 0)[0]
+        draw.text((x, top + height + 8), str(tick + 1), fill="black", font=font, anchor="mt")
+    y = xy(0, target)[1]
+    draw.line([(left, y), (left + width, y)], fill=(0, 0, 0, 90), width=1)
+    draw.rectangle([left, top, left + width, top + height], outline="black")
+    for algo, runs in curves.items():
+        colour = COLOURS.get(algo, OTHER)
+        bands = stats.per_iteration(runs)
+        upper = [xy(i, b.high if b.high is not None else b.mean) for i, b in enumerate(bands)]
+        lower = [xy(i, b.low if b.low is not None else b.mean) for i, b in enumerate(bands)]
+        draw.polygon(upper + lower[::-1], fill=(*colour, 45))
+        for curve in runs:
+            draw.line([xy(i, v) for i, v in enumerate(curve)], fill=(*colour, 70), width=1)
+        draw.line([xy(i, b.mean) for i, b in enumerate(bands)], fill=colour, width=3)
+    draw.text((left + width / 2, top + height + 30), "iteration", fill="black", font=font, anchor="mt")
+    draw.text((left, top - 24), title, fill="black", font=font)
+    for k, algo in enumerate(curves):
+        x = left + width - 260 + 130 * k
+        draw.line([(x, top + height - 20), (x + 24, top + height - 20)], fill=COLOURS.get(algo, OTHER), width=3)
+        draw.text((x + 30, top + height - 20), f"{algo} (n={len(curves[algo])})", fill="black",
+                  font=font, anchor="lm")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image.save(path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", type=Path, help="learning.json from bench_learning.py --keep DIR")
+    parser.add_argument("png", type=Path, help="where to write the plot")
+    args = parser.parse_args()
+    results = json.loads(args.results.read_text())
+    seeds = results["seeds"]
+    plot(curves_by_algo(results), args.png,
+         title=f"held-out success, mean and 95% interval over seeds {seeds[0]}..{seeds[-1]}")
+
+
+if __name__ == "__main__":
+    main()
