@@ -54,7 +54,9 @@ def index_name(column: str) -> str:
 @dataclass
 class Hit:
     """One row whose field holds every word of the query; `boxes` are the OCR lines of the
-    screenshot that hold one of them (a `screen` hit), to draw on the image."""
+    screenshot that hold one of them (a `screen` hit), to draw on the image, and `terms` the
+    words of the field that matched, as written there (lower-cased), to highlight in its text:
+    the index matched stems, so "failed" is what to mark for the query "failing"."""
 
     episode_id: str
     step: int | None
@@ -62,6 +64,7 @@ class Hit:
     snippet: str
     score: float
     boxes: list[dict] = dataclasses.field(default_factory=list)
+    terms: list[str] = dataclasses.field(default_factory=list)
 
 
 def refresh_indexes(lake: Lake) -> dict[str, str]:
@@ -132,7 +135,7 @@ def _field_hits(ds: lance.LanceDataset, name: str, table: str, column: str, quer
         text = row[column] or ""
         boxes = [b for b in row.get("ocr_boxes") or [] if _holds(b["text"], words)]
         hits.append(Hit(row["episode_id"], row.get("step"), name, snippet(text, words),
-                        float(row["_score"]), boxes))
+                        float(row["_score"]), boxes, matched_terms(text, words)))
     return hits
 
 
@@ -145,6 +148,11 @@ def _holds(text: str | None, words: list[str]) -> bool:
             if token == word or (len(token) >= 4 and token[:stem] == word[:stem]):
                 return True
     return False
+
+
+def matched_terms(text: str, words: list[str]) -> list[str]:
+    """The distinct words of `text` that match the query's `words` (see `_holds`), lower-cased."""
+    return sorted({t for t in _WORD.findall(text.lower()) if _holds(t, words)})
 
 
 def snippet(text: str, words: list[str], width: int = SNIPPET_CHARS) -> str:

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from episodelake.api.deps import LakeDep
-from episodelake.api.routes.steps import StepsWhere
+from episodelake.api.routes.steps import StepsWhere, episode_context
 from episodelake.lake import search as lake_search
 
 router = APIRouter(tags=["search"])
@@ -33,6 +33,9 @@ class SearchHit(BaseModel):
     snippet: str
     score: float = Field(description="BM25 relevance within its field")
     boxes: list[OcrBox] = Field(description="the screenshot's lines holding a query word (field screen)")
+    terms: list[str] = Field(description="the field's words that matched, lower-cased, to highlight "
+                             "in its text (the index matches stems: 'failed' for 'failing')")
+    task_name: str | None = None
 
 
 @router.get("/search", response_model=list[SearchHit])
@@ -44,4 +47,6 @@ def search(
 ) -> list[dict]:
     """Best hits first; open a step hit at /api/episodes/{episode_id}/steps/{step} and draw
     `boxes` on its screenshot."""
-    return [asdict(hit) for hit in lake_search.search(lake, q, where=where, limit=limit)]
+    hits = lake_search.search(lake, q, where=where, limit=limit)
+    context = episode_context(lake, (h.episode_id for h in hits))
+    return [{**asdict(hit), "task_name": context.get(hit.episode_id, {}).get("task_name")} for hit in hits]

@@ -10,7 +10,8 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from episodelake.api.deps import LakeDep
-from episodelake.api.routes.steps import StepNo, StepsWhere
+from episodelake.api.routes.episodes import image_url
+from episodelake.api.routes.steps import StepNo, StepsWhere, episode_context
 from episodelake.lake import similar as lake_similar
 from episodelake.lake.layout import check_id
 
@@ -22,6 +23,10 @@ class SimilarStep(BaseModel):
     step: int
     distance: float = Field(description="Euclidean distance between the screenshots' embeddings: "
                             "0 for the same screen, at most 2")
+    task_name: str | None = None
+    run_id: str | None = None
+    policy_version: str | None = None
+    image_url: str
 
 
 @router.get("/episodes/{episode_id}/steps/{step}/similar", response_model=list[SimilarStep])
@@ -33,4 +38,7 @@ def similar_steps(
     """Nearest first, the step itself left out. A step whose screenshot has no embedding yet
     answers 404 naming `elake enrich --what embed`."""
     check_id(episode_id, "episode_id")
-    return [asdict(n) for n in lake_similar.similar(lake, episode_id, step, k=k, where=where)]
+    found = lake_similar.similar(lake, episode_id, step, k=k, where=where)
+    context = episode_context(lake, (n.episode_id for n in found))
+    return [{**asdict(n), **context.get(n.episode_id, {}), "image_url": image_url(n.episode_id, n.step)}
+            for n in found]

@@ -14,9 +14,11 @@ import hashlib
 import logging
 import os
 import threading
+from collections.abc import Iterable
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
+from pydantic import BaseModel, Field
 
 from episodelake.api.deps import LakeDep
 from episodelake.api.images_cache import stored_image
@@ -28,7 +30,8 @@ from episodelake.lake.export.images import export_image
 from episodelake.lake.images import MEDIA_TYPES
 from episodelake.lake.lake import Lake
 from episodelake.lake.layout import check_id
-from episodelake.lake.redact import RedactRules
+from episodelake.lake.redact import RedactRules, Region
+from episodelake.lake.sql import sql_in
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["steps"])
@@ -40,6 +43,8 @@ StepsWhere = Annotated[str | None, Query(max_length=4000, description="SQL condi
 #: Screenshots of a stored step never change (steps are append-only); a private cache
 #: lets the browser step back and forth without asking again.
 IMAGE_CACHE = "private, max-age=3600"
+#: The rules of the API's redaction preview: the built-in ones (phone, e-mail, card).
+PREVIEW_RULES = RedactRules()
 
 
 def step_row(lake: Lake, episode_id: str, step: int) -> dict:
@@ -49,6 +54,24 @@ def step_row(lake: Lake, episode_id: str, step: int) -> dict:
         lake.episode(episode_id)  # a missing episode says so, rather than "no step"
         raise NotFound(f"episode {episode_id!r} has no step {step}")
     return rows[0]
+
+
+def redaction_regions(row: dict) -> list[Region]:
+    """The lines of a step's OCR text that the default rules (`PREVIEW_RULES`) mask; a step
+    whose text was never read is a Conflict, since "nothing to mask" would be a guess."""
+    if row["ocr_version"] is None:
+        raise Conflict(f"episode {row['episode_id']!r} step {row['step']} has no OCR text to "
+                       "redact by; run `elake enrich --what ocr`")
+    return PREVIEW_RULES.redactor().find(row["ocr_boxes"] or [])
+
+
+def episode_context(lake: Lake, episode_ids: Iterable[str]) -> dict[str, dict]:
+    """Task, run and policy version of each episode, for results that list steps of many
+    episodes (search hits, similar screens) so a reader sees where each one comes from."""
+    ids = sorted(set(episode_ids))
+    table = lake.sql("SELECT episode_id, task_name, run_id, policy_version FROM episodes WHERE "
+                     + sql_in("episode_id", ids))
+    return {row.pop("episode_id"): row for row in table.to_pylist()}
 
 
 def thumbnail(lake: Lake, image: bytes, max_side: int) -> bytes:
@@ -99,10 +122,7 @@ def step_image(
         raise NotFound(f"episode {episode_id!r} step {step} has no image in a known format")
     row = step_row(lake, episode_id, step) if redact or annotated else {}
     if redact:
-        if row["ocr_version"] is None:
-            raise Conflict(f"episode {episode_id!r} step {step} has no OCR text to redact by; "
-                           "run `elake enrich --what ocr`")
-        data = export_image(data, fmt, None, RedactRules().redactor().find(row["ocr_boxes"] or []))
+        data = export_image(data, fmt, None, redaction_regions(row))
     if annotated:
         view = step_out(row)["action_view"]
         data = overlay.draw_action(data, view, max_side=max_side, fmt="jpeg" if max_side else "png")
@@ -110,3 +130,28 @@ def step_image(
     elif max_side:
         data, fmt = thumbnail(lake, data, max_side), "jpeg"
     return Response(data, media_type=MEDIA_TYPES[fmt], headers={"Cache-Control": IMAGE_CACHE})
+
+
+class RedactedRegion(BaseModel):
+    """A masked text line: the rule that matched it, and its box in fractions of the image."""
+
+    rule: str
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+
+class Redaction(BaseModel):
+    rules: list[str] = Field(description="the rules in force, in the order a line is tested")
+    regions: list[RedactedRegion] = Field(description="what `?redact=1` masks on the screenshot")
+
+
+@router.get("/episodes/{episode_id}/steps/{step}/redaction", response_model=Redaction)
+def step_redaction(lake: LakeDep, episode_id: str, step: StepNo) -> dict:
+    """What the image's `?redact=1` masks, and by which rule; never the text that matched.
+    409 if the step has no OCR text."""
+    regions = redaction_regions(step_row(lake, episode_id, step))
+    return {"rules": PREVIEW_RULES.rule_names(),
+            "regions": [{"rule": r.rule, **dict(zip(("x0", "y0", "x1", "y1"), r.box, strict=True))}
+                        for r in regions]}

@@ -137,6 +137,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/episodes/{episode_id}/steps/{step}/redaction": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Step Redaction
+         * @description What the image's `?redact=1` masks, and by which rule; never the text that matched.
+         *     409 if the step has no OCR text.
+         */
+        get: operations["step_redaction_api_episodes__episode_id__steps__step__redaction_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/episodes/{episode_id}/steps/{step}/similar": {
         parameters: {
             query?: never;
@@ -1527,6 +1548,35 @@ export interface components {
             phone: boolean;
         };
         /**
+         * RedactedRegion
+         * @description A masked text line: the rule that matched it, and its box in fractions of the image.
+         */
+        RedactedRegion: {
+            /** Rule */
+            rule: string;
+            /** X0 */
+            x0: number;
+            /** X1 */
+            x1: number;
+            /** Y0 */
+            y0: number;
+            /** Y1 */
+            y1: number;
+        };
+        /** Redaction */
+        Redaction: {
+            /**
+             * Regions
+             * @description what `?redact=1` masks on the screenshot
+             */
+            regions: components["schemas"]["RedactedRegion"][];
+            /**
+             * Rules
+             * @description the rules in force, in the order a line is tested
+             */
+            rules: string[];
+        };
+        /**
          * RerunCreate
          * @description A re-run of a set's tasks on the simulated phone (other envs: `elake rerun`).
          */
@@ -1816,6 +1866,13 @@ export interface components {
              * @description null for a hit in the episode's goal
              */
             step: number | null;
+            /** Task Name */
+            task_name?: string | null;
+            /**
+             * Terms
+             * @description the field's words that matched, lower-cased, to highlight in its text (the index matches stems: 'failed' for 'failing')
+             */
+            terms: string[];
         };
         /**
          * Set
@@ -1880,8 +1937,16 @@ export interface components {
             distance: number;
             /** Episode Id */
             episode_id: string;
+            /** Image Url */
+            image_url: string;
+            /** Policy Version */
+            policy_version?: string | null;
+            /** Run Id */
+            run_id?: string | null;
             /** Step */
             step: number;
+            /** Task Name */
+            task_name?: string | null;
         };
         /** SqlColumn */
         SqlColumn: {
@@ -1961,6 +2026,8 @@ export interface components {
             episode_id: string;
             /** Height */
             height?: number | null;
+            /** Image Error */
+            image_error?: string | null;
             /** Image Format */
             image_format?: string | null;
             /** Image Phash */
@@ -2030,6 +2097,8 @@ export interface components {
             episode_id: string;
             /** Height */
             height?: number | null;
+            /** Image Error */
+            image_error?: string | null;
             /** Image Format */
             image_format?: string | null;
             /** Image Phash */
@@ -2757,6 +2826,83 @@ export interface operations {
                     "image/jpeg": unknown;
                     "image/png": unknown;
                     "image/webp": unknown;
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    step_redaction_api_episodes__episode_id__steps__step__redaction_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                episode_id: string;
+                step: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Redaction"];
                 };
             };
             /** @description Bad Request */

@@ -1,0 +1,54 @@
+"""What the web app's search, similar-screens and redaction views read, on a real server
+over a lake enriched with real OCR and embeddings."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from search_lake import PAYMENT_STEP, build_search_lake
+from webapp_support import ServerThread
+
+from episodelake.api.settings import Settings
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    pytest.importorskip("rapidocr_onnxruntime", reason="OCR needs the `ocr` extra: pip install -e '.[ocr]'")
+    lake = build_search_lake(tmp_path_factory.mktemp("search-ui") / "lake")
+    with ServerThread(Settings(lake=lake.path, static_dir=None), lake) as srv, \
+            httpx.Client(base_url=srv.url, timeout=30) as c:
+        yield c
+
+
+def test_hits_name_their_task_and_the_words_to_highlight(client):
+    hits = client.get("/api/search", params={"q": "declining"}).json()
+    thinking = [h for h in hits if h["field"] == "thinking"]
+    assert {(h["episode_id"], h["step"]) for h in thinking} == {("checkout-1", PAYMENT_STEP), ("checkout-2", PAYMENT_STEP)}
+    assert all(h["terms"] == ["declined"] and h["task_name"] == "checkout" for h in thinking)
+    screen = client.get("/api/search", params={"q": "payment failed", "where": "e.episode_id = 'checkout-1'"}).json()
+    assert [(h["field"], h["step"]) for h in screen] == [("screen", PAYMENT_STEP)]
+    assert screen[0]["terms"] == ["failed", "payment"] and screen[0]["boxes"]
+
+
+def test_similar_screens_say_where_they_come_from(client):
+    [twin] = client.get(f"/api/episodes/checkout-1/steps/{PAYMENT_STEP}/similar", params={"k": 1}).json()
+    assert (twin["episode_id"], twin["step"]) == ("checkout-2", PAYMENT_STEP) and twin["distance"] < 1e-3
+    assert (twin["task_name"], twin["run_id"], twin["policy_version"]) == ("checkout", "run-b", "v2")
+    image = client.get(twin["image_url"], params={"max_side": 64})
+    assert image.status_code == 200 and image.headers["content-type"] == "image/jpeg"
+    missing = client.get("/api/episodes/raw-1/steps/0/similar")
+    assert missing.status_code == 404 and "elake enrich --what embed" in missing.json()["error"]["message"]
+
+
+def test_redaction_lists_the_rules_that_masked_each_line(client):
+    r = client.get(f"/api/episodes/checkout-1/steps/{PAYMENT_STEP}/redaction")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["rules"] == ["card", "email", "phone"]
+    [region] = body["regions"]
+    assert region["rule"] == "phone" and 0 <= region["x0"] < region["x1"] <= 1 and region["y0"] > 0.3
+    assert client.get("/api/episodes/checkout-1/steps/0/redaction").json()["regions"] == []
+    missing = client.get("/api/episodes/raw-1/steps/0/redaction")
+    assert missing.status_code == 409 and "elake enrich --what ocr" in missing.json()["error"]["message"]
+    assert client.get("/api/episodes/raw-1/steps/0/image", params={"redact": 1}).status_code == 409
+    assert client.get("/api/episodes/raw-1/steps/9/redaction").status_code == 404
