@@ -283,7 +283,8 @@ class Lake:
         return Lake(self.path, tag=tag, create=False)
 
     def optimize(self, *, prune_older_than: timedelta | None = timedelta(days=7)) -> dict:
-        """Compact fragments, (re)build the episode_id indexes, prune old untagged versions."""
+        """Compact fragments, build missing key indexes and fold the rows written or enriched
+        since into every index (full-text and vector ones too), prune old untagged versions."""
         self.check_writable()
         report = {}
         for t in schema.TABLES:

@@ -290,12 +290,28 @@ def compact(lake: Location | Path | str, table: str) -> tuple[int, int]:
     """Merge small fragments (and rows deleted by upserts) into few; (before, after) counts.
 
     Compaction is one Lance commit that concurrent writers can preempt; it is planned again
-    from the latest version and retried, like any commit.
+    from the latest version and retried, like any commit. The table's indexes first take in
+    the rows they do not cover (`update_indexes`): Lance merges only fragments that the same
+    indexes cover, so a table whose full-text index lags behind new or enriched rows would
+    otherwise never compact.
     """
     before = fragment_count(lake, table)
     if before > 1:
+        update_indexes(lake, table)
         retry_commit(f"compact {table}", lambda: open_table(lake, table).optimize.compact_files())
     return before, fragment_count(lake, table)
+
+
+def update_indexes(lake: Location | Path | str, table: str) -> None:
+    """Fold the rows that every index of the table does not cover yet (appended since it was
+    built, or whose indexed column was rewritten by `updates.update_columns`) into it, so a
+    search reads them from the index instead of a flat scan beside it."""
+    def fold() -> None:
+        ds = open_table(lake, table)
+        if ds.describe_indices():
+            ds.optimize.optimize_indices()
+
+    retry_commit(f"update the indexes of {table}", fold)
 
 
 def has_index(ds: lance.LanceDataset, name: str) -> bool:
@@ -304,19 +320,17 @@ def has_index(ds: lance.LanceDataset, name: str) -> bool:
 
 
 def index_keys(lake: Location | Path | str, table: str) -> None:
-    """Build the BTREE index on the table's first key column, or fold new rows into it."""
+    """Build the BTREE index on the table's first key column where it is missing, then fold
+    new rows into every index of the table (`update_indexes`)."""
     key = schema.KEYS[table][0]
 
     def build() -> None:
         ds = open_table(lake, table)
-        if ds.count_rows() == 0:
-            return
-        if has_index(ds, f"{key}_idx"):
-            ds.optimize.optimize_indices()
-        else:
+        if ds.count_rows() and not has_index(ds, f"{key}_idx"):
             ds.create_scalar_index(key, "BTREE", name=f"{key}_idx", replace=True)
 
     retry_commit(f"index {table}.{key}", build)
+    update_indexes(lake, table)
 
 
 def prune(lake: Location | Path | str, table: str, older_than: timedelta) -> int:
