@@ -93,7 +93,12 @@ class TrainConfig(SpecModel):
     # --- the update --------------------------------------------------------------------------
     lr: float | None = Field(None, gt=0.0, description="learning rate; default 3e-3 for tiny, "
                              "1e-6 for vlm")
+    lr_decay_to: float = Field(1.0, gt=0.0, le=1.0, description="learning rate at the last "
+                               "iteration, as a fraction of --lr, reached linearly (1: constant)")
     ppo_epochs: int = Field(4, ge=1, description="passes over each iteration's steps")
+    target_kl: float | None = Field(None, gt=0.0, description="stop an iteration's PPO epochs "
+                                    "once a minibatch's approximate KL to the rollout policy "
+                                    "passes 1.5x this (default: all epochs)")
     minibatch_size: int = Field(64, ge=1, description="steps per optimizer step")
     micro_batch_size: int = Field(64, ge=1, description="steps per forward/backward; gradients "
                                   "accumulate up to --minibatch-size")

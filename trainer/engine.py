@@ -35,6 +35,8 @@ class Engine(Protocol):
 
     def step(self) -> None: ...
 
+    def set_lr(self, lr: float) -> None: ...
+
     def save(self, folder: Path) -> None: ...
 
     def load(self, folder: Path) -> None: ...
@@ -87,6 +89,10 @@ class TorchEngine:
         torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
+
+    def set_lr(self, lr: float) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
 
     def save(self, folder: Path) -> None:
         torch.save(self.optimizer.state_dict(), folder / "optimizer.pt")
@@ -143,6 +149,10 @@ class DeepSpeedEngine:
 
     def step(self) -> None:
         self.engine.step()
+
+    def set_lr(self, lr: float) -> None:
+        for group in self.engine.optimizer.param_groups:
+            group["lr"] = lr
 
     def save(self, folder: Path) -> None:
         self.engine.save_checkpoint(str(folder / "deepspeed"), tag="last",

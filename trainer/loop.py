@@ -51,6 +51,8 @@ from episodelake.trainer.ppo import ppo_loss
 
 log = logging.getLogger(__name__)
 
+#: --target-kl stops the update once a minibatch's KL passes this multiple of the target.
+KL_STOP = 1.5
 #: Checkpoints live inside the lake folder unless --checkpoint-dir says otherwise.
 CHECKPOINTS = "_checkpoints"
 
@@ -95,7 +97,7 @@ def train(config: TrainConfig, lake: Lake, *, progress: bool = True) -> TrainRes
         with timer("advantages"):
             advantages, samples = step_advantages(lake, report, config, policy.history_length)
         with timer("update"):
-            update_stats = update(policy, engine, reference, samples, config,
+            update_stats = update(policy, engine, reference, samples, config, iteration=iteration,
                                   seed=derive(config.seed, "update", iteration), progress=progress)
         with timer("evaluate"):
             evaluation = evaluate(lake, policy, eval_tasks, config, run_id=run_id,
@@ -289,9 +291,14 @@ def step_advantages(lake: Lake, report: RolloutReport, config: TrainConfig,
 # --- 4. update -------------------------------------------------------------------------------
 
 def update(policy: TrainablePolicy, engine: Engine, reference: TrainablePolicy | None,
-           samples: list[Sample], config: TrainConfig, *, seed: int,
+           samples: list[Sample], config: TrainConfig, *, iteration: int, seed: int,
            progress: bool) -> dict[str, float]:
-    """PPO epochs over the batch; returns the token-weighted means of the loss terms."""
+    """PPO epochs over the batch; returns the token-weighted means of the loss terms.
+
+    With --target-kl the epochs stop after the first minibatch whose approximate KL to the
+    rollout policy (the k3 estimate, measured before its step) passes `KL_STOP` times the target, as
+    Stable-Baselines3's PPO does: later minibatches would push the policy further from the
+    one whose samples they are."""
     if not samples:
         return {"samples": 0, "samples_scored": 0, "tokens": 0, "epochs": 0,
                 "optimizer_steps": 0}
@@ -308,12 +315,16 @@ def update(policy: TrainablePolicy, engine: Engine, reference: TrainablePolicy |
     weight = 0.0
     generator = torch.Generator().manual_seed(seed)
     minibatches = max(1, len(scored) // config.minibatch_size)
+    engine.set_lr(learning_rate(config, iteration))
     bar = tqdm(total=config.ppo_epochs * minibatches, desc="update", unit="minibatch",
                disable=not progress or not len(scored))
+    steps = 0
+    stopped = False
     for _ in range(config.ppo_epochs if len(scored) else 0):
         order = scored[torch.randperm(len(scored), generator=generator)]
         for minibatch in torch.tensor_split(order, minibatches):
             minibatch_tokens = float(tokens[minibatch].sum())
+            kl = 0.0
             for micro in torch.split(minibatch, config.micro_batch_size):
                 share = float(tokens[micro].sum()) / minibatch_tokens
                 current = policy.score([prepared[i] for i in micro])
@@ -325,17 +336,33 @@ def update(policy: TrainablePolicy, engine: Engine, reference: TrainablePolicy |
                     ref_logp=_pad([ref[i] for i in micro], width) if ref is not None else None,
                     kl_coef=config.kl_coef, entropy_coef=config.entropy_coef)
                 engine.backward(loss * share)
+                kl += stats["kl_old"] * share
                 for name, value in stats.items():
                     totals[name] = totals.get(name, 0.0) + value * float(tokens[micro].sum())
                 weight += float(tokens[micro].sum())
             engine.step()
+            steps += 1
             bar.update()
+            # the policy has moved as far from the one that played as this batch can vouch for
+            stopped = config.target_kl is not None and kl > KL_STOP * config.target_kl
+            if stopped:
+                break
+        if stopped:
+            break
     bar.close()
     policy.module.eval()
     means = {name: value / weight for name, value in totals.items()} if weight else {}
     return {**means, "samples": len(samples), "samples_scored": int(len(scored)),
-            "tokens": int(tokens.sum()), "epochs": config.ppo_epochs if len(scored) else 0,
-            "optimizer_steps": config.ppo_epochs * minibatches if len(scored) else 0}
+            "tokens": int(tokens.sum()), "epochs": steps / minibatches if len(scored) else 0,
+            "optimizer_steps": steps, "stopped_early": stopped,
+            "lr": learning_rate(config, iteration)}
+
+
+def learning_rate(config: TrainConfig, iteration: int) -> float:
+    """--lr, falling linearly to --lr-decay-to of it at the last iteration (constant at 1)."""
+    assert config.lr is not None, "TrainConfig's validator fills lr"
+    progress = iteration / max(config.iterations - 1, 1)
+    return config.lr * (1.0 - (1.0 - config.lr_decay_to) * min(progress, 1.0))
 
 
 def _token_rows(policy: TrainablePolicy, prepared: list[Any], micro: int) -> list[torch.Tensor]:

@@ -73,6 +73,9 @@ def ppo_loss(
         "clip_fraction": masked_mean(((ratio < 1.0 - clip_eps) | (ratio > 1.0 + high))
                                      .to(mask.dtype), mask).item(),
         "approx_kl_old": masked_mean(-delta, mask).item(),
+        # k3 = (rho - 1) - log rho: >= 0 on every token, so a small batch cannot read as
+        # "no movement" by cancellation the way the mean of -log rho can (--target-kl reads it)
+        "kl_old": masked_mean(torch.expm1(delta) - delta, mask).item(),
     }
     if ref_logp is not None and kl_coef > 0:
         d = (ref_logp - current.logp).masked_fill(mask == 0, 0.0)

@@ -111,3 +111,27 @@ def test_vlm_policy_runs_an_iteration(lake, tiny_vlm):
     newest = checkpoint.latest(result.checkpoint_dir)
     assert (newest / "policy" / "config.json").is_file()
     assert list((newest / "policy").glob("*.safetensors"))
+
+
+def test_learning_rate_falls_linearly_to_the_fraction_at_the_last_iteration():
+    constant = small(iterations=5, lr=0.01)
+    assert [loop.learning_rate(constant, i) for i in range(5)] == [0.01] * 5
+    decaying = small(iterations=5, lr=0.01, lr_decay_to=0.2)
+    assert [round(loop.learning_rate(decaying, i), 6) for i in range(5)] == [0.01, 0.008, 0.006, 0.004, 0.002]
+    with pytest.raises(ConfigError, match="lr_decay_to"):
+        small(lr_decay_to=0.0)
+
+
+def test_target_kl_stops_the_epochs_and_the_optimizer_runs_at_the_scheduled_rate(lake):
+    runs = {}
+    for name, settings in {"all": {}, "stop": {"target_kl": 1e-9, "lr_decay_to": 0.5}}.items():
+        config = small(run_id=name, iterations=2, eval_repeats=0, holdout=0.0, ppo_epochs=3,
+                       minibatch_size=4, micro_batch_size=4, **settings)
+        runs[name] = [m["update"] for m in loop.train(config, lake, progress=False).metrics]
+    for stats in runs["all"]:
+        assert not stats["stopped_early"] and stats["epochs"] == 3
+        assert stats["optimizer_steps"] == 3 * (stats["samples_scored"] // 4)
+    for stats in runs["stop"]:  # the first step moves the policy past any KL of 1.5e-9
+        assert stats["samples_scored"] >= 8 and stats["stopped_early"]
+        assert stats["optimizer_steps"] == 2  # one measured at the start (KL 0), one past it
+    assert [s["lr"] for s in runs["stop"]] == [3e-3, 1.5e-3]
