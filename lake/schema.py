@@ -100,6 +100,7 @@ STEPS = pa.schema(
         pa.field("info", pa.string()),  # JSON text: whatever else the collector knew
         # derived after the write by `elake enrich` (null until then): each derivation's
         # columns and the version of the derivation that filled them
+        pa.field("image_error", pa.string()),  # why a full decode refused the stored screenshot
         pa.field("ocr_text", pa.string()),  # the screen's text, one line per detected line
         pa.field("ocr_boxes", pa.list_(OCR_BOX)),  # each line with its box and score
         pa.field("ocr_version", pa.int32()),

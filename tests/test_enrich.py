@@ -9,8 +9,8 @@ import lance
 import pyarrow as pa
 import pytest
 
-from episodelake.collectors.jobs import enrich as enrich_mod
 from episodelake.collectors.jobs.enrich import DERIVATIONS, enrich
+from episodelake.collectors.record import derived as enrich_mod
 from episodelake.collectors.record.anchor import phash64
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake, schema

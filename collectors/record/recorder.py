@@ -10,8 +10,11 @@ rec.close()
 ```
 A step is acknowledged when `log_step` returns: it is in the writer's spool by then, so a
 crash loses nothing acknowledged. An exception inside the `with` block marks the episode
-aborted and keeps its steps. Everything a step row needs (image checks and hashes, the
-parsed action, the anchor key) is computed here, once, on the write path.
+aborted and keeps its steps. What a step row needs that is cheap (the image's structure
+checks and sha256, the parsed action, a UI tree's anchor key) is computed here, on the write
+path. What costs a decode (the perceptual hash and the anchor key made from it) is derived
+after the commit by a background worker (`collectors.record.derived.BackgroundEnricher`), so
+`log_step` never waits for one; `image_checks="decode"` computes them here instead.
 
 Episode ids are keys across processes. `start_episode` refuses an id the lake already holds;
 `resume=True` continues a stored, unfinished episode after its last stored step. While a
@@ -43,6 +46,7 @@ import numpy as np
 import pyarrow as pa
 
 from episodelake.collectors.record.actions import parse_response
+from episodelake.collectors.record.derived import BackgroundEnricher
 from episodelake.collectors.record.images import prepare_image
 from episodelake.lake import Lake, WriterOptions, claims, layout, schema
 from episodelake.lake.errors import Conflict, InvalidInput, NotFound
@@ -374,18 +378,22 @@ class Recorder:
     """Opens one lake writer and hands out episode handles. Thread-safe per episode."""
 
     def __init__(self, lake: Lake | Path | str | None = None, *, options: WriterOptions | None = None,
-                 anchor: AnchorKeyer | None | str = "default", image_checks: str = "decode",
-                 run_id: str | None = None,
+                 anchor: AnchorKeyer | None | str = "default", image_checks: str = "structure",
+                 background_enrich: bool = True, run_id: str | None = None,
                  policy_version: str | None = None, env: str | None = None,
                  device: str | None = None, model_name: str | None = None):
         if image_checks not in ("decode", "structure"):
             raise InvalidInput(f"image_checks: 'decode' or 'structure', not {_show(image_checks)}")
-        #: "decode" proves every image whole and gives perceptual hashes (anchor keys);
-        #: "structure" checks chunks/markers only, ~40x cheaper, no perceptual hash.
+        if not isinstance(background_enrich, bool):
+            raise InvalidInput(f"background_enrich: expected true or false, not {_show(background_enrich)}")
+        #: "structure" checks chunks/markers only (about 40x cheaper than a decode); the
+        #: perceptual hash and its anchor key come after the commit (background worker).
+        #: "decode" proves every image whole and hashes it as it writes.
         self.image_checks = image_checks
         self.defaults = {k: _text(v, k) for k, v in {
             "run_id": run_id, "policy_version": policy_version, "env": env, "device": device,
             "model_name": model_name}.items()}
+        default_keys = anchor == "default"
         if isinstance(anchor, str):
             if anchor != "default":
                 raise InvalidInput(f"anchor: an AnchorKeyer, None or 'default', not {_show(anchor)}")
@@ -395,6 +403,12 @@ class Recorder:
         self.anchor = anchor
         self.lake = lake if isinstance(lake, Lake) else Lake(lake)
         self.writer = self.lake.writer(options)
+        #: fills the perceptual hash and anchor key of this recorder's steps after they are
+        #: committed: only for the default keyer, whose keys the worker gives exactly (a keyer
+        #: of the caller's own keys screenshots at write time, with image_checks="decode")
+        self.enricher: BackgroundEnricher | None = None
+        if background_enrich and default_keys and image_checks == "structure":
+            self.enricher = BackgroundEnricher(self.lake, episodes=True).start()
         self._open: dict[str, EpisodeHandle] = {}
         #: finished episodes whose claims wait for their rows to be committed
         self._settling: dict[str, claims.Claim] = {}
@@ -462,6 +476,8 @@ class Recorder:
             raise
         with self._lock:
             self._open[episode_id] = handle
+        if self.enricher is not None:
+            self.enricher.watch(episode_id)
         return handle
 
     @property
@@ -543,6 +559,8 @@ class Recorder:
                     del self._settling[episode_id]
         for claim in settled.values():
             claim.release(committed=True)
+        if self.enricher is not None:
+            self.enricher.settled(settled)
 
     def close(self) -> None:
         """Commit what is pending. Episodes still open stay `running` in the lake, and any
@@ -554,6 +572,8 @@ class Recorder:
             self._settling.clear()
         if still_open:
             log.warning("closing the recorder with %d episode(s) still running", len(still_open))
+        if self.enricher is not None:  # what it has not reached stays pending for the next enrichment
+            self.enricher.stop()
         committed = False
         try:
             self.writer.close()

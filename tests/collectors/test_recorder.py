@@ -33,6 +33,7 @@ def test_episode_round_trip(rec, lake):
         ep.log_step(base64.b64encode(screenshot(2)).decode(), response("terminate", status="success"))
         ep.finish(success=True, eval_score=1.0, eval_reason="wifi is on")
     rec.flush()
+    assert rec.enricher.wait_idle(30)  # the anchor key is derived after the commit
     episode = lake.episode(ep.episode_id)
     assert episode["status"] == "finished" and episode["success"] is True
     assert episode["episode_length"] == 2 and episode["run_id"] == "run-1" and episode["group_id"] == "g1"
@@ -81,13 +82,22 @@ def test_pil_numpy_and_jpeg_inputs(rec, lake):
     assert lake.image(ep.episode_id, 2)[0] == jpeg
 
 
-def test_same_screen_at_two_clock_times_shares_anchor_key(rec):
-    ep = rec.start_episode("t", "g", group_id="g7")
-    a = ep.log_step(screenshot(5, size=(540, 1200), clock="09:41"), "")
-    b = ep.log_step(screenshot(5, size=(540, 1200), clock="17:02"), "")
-    c = ep.log_step(screenshot(6, size=(540, 1200), clock="09:41"), "")
+@pytest.mark.parametrize("checks", ["decode", "structure"])
+def test_same_screen_at_two_clock_times_shares_anchor_key(lake, checks):
+    """Keyed as the step is written (`decode`), or after the commit by the background worker."""
+    with Recorder(lake, image_checks=checks) as r:
+        ep = r.start_episode("t", "g", group_id="g7")
+        a = ep.log_step(screenshot(5, size=(540, 1200), clock="09:41"), "")
+        b = ep.log_step(screenshot(5, size=(540, 1200), clock="17:02"), "")
+        c = ep.log_step(screenshot(6, size=(540, 1200), clock="09:41"), "")
+        ep.finish()
+        r.flush()
+        assert (r.enricher is None) == (checks == "decode")
+        assert r.enricher is None or r.enricher.wait_idle(30)
     assert a.image_sha256 != b.image_sha256
-    assert a.anchor_key == b.anchor_key != c.anchor_key
+    keys = lake.steps(ep.episode_id, columns=["anchor_key"])["anchor_key"].to_pylist()
+    assert keys[0] == keys[1] != keys[2]
+    assert [a.anchor_key, b.anchor_key, c.anchor_key] == (keys if checks == "decode" else [None] * 3)
 
 
 def test_an_anchor_that_is_not_a_keyer_is_refused(lake):
