@@ -80,7 +80,7 @@ def report(folder: Path, algo: str, seed: int) -> None:
         cells = " ".join(f"{100 * by_task.get(i, {}).get(t, float('nan')):4.0f}" for t in tasks)
         print(f"{i:3d}  {100 * m['success_rate']:5.1f}  {100 * curve[i]:5.1f}  {cells}  "
               f"{u.get('entropy', float('nan')):7.3f}  {u.get('clip_fraction', float('nan')):.3f}  "
-              f"{u.get("kl_old", u.get("approx_kl_old", float("nan"))):+.4f}  "
+              f"{u.get('kl_old', u.get('approx_kl_old', float('nan'))):+.4f}  "
               f"{m['advantages'].get('singleton_step_fraction', float('nan')):.2f}    "
               f"{s.get('a', float('nan')):.3f}  {s.get('a_e', float('nan')):.3f}  {s.get('a_s', float('nan')):.3f}")
     best = max(range(len(curve)), key=curve.__getitem__)
