@@ -120,18 +120,7 @@ def process_owner(lake_path: Location | Path) -> Owner:
 
 def owner_alive(lake_path: Location | Path, owner: str | None) -> bool:
     """Whether the process that stamped `owner` still holds its lock."""
-    if not owner:
-        return False
-    path = layout.lock_path(lake_path, f"jobs-{owner}")
-    if not path.exists():
-        return False
-    with open(path, "a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        return False
+    return bool(owner) and layout.lock_state(layout.lock_path(lake_path, f"jobs-{owner}")) == "alive"
 
 
 # -- one job as its process runs it --------------------------------------------------------------

@@ -29,6 +29,7 @@ local lake                         remote lake
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 from pathlib import Path
@@ -113,6 +114,26 @@ def lock_path(lake: Location | Path | str, name: str) -> Path:
     loc = location(lake)
     root = loc.local / LOCK_DIR if loc.is_local else local_state(loc) / "locks"
     return root / f"{name}.lock"
+
+
+def lock_state(path: Path) -> str:
+    """Whether the process that made the lock file `path` (and holds an flock on it while it
+    lives) is "alive", "dead" (the file is there, the lock free) or "gone" (no file: it let go
+    cleanly, or its leftovers were dealt with). The one probe for every "is its holder still
+    running?" on this machine: spool writers, job owners. The file is never created here."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except (FileNotFoundError, NotADirectoryError):
+        return "gone"
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return "alive"
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return "dead"
+    finally:
+        os.close(fd)
 
 
 def check_id(value: object, field: str) -> str:

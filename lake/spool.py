@@ -287,19 +287,10 @@ def orphaned(root: Path) -> Iterator[tuple[Path, object]]:
 
 
 def writer_state(folder: Path) -> str:
-    """Whether the writer of spool `folder` is "alive" (holds its lock), "dead" (left its
-    folder for replay) or "gone" (its folder was replayed, or it closed cleanly)."""
-    try:
-        fh = open(folder / layout.SPOOL_LOCK)
-    except (FileNotFoundError, NotADirectoryError):
-        return "gone"
-    with fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return "alive"  # or being replayed right now: either way, not ours to take
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        return "dead"
+    """Whether the writer of spool `folder` is "alive" (holds its lock, or is being replayed
+    right now: either way, not ours to take), "dead" (left its folder for replay) or "gone"
+    (its folder was replayed, or it closed cleanly)."""
+    return layout.lock_state(folder / layout.SPOOL_LOCK)
 
 
 def segments(folder: Path) -> list[Path]:
