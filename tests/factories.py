@@ -3,6 +3,7 @@ episode folders."""
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import multiprocessing
@@ -10,9 +11,14 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from PIL import Image, ImageDraw
 
 from episodelake.lake.export.clawgui import task_dir_name
+
+#: For the tests that start Ray (a local cluster, or actors through the command line).
+needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                               reason="Ray is not installed: pip install 'ray[default]' (the ray extra)")
 
 
 def screenshot(seed: int = 0, size: tuple[int, int] = (108, 240), clock: str = "12:00",

@@ -6,6 +6,7 @@ import pytest
 from factories import screenshot
 
 from episodelake.lake import Lake, SqlRefused
+from episodelake.lake.errors import InvalidInput, NotFound
 
 
 @pytest.fixture
@@ -69,9 +70,9 @@ def test_tags_pin_a_lake_wide_snapshot(filled):
     assert filled.sql("select count(*) from steps").column(0)[0].as_py() == 13
     old = filled.at("before")
     assert old.sql("select count(*) from steps").column(0)[0].as_py() == 12
-    with pytest.raises(Exception, match="read-only"):
+    with pytest.raises(InvalidInput, match="read-only"):
         old.upsert("sets", [{"set_id": "s"}])
-    with pytest.raises(Exception, match="exists"):
+    with pytest.raises(InvalidInput, match="exists"):
         filled.create_tag("before")
 
 
@@ -92,7 +93,7 @@ def test_recover_on_a_clean_lake_reports_nothing(filled):
 
 
 def test_reopening_an_absent_lake_is_a_clear_error(tmp_path):
-    with pytest.raises(Exception, match="no lake at"):
+    with pytest.raises(NotFound, match="no lake at"):
         Lake(tmp_path / "nothing", create=False)
 
 

@@ -36,7 +36,8 @@ def web_server(web_lake):
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    playwright = pytest.importorskip("playwright.sync_api")
+    playwright = pytest.importorskip("playwright.sync_api", reason="the browser tests drive Chromium with "
+                                     "Playwright, which is not installed: pip install -e '.[dev]'")
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: `apt-get install -y chromium`")
     with playwright.sync_playwright() as p:

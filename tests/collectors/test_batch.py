@@ -4,10 +4,9 @@ groups are split into units the way anchor keys need."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 from device_support import elake
+from factories import needs_ray
 
 from episodelake.collectors.envs.base import Task
 from episodelake.collectors.envs.remote import RemoteOptions
@@ -72,8 +71,7 @@ def test_server_split_and_bad_backends():
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:lance is not fork-safe")  # Ray starts its workers itself
-@pytest.mark.skipif(importlib.util.find_spec("ray") is None,
-                    reason="Ray is not installed: pip install 'ray[default]' (the ray extra)")
+@needs_ray
 def test_ray_actors_through_the_command_line(lake, capsys):
     import ray
     argv = ["--lake", str(lake.path), "collect", "sim", "--policy", "oracle", "--workers", "2",

@@ -3,7 +3,6 @@ machine), started once per test module, and agents that make an actor die mid-ep
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import sys
@@ -14,9 +13,6 @@ import pytest
 from episodelake.collectors.envs.base import Device
 from episodelake.collectors.jobs.batch import OracleSpec
 from episodelake.collectors.loop import Agent, Observation, Reply
-
-needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
-                               reason="Ray is not installed: pip install 'ray[default]' (the ray extra)")
 
 #: Tasks with this seed kill the process that runs them before their step 1.
 CRASH_SEED = 666

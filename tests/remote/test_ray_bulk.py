@@ -6,8 +6,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from factories import response, screenshot
-from ray_cluster import needs_ray, ray_cluster  # noqa: F401
+from factories import needs_ray, response, screenshot
+from ray_cluster import ray_cluster  # noqa: F401
 from test_export import build_lake, tree
 
 from episodelake.api.cli import main

@@ -5,7 +5,8 @@ costs nobody else a row; the trainer's rollouts on Ray actors."""
 from __future__ import annotations
 
 import pytest
-from ray_cluster import CRASH_SEED, CrashingOracle, needs_ray, ray_cluster  # noqa: F401
+from factories import needs_ray
+from ray_cluster import CRASH_SEED, CrashingOracle, ray_cluster  # noqa: F401
 
 from episodelake.collectors.envs.base import Task
 from episodelake.collectors.jobs.batch import OracleSpec, RunSettings, SimSpec, run_batch

@@ -12,8 +12,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from factories import response, screenshot
-from ray_cluster import needs_ray
+from factories import needs_ray, response, screenshot
 
 from episodelake.api.cli import main
 from episodelake.collectors.agents.judge import JudgeCache, StepJudge

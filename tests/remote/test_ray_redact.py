@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from ray_cluster import needs_ray, ray_cluster  # noqa: F401
+from factories import needs_ray
+from ray_cluster import ray_cluster  # noqa: F401
 from test_export import tree
 from test_redact import NAMES, record_screens, store_ui_text
 

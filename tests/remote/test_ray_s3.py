@@ -10,6 +10,7 @@ import sys
 
 import pytest
 import ray_cluster as support
+from factories import needs_ray
 from s3_server import ACCESS_KEY, REGION, SECRET_KEY
 from test_export import tree
 from test_ray_collect import TASKS, assert_complete, steps_per_episode
@@ -20,7 +21,7 @@ from episodelake.collectors.jobs.bulk import RayOptions, export_prepare
 from episodelake.lake import Lake
 from episodelake.lake.export import ExportSpec, run_export
 
-pytestmark = [support.needs_ray, pytest.mark.slow,
+pytestmark = [needs_ray, pytest.mark.slow,
               pytest.mark.filterwarnings("ignore:lance is not fork-safe")]
 
 
