@@ -16,11 +16,14 @@ algorithm. Targets: held-out success from < 20% to > 60%; GiGPO >= GRPO at equal
                                               # the bands plotted to DIR/learning.png)
     python bench/bench_learning.py --seeds 5  # seeds 0..4 per algorithm: means, 95% intervals and
                                               # the paired GiGPO - GRPO difference (2 runs at a time)
+    python bench/bench_learning.py --seeds 5 --algos gigpo --set target_kl=0.05 --keep B
+    python bench/bench_learning.py --summarise A B   # arms of both runs, paired by seed
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import multiprocessing as mp
@@ -75,6 +78,33 @@ def run(algo: str, settings: dict, folder: Path, verbose: bool = False) -> dict:
             "episodes_per_iteration": config.tasks * config.group_size}
 
 
+def arm(algo: str, changes: dict) -> str:
+    """The label of an algorithm run with `--set` changes, e.g. ``gigpo target_kl=0.05``."""
+    return " ".join([algo, *(f"{k}={v}" for k, v in sorted(changes.items()))])
+
+
+def parse_set(text: str) -> tuple[str, object]:
+    key, _, value = text.partition("=")
+    if not key or not value:
+        raise argparse.ArgumentTypeError(f"--set takes KEY=VALUE (a TrainConfig field), got {text!r}")
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
+
+
+def load(folders: list[Path]) -> tuple[list[int], dict[str, list[dict]]]:
+    """The runs of one or more `--keep` folders by arm, cut to the seeds every arm has."""
+    by_arm: dict[str, dict[int, dict]] = {}
+    for folder in folders:
+        for r in json.loads((folder / "learning.json").read_text())["runs"]:
+            by_arm.setdefault(r.get("arm", r["algo"]), {})[r["seed"]] = r
+    seeds = sorted(set.intersection(*(set(runs) for runs in by_arm.values())))
+    if not seeds:
+        raise SystemExit(f"no seed is in every arm of {', '.join(map(str, folders))}")
+    return seeds, {label: [runs[s] for s in seeds] for label, runs in by_arm.items()}
+
+
 def percent(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:5.1f}%"
 
@@ -91,32 +121,42 @@ def main() -> None:
     parser.add_argument("--serial", action="store_true",
                         help="run the algorithms one after the other (default: side by side)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log each iteration")
+    parser.add_argument("--algos", default=",".join(ALGOS), help="which algorithms (default: both)")
+    parser.add_argument("--set", type=parse_set, action="append", default=[], metavar="KEY=VALUE",
+                        help="a TrainConfig setting for every run, e.g. --set target_kl=0.05 "
+                             "(repeatable; the arm is labelled with it)")
+    parser.add_argument("--summarise", type=Path, nargs="+", metavar="DIR",
+                        help="train nothing: summarise the runs kept in DIR/learning.json (several "
+                             "DIRs: every arm in them, paired by seed) and plot to the first DIR")
     args = parser.parse_args()
+    if args.summarise:
+        seeds, runs = load(args.summarise)
+        summarise(seeds, runs, plot=args.summarise[0] / "learning.png")
+        return
     if args.seeds < 1:
         parser.error("--seeds must be at least 1")
     seeds = list(range(args.seed, args.seed + args.seeds))
+    changes = dict(args.set)
+    algos = args.algos.split(",")
+    if unknown := set(algos) - set(ALGOS):
+        parser.error(f"--algos: {', '.join(sorted(unknown))} not among {', '.join(ALGOS)}")
     with nullcontext(args.keep) if args.keep else workdir("learning") as folder:
-        jobs = [(algo, budget(args.quick, args.iterations, seed),
+        jobs = [(algo, {**budget(args.quick, args.iterations, seed), **changes},
                  folder if len(seeds) == 1 else folder / f"seed-{seed}", args.verbose)
-                for seed in seeds for algo in ALGOS]
+                for seed in seeds for algo in algos]
         if args.serial:
             outcomes = [run(*job) for job in jobs]
         else:
-            with mp.get_context("spawn").Pool(len(ALGOS)) as pool:  # Lance is not fork-safe
+            with mp.get_context("spawn").Pool(len(algos)) as pool:  # Lance is not fork-safe
                 outcomes = pool.starmap(run, jobs, chunksize=1)
     if args.keep:
         (args.keep / "learning.json").write_text(json.dumps(
-            {"seeds": seeds, "runs": [{"algo": job[0], "seed": job[1]["seed"], **outcome}
+            {"seeds": seeds, "runs": [{"algo": job[0], "arm": arm(job[0], changes), "seed": job[1]["seed"],
+                                       "settings": job[1], **outcome}
                                       for job, outcome in zip(jobs, outcomes, strict=True)]}))
-    if len(seeds) > 1:
-        runs = {algo: outcomes[i::len(ALGOS)] for i, algo in enumerate(ALGOS)}
-        summarise(seeds, runs)
-        if args.keep:
-            learning_plot.plot({algo: [[m["eval_success_rate"] for m in r["metrics"]] for r in rs]
-                                for algo, rs in runs.items()}, args.keep / "learning.png",
-                               title=f"held-out success, mean and 95% interval over seeds "
-                                     f"{seeds[0]}..{seeds[-1]}", target=TARGET)
-            print(f"plot: {args.keep / 'learning.png'}")
+    if len(seeds) > 1 or len(algos) != len(ALGOS):
+        summarise(seeds, {arm(algo, changes): outcomes[i::len(algos)] for i, algo in enumerate(algos)},
+                  plot=args.keep / "learning.png" if args.keep else None)
         return
     settings = jobs[0][1]
     results = dict(zip(ALGOS, outcomes, strict=True))
@@ -160,29 +200,35 @@ def cpu_minutes(run: dict, iteration: int | None) -> str:
     return f"{sum(m['cpu_seconds'] for m in run['metrics'][:iteration + 1]) / 60:.1f}"
 
 
-def summarise(seeds: list[int], runs: dict[str, list[dict]]) -> None:
-    """Per algorithm over seeds: final (last 5) success, area under the curve, iterations to
-    the target, the largest fall from a run's best; then GiGPO - GRPO paired by seed."""
-    curves = {algo: [[m["eval_success_rate"] for m in r["metrics"]] for r in rs] for algo, rs in runs.items()}
+def summarise(seeds: list[int], runs: dict[str, list[dict]], *, plot: Path | None = None) -> None:
+    """Per arm over seeds: final (last 5) success, area under the curve, iterations and CPU
+    minutes to the target, the largest fall from a run's best; then each pair of arms' paired
+    difference by seed, and the bands plotted to `plot`."""
+    curves = {label: [[m["eval_success_rate"] for m in r["metrics"]] for r in rs] for label, rs in runs.items()}
     print(f"\nheld-out success per iteration over seeds {seeds[0]}..{seeds[-1]} (mean [95% interval])")
-    bands = {algo: stats.per_iteration(c) for algo, c in curves.items()}
+    bands = {label: stats.per_iteration(c) for label, c in curves.items()}
     for i in range(min(len(b) for b in bands.values())):
-        print(f"{i + 1:>4}  " + "  ".join(f"{algo} {b[i].mean:6.1%} [{b[i].low or 0:6.1%}, {b[i].high or 0:6.1%}]"
-                                          for algo, b in bands.items()))
-    for algo, cs in curves.items():
+        print(f"{i + 1:>4}  " + "  ".join(f"{label} {b[i].mean:6.1%} [{b[i].low or 0:6.1%}, {b[i].high or 0:6.1%}]"
+                                          for label, b in bands.items()))
+    for label, cs in curves.items():
         reached = [stats.first_above(c, TARGET) for c in cs]
-        line(f"learning {algo} ({len(cs)} seeds)", final_last5=str(stats.mean_interval([stats.final(c) for c in cs])),
+        line(f"learning {label} ({len(cs)} seeds)", final_last5=str(stats.mean_interval([stats.final(c) for c in cs])),
              auc=str(stats.mean_interval([stats.area(c) for c in cs])),
              first_above_60="/".join("never" if r is None else str(r) for r in reached),
-             cpu_minutes_to_60="/".join(cpu_minutes(r, i) for r, i in zip(runs[algo], reached, strict=True)),
+             cpu_minutes_to_60="/".join(cpu_minutes(r, i) for r, i in zip(runs[label], reached, strict=True)),
              largest_fall=max(stats.largest_fall(c) for c in cs),
-             minutes=max(r["seconds"] for r in runs[algo]) / 60)
-    a, b = ALGOS
-    line(f"learning {a} - {b} (paired)",
-         final_last5=str(stats.paired_difference([stats.final(c) for c in curves[a]],
-                                                 [stats.final(c) for c in curves[b]])),
-         auc=str(stats.paired_difference([stats.area(c) for c in curves[a]],
-                                         [stats.area(c) for c in curves[b]])))
+             largest_fall_of_5_iteration_mean=max(stats.largest_fall(stats.moving_mean(c)) for c in cs),
+             minutes=max(r["seconds"] for r in runs[label]) / 60)
+    for a, b in itertools.combinations(curves, 2):
+        line(f"learning {a} - {b} (paired)",
+             final_last5=str(stats.paired_difference([stats.final(c) for c in curves[a]],
+                                                     [stats.final(c) for c in curves[b]])),
+             auc=str(stats.paired_difference([stats.area(c) for c in curves[a]],
+                                             [stats.area(c) for c in curves[b]])))
+    if plot is not None:
+        learning_plot.plot(curves, plot, title=f"held-out success, mean and 95% interval over seeds "
+                                               f"{seeds[0]}..{seeds[-1]}", target=TARGET)
+        print(f"plot: {plot}")
 
 
 if __name__ == "__main__":

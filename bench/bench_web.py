@@ -14,19 +14,25 @@ screen, one press every PAUSE_MS once the episode view has loaded; the app prefe
 neighbours and its filmstrip loads the episode's screenshots), a jump to the last step, one
 screenshot fetched uncached from each server, the reference's step switch (setting the image
 source, as its page does: one re-encoded JPEG per step), the episode list's first page, and
-ratios. The lake is cached in bench/out between runs (the first run builds it: 6.5 GB,
+ratios; first, the built web app's size (gzip level 9): what its index.html loads before the
+first view shows, and every chunk together (the chart pages load theirs when opened). The lake is cached in bench/out between runs (the first run builds it: 6.5 GB,
 about 6 minutes on two cores).
 
     .venv/bin/python bench/bench_web.py [--steps 300000] [--samples 40]
+
+`--samples 16` is a quicker run (about a minute once the lake is built), `--bundle-only`
+prints the sizes alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import io
 import json
 import os
 import random
+import re
 import socket
 import statistics
 import subprocess
@@ -260,6 +266,17 @@ def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
+def bundle_sizes(static: Path = ROOT / "api" / "static") -> None:
+    """Gzipped bytes of the built app: what index.html loads up front, and every chunk."""
+    if not (static / "index.html").exists():
+        raise SystemExit(f"{static} has no built web app: run `just web` first")
+    gz = {f: len(gzip.compress(f.read_bytes(), 9)) for f in (static / "assets").iterdir() if f.suffix in (".js", ".css")}
+    loaded = {static / ref.lstrip("/") for ref in re.findall(r'(?:src|href)="(/assets/[^"]+)"', (static / "index.html").read_text())}
+    first = {f.suffix: sum(n for g, n in gz.items() if g in loaded and g.suffix == f.suffix) for f in loaded}
+    print(f"bundle (gzip -9): first view {sum(first.values()) / 1000:.1f} kB (JS {first.get('.js', 0) / 1000:.1f} kB, "
+          f"CSS {first.get('.css', 0) / 1000:.1f} kB); all {len(gz)} chunks {sum(gz.values()) / 1000:.1f} kB", flush=True)
+
+
 def report(name: str, values: list[float], target: float | None = None) -> float:
     p50 = statistics.median(values)
     goal = f"  (target <= {target:g} ms: {'ok' if p50 <= target else 'MISSED'})" if target else ""
@@ -345,6 +362,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=300_000)
     parser.add_argument("--samples", type=int, default=40, help="measurements per metric (about)")
+    parser.add_argument("--bundle-only", action="store_true", help="print the built app's sizes and stop")
     parser.add_argument("--serve-reference", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -352,6 +370,9 @@ def main() -> None:
         import uvicorn
 
         uvicorn.run(reference_app(args.serve_reference), host="127.0.0.1", port=args.port, log_level="warning")
+        return
+    bundle_sizes()
+    if args.bundle_only:
         return
     OUT.mkdir(parents=True, exist_ok=True)
     run(args.steps, args.samples)

@@ -1,17 +1,13 @@
-"""Held-out success per iteration over seeds, one band per algorithm, drawn to a PNG.
+"""Held-out success per iteration over seeds, one band per arm, drawn to a PNG.
 
-Reads the curves `bench_learning.py --keep DIR` writes to DIR/learning.json; each algorithm
-is its mean curve and the 95% interval around it (`learning_stats.per_iteration`), with every
-seed's own curve drawn thin underneath, so a single run's collapse stays visible inside a
-calm mean. Pillow only: the benchmark machine has no plotting library.
-
-    python bench/learning_plot.py DIR/learning.json docs/learning.png
+`bench_learning.py --seeds N --keep DIR` (or `--summarise DIR`) draws DIR/learning.png with
+it. Each arm (an algorithm, with its `--set` changes) is its mean curve and the 95% interval
+around it (`learning_stats.per_iteration`), with every seed's own curve drawn thin
+underneath, so a single run's collapse stays visible inside a calm mean. Pillow only: the benchmark machine has no plotting library.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
@@ -20,16 +16,7 @@ from episodelake.trainer import learning_stats as stats
 
 SIZE = (960, 540)
 MARGIN = (70, 40, 30, 60)  # left, top, right, bottom
-COLOURS = {"gigpo": (31, 119, 180), "grpo": (214, 96, 39)}
-OTHER = (90, 90, 90)
-
-
-def curves_by_algo(results: dict) -> dict[str, list[list[float]]]:
-    """{algo: [held-out curve per seed]} in the file's seed order."""
-    out: dict[str, list[list[float]]] = {}
-    for run in results["runs"]:
-        out.setdefault(run["algo"], []).append([m["eval_success_rate"] for m in run["metrics"]])
-    return out
+PALETTE = ((31, 119, 180), (214, 96, 39), (44, 160, 44), (148, 103, 189), (90, 90, 90))
 
 
 def plot(curves: dict[str, list[list[float]]], path: Path, *, title: str, target: float = 0.6) -> None:
@@ -54,8 +41,8 @@ def plot(curves: dict[str, list[list[float]]], path: Path, *, title: str, target
     y = xy(0, target)[1]
     draw.line([(left, y), (left + width, y)], fill=(0, 0, 0, 90), width=1)
     draw.rectangle([left, top, left + width, top + height], outline="black")
-    for algo, runs in curves.items():
-        colour = COLOURS.get(algo, OTHER)
+    for k, runs in enumerate(curves.values()):
+        colour = PALETTE[k % len(PALETTE)]
         bands = stats.per_iteration(runs)
         upper = [xy(i, b.high if b.high is not None else b.mean) for i, b in enumerate(bands)]
         lower = [xy(i, b.low if b.low is not None else b.mean) for i, b in enumerate(bands)]
@@ -65,25 +52,9 @@ def plot(curves: dict[str, list[list[float]]], path: Path, *, title: str, target
         draw.line([xy(i, b.mean) for i, b in enumerate(bands)], fill=colour, width=3)
     draw.text((left + width / 2, top + height + 30), "iteration", fill="black", font=font, anchor="mt")
     draw.text((left, top - 24), title, fill="black", font=font)
-    for k, algo in enumerate(curves):
-        x = left + width - 260 + 130 * k
-        draw.line([(x, top + height - 20), (x + 24, top + height - 20)], fill=COLOURS.get(algo, OTHER), width=3)
-        draw.text((x + 30, top + height - 20), f"{algo} (n={len(curves[algo])})", fill="black",
-                  font=font, anchor="lm")
+    for k, label in enumerate(curves):  # top left: the curves start low
+        y = top + 16 + 20 * k
+        draw.line([(left + 12, y), (left + 36, y)], fill=PALETTE[k % len(PALETTE)], width=3)
+        draw.text((left + 42, y), f"{label} (n={len(curves[label])})", fill="black", font=font, anchor="lm")
     path.parent.mkdir(parents=True, exist_ok=True)
     image.save(path)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", type=Path, help="learning.json from bench_learning.py --keep DIR")
-    parser.add_argument("png", type=Path, help="where to write the plot")
-    args = parser.parse_args()
-    results = json.loads(args.results.read_text())
-    seeds = results["seeds"]
-    plot(curves_by_algo(results), args.png,
-         title=f"held-out success, mean and 95% interval over seeds {seeds[0]}..{seeds[-1]}")
-
-
-if __name__ == "__main__":
-    main()

@@ -97,6 +97,16 @@ def largest_fall(curve: Sequence[float]) -> float:
     return fall
 
 
+def moving_mean(curve: Sequence[float], window: int = 5) -> list[float]:
+    """Mean of each full `window` of consecutive points. One point of held-out success is 40
+    episodes (a binomial standard deviation of ~7 points at 70%), so a fall measured point to
+    point is mostly one lucky best and one unlucky dip; a fall of the moving mean is a run that
+    lost what it had learned."""
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    return [statistics.fmean(curve[i:i + window]) for i in range(len(curve) - window + 1)]
+
+
 def per_iteration(curves: Sequence[Sequence[float]]) -> list[Interval]:
     """Mean and interval at each iteration over runs (curves cut to the shortest run)."""
     if not curves:

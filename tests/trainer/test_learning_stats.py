@@ -60,6 +60,18 @@ def test_curve_measures():
         ls.area([0.5])
 
 
+def test_moving_mean_separates_a_lucky_point_from_a_collapse():
+    noisy = [0.6, 0.8, 0.55, 0.7, 0.6, 0.75, 0.6, 0.65]  # a 25-point dip after one lucky 80%
+    assert ls.largest_fall(noisy) == pytest.approx(0.25)
+    assert ls.moving_mean(noisy, 3) == pytest.approx([0.65, 0.683333, 0.616667, 0.683333, 0.65, 0.666667], abs=1e-6)
+    assert ls.largest_fall(ls.moving_mean(noisy, 3)) < 0.07
+    collapse = [0.7, 0.75, 0.8, 0.8, 0.75, 0.4, 0.3, 0.35, 0.3, 0.3]
+    assert ls.largest_fall(ls.moving_mean(collapse, 3)) == pytest.approx(0.7833333 - 0.3166667, abs=1e-6)
+    assert ls.moving_mean([0.5, 0.5], 5) == []
+    with pytest.raises(ValueError, match="window"):
+        ls.moving_mean(noisy, 0)
+
+
 def test_per_iteration_bands_cut_to_the_shortest_run():
     bands = ls.per_iteration([[0.1, 0.5, 0.9], [0.3, 0.7]])
     assert len(bands) == 2
