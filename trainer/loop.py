@@ -39,6 +39,7 @@ from tqdm import tqdm
 
 from episodelake.collectors.envs.sim import tasks as sim_tasks
 from episodelake.collectors.jobs.rollout import RolloutReport, RolloutSpec, run_rollouts
+from episodelake.collectors.record.derived import enrich_anchor_keys
 from episodelake.lake import Lake
 from episodelake.lake.layout import check_id, local_state
 from episodelake.lake.seeds import derive
@@ -258,9 +259,12 @@ ORDER BY b.episode_id, b.step
 
 def step_advantages(lake: Lake, report: RolloutReport, config: TrainConfig,
                     history_length: int) -> tuple[AdvantageResult, list[Sample]]:
-    """The batch's advantages (SQL over the batch's rows) and the steps to learn from."""
-    episodes, steps_table = lake.episode_batch(  # a skipped task has no episode
-        [e.episode_id for e in report.episodes if e.episode_id is not None], images=True)
+    """The batch's advantages (SQL over the batch's rows) and the steps to learn from. Steps
+    whose anchor key a recorder left to its background worker are keyed first (the same key
+    it would give; steps keyed by a UI tree, as the sim's are, cost nothing)."""
+    ids = [e.episode_id for e in report.episodes if e.episode_id is not None]  # a skipped task has none
+    enrich_anchor_keys(lake, ids, workers=config.workers)
+    episodes, steps_table = lake.episode_batch(ids, images=True)
     con = duckdb.connect()
     try:
         con.register("episodes", episodes)

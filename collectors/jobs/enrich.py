@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import asdict
 
 from episodelake.collectors.jobs.bulk import RayOptions, run_parts
 from episodelake.collectors.record.derived import (
@@ -57,5 +56,5 @@ def enrich(lake: Lake, what: Sequence[str] | None = None, *, where: str | None =
             report.indexes = refresh_indexes(lake)
             if report.steps.get("embed"):
                 report.indexes["embedding"] = refresh_index(lake)
-        job.result = asdict(report)
+        job.result = report.result()
     return report

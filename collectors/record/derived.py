@@ -236,6 +236,8 @@ class EnrichReport:
     indexes: dict[str, str] = field(default_factory=dict)
     #: steps whose screenshot a full decode refused: flagged in `image_error`, nothing derived
     damaged: int = 0
+    #: the sha256 of those screenshots (for this run, not the job's record)
+    flagged: set[str] = field(default_factory=set, repr=False)
 
     def summary(self) -> str:
         if not any(self.steps.values()) and not self.damaged:
@@ -248,6 +250,10 @@ class EnrichReport:
                      "(`elake sql \"select episode_id, step, image_error from steps where image_error "
                      "is not null\"` lists them)")
         return text
+
+    def result(self) -> dict[str, Any]:
+        """What a job records (the screenshots' hashes stay out)."""
+        return {"images": self.images, "steps": self.steps, "indexes": self.indexes, "damaged": self.damaged}
 
     def add(self, other: EnrichReport) -> None:
         for name in other.steps:
@@ -343,7 +349,8 @@ def fill(lake: Lake, chosen: list[Derivation], scope: Scope, *, workers: int = 1
             name = plan.derivation.name
             report.images[name] = report.steps[name] = 0
             bar.set_description(f"enrich {name}")
-            shas = list(plan.images)
+            shas = [s for s in plan.images if s not in report.flagged]  # flagged by an earlier derivation
+            done += len(plan.images) - len(shas)
             size = batch_images or BATCH_IMAGES
             parts = [(name, [plan.images[s][0] for s in shas[i:i + size]], shas[i:i + size])
                      for i in range(0, len(shas), size)]
@@ -379,6 +386,7 @@ def _rows(plan: _Pending, shas: Sequence[str], values: list[dict[str, Any]],
                 log.warning("episode %s step %s: the stored screenshot does not decode (%s); "
                             "flagged in image_error", key["episode_id"], key["step"], value["image_error"])
                 report.damaged += 1
+                report.flagged.add(sha)
                 rows.append({**key, **value})
             else:
                 rows.append({**key, **(d.per_step(value, stored) if d.per_step else value)})

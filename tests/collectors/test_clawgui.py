@@ -13,6 +13,7 @@ from factories import response, screenshot, write_reference_episode
 
 from episodelake.collectors import clawgui
 from episodelake.collectors.clawgui import dropin, importer
+from episodelake.collectors.record.derived import enrich_anchor_keys
 from episodelake.lake import Lake
 from episodelake.lake.export import clawgui as clawgui_folders
 
@@ -443,6 +444,9 @@ def test_drop_in_episodes_get_group_ids_and_anchor_keys(tmp_path, monkeypatch):
     groups = {r["episode_id"]: r["group_id"] for r in lake.sql("select episode_id, group_id from episodes").to_pylist()}
     assert len({groups[e] for e in ids}) == 1 and None not in groups.values()
     assert groups["other-task-episode"] != groups[ids[0]]
+    # the keys are derived after the commit: by the recorder's background worker, or (for
+    # steps it had not reached when the process closed) by the trainer before its advantages
+    enrich_anchor_keys(lake, list(groups))
     assert lake.sql("select count(*) n from steps where anchor_key is null").to_pylist() == [{"n": 0}]
     rows = {(r["episode_id"], r["step"]): r for r in _advantages(lake).table.to_pylist()}
     assert {rows[(e, 0)]["anchor_group_size"] for e in ids} == {3}
