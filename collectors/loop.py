@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -256,17 +256,3 @@ def collect_one(device: Device, agent: Agent, recorder: Recorder, task: Task, *,
              summary.status, summary.steps,
              f", score {summary.eval_score}" if summary.eval_score is not None else "")
     return summary
-
-
-def collect(device: Device, agent: Agent, recorder: Recorder, tasks: Iterable[Task], *,
-            max_steps: int = 20, tags: Sequence[str] = (), judge: StepJudge | None = None,
-            stop: threading.Event | None = None) -> list[EpisodeSummary]:
-    """Every task in turn on a device already in hand (see `collect_one`); a set `stop` ends
-    the batch. Jobs that open their own devices, or want several, use `run_batch`."""
-    out: list[EpisodeSummary] = []
-    for task in tasks:
-        if stop is not None and stop.is_set():
-            break
-        out.append(collect_one(device, agent, recorder, task, max_steps=max_steps, tags=tags,
-                               judge=judge, stop=stop))
-    return out

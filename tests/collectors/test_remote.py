@@ -14,7 +14,7 @@ from episodelake.collectors.envs.base import Task
 from episodelake.collectors.envs.remote import RemoteDevice, RemoteOptions, read_server_file
 from episodelake.collectors.envs.server import create_app
 from episodelake.collectors.envs.sim.device import SimDevice, task_infos
-from episodelake.collectors.loop import collect, collect_one, run_episode
+from episodelake.collectors.loop import collect_one, run_episode
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.errors import DeviceError, DeviceUnavailable
 
@@ -53,7 +53,7 @@ def test_a_server_that_dies_mid_episode(sim_server, recorder, lake):
     script = oracle_script("wifi_on")
     policy = ScriptedPolicy(script, before_step={2: first.stop})
     device = RemoteDevice([first.url, second.url], options=FAST)
-    one, two = collect(device, policy, recorder, [Task("wifi_on"), Task("wifi_on")], max_steps=10)
+    one, two = (collect_one(device, policy, recorder, Task("wifi_on"), max_steps=10) for _ in range(2))
     recorder.flush()
     # steps 0 and 1 went through; step 2's action met the dead server and is kept with why
     assert one.status == "aborted" and one.steps == 3
