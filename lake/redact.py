@@ -1,4 +1,4 @@
-"""Personal data on screenshots: which text lines hold it, and masking them in a copy.
+"""Personal data on screenshots and in text: which text lines hold it, and masking them in a copy.
 
 A screenshot's text comes as lines with boxes in fractions of the image (`schema.OCR_BOX`,
 what `elake enrich --what ocr` stores in `steps.ocr_boxes`). `RedactRules` say what counts as
@@ -7,6 +7,10 @@ Luhn check), names from a list and custom regular expressions. A line that match
 is painted over whole with a solid mask: a blur can be read back by a model (or undone), a
 solid rectangle cannot, and masking the whole line needs no guess of where inside it the
 match lies (OCR gives one box per line, not per character).
+
+Text that leaves in samples (the goal, the model's response with its thinking, an action's
+text) is masked where it matches, by the same rules: there the match's place is known, so
+only the matched characters give way to `TEXT_MASK`, and the rest of the text stays as it was.
 
 The lake keeps every original: only the copies an export writes (and the API's preview) are
 masked. What was masked is told by rule name and box only (`Region.recorded`), never by
@@ -38,6 +42,9 @@ PAD = 0.2
 MIN_PAD_PX = 2
 #: Built-in rules, in the order a line is tested (the first match names its region).
 BUILT_IN = ("card", "email", "phone")
+#: What stands for masked text: it says that something was removed, and holds no character
+#: that a JSON string (a tool call's arguments) would need escaped.
+TEXT_MASK = "[REDACTED]"
 _RULE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 
 # A run of digits and the separators people write between them ("+1 (415) 555-0199",
@@ -61,24 +68,29 @@ def luhn_ok(digits: str) -> bool:
     return total % 10 == 0
 
 
-def _is_phone(text: str) -> bool:
+Span = tuple[int, int]
+
+
+def _phone_spans(text: str) -> list[Span]:
+    spans = []
     for match in _NUMBER_RUN.finditer(text):
         run = match.group().strip()
         digits = re.sub(r"\D", "", run)
         if 7 <= len(digits) <= 15 and not _DATE.fullmatch(run) and not _IP.fullmatch(run):
-            return True
-    return False
+            spans.append(match.span())
+    return spans
 
 
-def _is_card(text: str) -> bool:
-    return any(luhn_ok(re.sub(r"\D", "", m.group())) for m in _CARD.finditer(text))
+def _card_spans(text: str) -> list[Span]:
+    return [m.span() for m in _CARD.finditer(text) if luhn_ok(re.sub(r"\D", "", m.group()))]
 
 
-def _is_email(text: str) -> bool:
-    return _EMAIL.search(text) is not None
+def _email_spans(text: str) -> list[Span]:
+    return [m.span() for m in _EMAIL.finditer(text)]
 
 
-_BUILT_IN: dict[str, Callable[[str], bool]] = {"card": _is_card, "email": _is_email, "phone": _is_phone}
+_BUILT_IN: dict[str, Callable[[str], list[Span]]] = {"card": _card_spans, "email": _email_spans,
+                                                     "phone": _phone_spans}
 
 
 class RedactRules(SpecModel):
@@ -204,6 +216,57 @@ class Redactor:
             if _BUILT_IN[rule](text):
                 return rule
         return next((rule for rule, rx in self._expressions if rx.search(text)), None)
+
+    def matches(self, text: str) -> list[tuple[str, Span]]:
+        """Every stretch of `text` holding personal data, with its rule, in text order. Where
+        two rules find overlapping stretches, the one tested first keeps its own (a card
+        number is a card, not also a phone number)."""
+        found: list[tuple[str, Span]] = []
+        for rule in self._built_in:
+            found += [(rule, span) for span in _BUILT_IN[rule](text)]
+        for rule, rx in self._expressions:
+            found += [(rule, m.span()) for m in rx.finditer(text) if m.end() > m.start()]
+        kept: list[tuple[str, Span]] = []
+        for rule, (start, end) in found:
+            if all(end <= s or start >= e for _, (s, e) in kept):
+                kept.append((rule, (start, end)))
+        return sorted(kept, key=lambda m: m[1])
+
+    def mask_text(self, text: str) -> tuple[str, list[str]]:
+        """`text` with each match replaced by `TEXT_MASK`, and the rule of each match."""
+        found = self.matches(text)
+        if not found:
+            return text, []
+        parts, at = [], 0
+        for _, (start, end) in found:
+            parts += [text[at:start], TEXT_MASK]
+            at = end
+        parts.append(text[at:])
+        return "".join(parts), [rule for rule, _ in found]
+
+    def mask_json(self, text: str) -> tuple[str, list[str]]:
+        """`mask_text` for JSON text (a step's stored action): the strings inside are masked
+        and the JSON written again, so a pattern can never break its quoting; text that is
+        not JSON is masked as text."""
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            return self.mask_text(text)
+        rules: list[str] = []
+
+        def walk(item: Any) -> Any:
+            if isinstance(item, str):
+                masked, found = self.mask_text(item)
+                rules.extend(found)
+                return masked
+            if isinstance(item, list):
+                return [walk(v) for v in item]
+            if isinstance(item, dict):
+                return {k: walk(v) for k, v in item.items()}
+            return item
+
+        masked = walk(value)
+        return (json.dumps(masked, ensure_ascii=False) if rules else text), rules
 
     def find(self, lines: Iterable[Mapping[str, Any]]) -> list[Region]:
         """The regions to mask among text lines (`schema.OCR_BOX` dicts)."""

@@ -59,6 +59,9 @@ class ExportFormat:
     max_images: int | None = None
     #: Whether samples name image files (then `relative_paths` decides how) or embed them.
     image_paths: bool = False
+    #: Whether the format writes only what samples and the image store give it, which a
+    #: redacting export masks; a format that copies stored episodes as they are cannot redact.
+    redacts: bool = True
 
 
 def dumps(record: object) -> str:

@@ -125,4 +125,5 @@ FORMAT = ExportFormat(
     summary="ClawGUI-RL episode folders (episode.json + images/step_NNNN.png), one per split",
     doc=__doc__,
     open=ClawguiWriter,
+    redacts=False,  # whole episodes as stored: screenshots, goals and responses unmasked
 )

@@ -18,13 +18,14 @@ stays, so the lake still says what was exported and when).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -43,6 +44,7 @@ from episodelake.lake.export.split import Dedup, split_of
 from episodelake.lake.jobs import Job
 from episodelake.lake.lake import Lake
 from episodelake.lake.layout import check_id
+from episodelake.lake.redact import Redactor
 from episodelake.lake.similar import NearDuplicates
 
 log = logging.getLogger(__name__)
@@ -54,12 +56,14 @@ Progress = Callable[[int, int], None]
 class PreparedEpisode:
     """One selected episode made ready to write: its samples in order, what was left out
     and why, and (when they were read ahead, e.g. on another node) its screenshots as
-    exported; None reads them when a format first asks."""
+    exported; None reads them when a format first asks. `texts`: when redacting, what was
+    masked in the text the samples were built from (see `redact_text`)."""
 
     episode: EpisodeSteps
     samples: list[Sample]
     skipped: Counter
     images: dict[str, ExportImage] | None = None
+    texts: list[dict] = field(default_factory=list)
 
 
 #: Turns the selection into prepared episodes, in the selection's order. The export's
@@ -73,12 +77,47 @@ def prepare_episode(episode: EpisodeSteps, spec: ExportSpec,
     """The episode's samples; with `steps` (the selection's version of the steps table),
     its screenshots too, read only when a sample was kept."""
     skipped: Counter = Counter()
-    kept = list(samples(episode, spec, skipped))
     redactor = spec.redactor()
+    texts: list[dict] = []
+    if redactor is not None:
+        episode, texts = redact_text(episode, redactor)
+    kept = list(samples(episode, spec, skipped))
     if redactor is not None:
         kept = _checkable(episode, kept, skipped)
     images = load_images(steps, episode, spec.max_pixels, redactor) if steps is not None and kept else None
-    return PreparedEpisode(episode, kept, skipped, images)
+    return PreparedEpisode(episode, kept, skipped, images, texts)
+
+
+#: The step columns whose text samples carry (the response holds the model's thinking; the
+#: action's text shows in later steps' history lines), masked by a redacting export. The
+#: stored JSON `action` is masked string by string.
+STEP_TEXT = ("model_response", "action")
+
+
+def redact_text(episode: EpisodeSteps, redactor: Redactor) -> tuple[EpisodeSteps, list[dict]]:
+    """The episode with personal data masked in its goal and its steps' `STEP_TEXT`, before
+    any sample is built from them, so no format can write it; and one record per masked
+    field (episode, step, field, rule -> matches; null step for the goal). The rows are
+    copies: the lake and the selection keep the originals."""
+    records = []
+    goal, rules = redactor.mask_text(episode.task_goal)
+    if rules:
+        records.append(_text_record(episode.episode_id, None, "task_goal", rules))
+    steps = []
+    for row in episode.steps:
+        masked = dict(row)
+        for column in STEP_TEXT:
+            if row.get(column):
+                mask = redactor.mask_json if column == "action" else redactor.mask_text
+                masked[column], rules = mask(row[column])
+                if rules:
+                    records.append(_text_record(episode.episode_id, row["step"], column, rules))
+        steps.append(masked)
+    return dataclasses.replace(episode, task_goal=goal, steps=steps), records
+
+
+def _text_record(episode_id: str, step: int | None, column: str, rules: list[str]) -> dict:
+    return {"episode_id": episode_id, "step": step, "field": column, "rules": dict(sorted(Counter(rules).items()))}
 
 
 def _checkable(episode: EpisodeSteps, kept: list[Sample], skipped: Counter) -> list[Sample]:
@@ -199,6 +238,7 @@ def _write(out: Path, spec: ExportSpec, fmt, selection: Selection, progress: Pro
     counts = dict.fromkeys(SPLITS, 0)
     tasks: dict[str, set[str]] = {s: set() for s in SPLITS}
     images: set[str] = set()
+    texts: list[dict] = []  # text masked in the episodes that went out
     episodes = 0
     total = len(selection.episodes)
     if progress is not None:
@@ -222,6 +262,7 @@ def _write(out: Path, spec: ExportSpec, fmt, selection: Selection, progress: Pro
         if kept:
             counts[split] += kept
             tasks[split].add(ep.task_name)
+            texts += prepared.texts
             episodes += 1
         if progress is not None:
             progress(done, total)
@@ -244,8 +285,12 @@ def _write(out: Path, spec: ExportSpec, fmt, selection: Selection, progress: Pro
         "files": files,
     }
     if spec.redact:
+        masked: Counter[str] = Counter()
+        for record in texts:
+            masked.update(record["rules"])
         body["redaction"] = {"rules": spec.recorded()["redact_rules"], "missing": spec.redact_missing,
-                             **store.redaction(images)}
+                             **store.redaction(images), "texts": texts,
+                             "text_matches": dict(sorted(masked.items()))}
     return manifest_mod.write_manifest(out, body)
 
 

@@ -90,8 +90,10 @@ class ExportOptions(SpecModel):
     redact: bool = Field(False, description="mask, in the exported images, every screen text line "
                          "(the steps' OCR text: `elake enrich --what ocr`) that a redaction rule "
                          "matches (phone numbers, e-mail addresses, card numbers; names and "
-                         "patterns from --redact-config) with a solid box; the lake keeps the "
-                         "originals and manifest.json lists each masked region by rule and box")
+                         "patterns from --redact-config) with a solid box, and every match in "
+                         "the samples' text (goal, response, action text) with [REDACTED]; the "
+                         "lake keeps the originals and manifest.json lists each masked region by "
+                         "rule and box, and each masked text by episode, step, field and rule")
     redact_missing: RedactMissing = Field(
         "fail", description="with redact, a screenshot that has no OCR text cannot be checked: "
         "fail refuses the export (naming how many and the command that adds the text), skip "
@@ -122,8 +124,18 @@ class ExportOptions(SpecModel):
         if not self.redact and (self.redact_rules is not None or self.redact_missing != "fail"):
             name = "redact_rules" if self.redact_rules is not None else "redact_missing"
             raise InvalidInput(f"{name}: says how to redact, but redact is off; set redact (--redact)")
+        self._check_redactable()
         self._resolve_max_images()
         return self
+
+    def _check_redactable(self) -> None:
+        from episodelake.lake.export.formats import FORMATS  # the formats import this module
+
+        fmt = FORMATS.get(self.format)
+        if self.redact and fmt is not None and not fmt.redacts:
+            redacting = ", ".join(name for name, f in FORMATS.items() if f.redacts)
+            raise InvalidInput(f"redact: the {self.format} format writes episodes as stored, so it "
+                               f"cannot mask them; export one of {redacting} with --redact")
 
     def _resolve_max_images(self) -> None:
         """Take the format's image limit when none is given; refuse what breaks either limit."""

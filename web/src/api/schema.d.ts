@@ -1056,7 +1056,7 @@ export interface components {
             name: string;
             /**
              * Redact
-             * @description mask, in the exported images, every screen text line (the steps' OCR text: `elake enrich --what ocr`) that a redaction rule matches (phone numbers, e-mail addresses, card numbers; names and patterns from --redact-config) with a solid box; the lake keeps the originals and manifest.json lists each masked region by rule and box
+             * @description mask, in the exported images, every screen text line (the steps' OCR text: `elake enrich --what ocr`) that a redaction rule matches (phone numbers, e-mail addresses, card numbers; names and patterns from --redact-config) with a solid box, and every match in the samples' text (goal, response, action text) with [REDACTED]; the lake keeps the originals and manifest.json lists each masked region by rule and box, and each masked text by episode, step, field and rule
              * @default false
              */
             redact: boolean;
