@@ -29,7 +29,8 @@ def overview(lake: LakeDep, limit: Limit = 6) -> dict:
     runs = lake.sql("""
         SELECT run_id, count(*) AS episodes, count(*) FILTER (WHERE success) AS successes,
                avg(success::INTEGER) AS success_rate,
-               list_sort(list_distinct(list(policy_version) FILTER (WHERE policy_version IS NOT NULL))) AS policy_versions,
+               coalesce(list_sort(list_distinct(list(policy_version) FILTER (WHERE policy_version IS NOT NULL))),
+                        []) AS policy_versions,  -- a run none of whose episodes names one
                max(coalesce(finished_at, created_at)) AS last_episode_at
         FROM episodes GROUP BY run_id ORDER BY last_episode_at DESC NULLS LAST, run_id LIMIT ?
     """, [limit]).to_pylist()

@@ -52,3 +52,10 @@ def test_redaction_lists_the_rules_that_masked_each_line(client):
     assert missing.status_code == 409 and "elake enrich --what ocr" in missing.json()["error"]["message"]
     assert client.get("/api/episodes/raw-1/steps/0/image", params={"redact": 1}).status_code == 409
     assert client.get("/api/episodes/raw-1/steps/9/redaction").status_code == 404
+
+
+def test_the_overview_lists_a_run_whose_episodes_name_no_policy_version(client):
+    r = client.get("/api/overview")
+    assert r.status_code == 200, r.text
+    runs = {run["run_id"]: run["policy_versions"] for run in r.json()["latest_runs"]}
+    assert runs == {"run-a": ["v1"], "run-b": ["v2"], None: []}

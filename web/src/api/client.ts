@@ -26,6 +26,8 @@ export type RerunSummary = Schemas["RerunSummary"];
 export type RerunDetail = Schemas["RerunDetail"];
 export type RunSummary = Schemas["RunSummary"];
 export type RunDetail = Schemas["RunDetail"];
+export type SearchHit = Schemas["SearchHit"];
+export type OcrBox = Schemas["OcrBox"];
 export type EpisodeQuery = NonNullable<paths["/api/episodes"]["get"]["parameters"]["query"]>;
 export type FailureCategory = NonNullable<Schemas["MemberPut"]["failure_category"]>;
 

@@ -87,6 +87,25 @@ export const queries = {
   /** A read-only query's result (POST only for the query's length); Run asks again. */
   sql: (query: string) =>
     queryOptions({ queryKey: ["sql", query], queryFn: ({ signal }) => call(api.POST("/api/sql", { body: { query }, signal })) }),
+  /** Full-text hits over screen text, thinking, responses and goals (`where` narrows them). */
+  search: (q: string, limit: number, where?: string) =>
+    queryOptions({
+      queryKey: ["search", q, limit, where ?? null],
+      queryFn: ({ signal }) => call(api.GET("/api/search", { params: { query: { q, limit, where } }, signal })),
+    }),
+  /** The steps whose screenshots look most like this step's, from any episode. */
+  similar: (episodeId: string, step: number, k: number) =>
+    queryOptions({
+      queryKey: ["similar", episodeId, step, k],
+      queryFn: ({ signal }) =>
+        call(api.GET("/api/episodes/{episode_id}/steps/{step}/similar", { params: { path: { episode_id: episodeId, step }, query: { k } }, signal })),
+    }),
+  /** What the redaction preview (`image?redact=1`) masks on a step's screenshot, and by which rule. */
+  redaction: (episodeId: string, step: number) =>
+    queryOptions({
+      queryKey: ["redaction", episodeId, step],
+      queryFn: ({ signal }) => call(api.GET("/api/episodes/{episode_id}/steps/{step}/redaction", { params: { path: { episode_id: episodeId, step } }, signal })),
+    }),
   health: () => queryOptions({ queryKey: ["health"], queryFn: ({ signal }) => call(api.GET("/api/health", { signal })) }),
   // The server's formats are fixed while it runs.
   exportFormats: () =>

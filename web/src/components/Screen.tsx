@@ -2,17 +2,39 @@
 // on screen (tests and the benchmark wait on it); a step without a screenshot says so.
 // Zoom scales the image inside a scrolling frame; the overlay is drawn in the image's box,
 // so the action stays on its spot at any zoom, and the frame scrolls to the action.
+// `found` boxes the lines a text search matched; `redact` shows the screenshot as
+// `elake export --redact` would write it (`?redact=1`), with the rules that masked it.
 import { useLayoutEffect, useRef, useState } from "react";
-import type { Step } from "../api/client";
+import { useQuery } from "@tanstack/react-query";
+import type { OcrBox, Step } from "../api/client";
+import { queries } from "../api/queries";
+import { FoundBoxes } from "./Found";
 import { Overlay } from "./Overlay";
 
 export type Zoom = 1 | 2 | 3;
 
-export function Screen({ step, annotated, maxHeight, zoom = 1, onZoom }: { step: Step; annotated: boolean; maxHeight?: string; zoom?: Zoom; onZoom?: () => void }) {
+export function Screen({
+  step,
+  annotated,
+  maxHeight,
+  zoom = 1,
+  onZoom,
+  found,
+  redact = false,
+}: {
+  step: Step;
+  annotated: boolean;
+  maxHeight?: string;
+  zoom?: Zoom;
+  onZoom?: () => void;
+  found?: OcrBox[];
+  redact?: boolean;
+}) {
   const [loaded, setLoaded] = useState<string | null>(null);
   const img = useRef<HTMLImageElement>(null);
   const frame = useRef<HTMLDivElement>(null);
-  const key = `${step.episode_id}/${step.step}`;
+  const redaction = useQuery({ ...queries.redaction(step.episode_id, step.step), enabled: redact && !!step.image_url });
+  const key = `${step.episode_id}/${step.step}${redact ? "/redacted" : ""}`;
   // A prefetched image is complete as soon as it is attached: mark it before the first
   // paint instead of a task later, when the load event would come.
   useLayoutEffect(() => {
@@ -33,14 +55,25 @@ export function Screen({ step, annotated, maxHeight, zoom = 1, onZoom }: { step:
       </div>
     );
   }
+  if (redact && !redaction.data) {
+    // Not the original while the preview is asked for: the mask must show, or why it cannot.
+    return (
+      <div className="screen screen-missing" data-testid="screen" data-loaded-step={redaction.error ? step.step : undefined}>
+        <div className="missing" role={redaction.error ? "alert" : "status"} data-testid={redaction.error ? "redaction-error" : undefined}>
+          {redaction.error ? <>Cannot preview the redaction: {redaction.error.message}</> : "Loading the redaction preview…"}
+        </div>
+      </div>
+    );
+  }
   const zoomed = zoom > 1 && maxHeight;
   return (
+    <>
     <div className={`screen-frame ${zoomed ? "zoomed" : ""}`} ref={frame} style={zoomed ? { maxHeight } : undefined} tabIndex={zoomed ? 0 : undefined} aria-label={zoomed ? "zoomed screenshot" : undefined}>
       <div className="screen" data-testid="screen" data-loaded-step={loaded === key ? step.step : undefined} data-zoom={zoom}>
         <img
           key={key}
           ref={img}
-          src={step.image_url}
+          src={redact ? `${step.image_url}?redact=1` : step.image_url}
           alt={`step ${step.step}: ${step.action_view.summary}`}
           style={{
             maxHeight: zoomed ? "none" : maxHeight,
@@ -53,9 +86,38 @@ export function Screen({ step, annotated, maxHeight, zoom = 1, onZoom }: { step:
           onLoad={() => setLoaded(key)}
           onError={() => setLoaded(key)}
         />
+        {found && found.length > 0 && <FoundBoxes boxes={found} />}
         {annotated && <Overlay step={step} />}
       </div>
     </div>
+    {redact && redaction.data && <RedactionNote rules={redaction.data.rules} masked={redaction.data.regions.map((r) => r.rule)} />}
+    </>
+  );
+}
+
+/** Which rules masked how many lines, and the rules in force. */
+function RedactionNote({ rules, masked }: { rules: string[]; masked: string[] }) {
+  const counts = new Map<string, number>();
+  for (const rule of masked) counts.set(rule, (counts.get(rule) ?? 0) + 1);
+  return (
+    <p className="redaction-note" data-testid="redaction-note" role="status">
+      Redaction preview, as <code>--redact</code> exports it:{" "}
+      {masked.length === 0 ? (
+        "no text line matches a rule, nothing masked"
+      ) : (
+        <>
+          {masked.length} {masked.length === 1 ? "line" : "lines"} masked (
+          {[...counts].map(([rule, n], i) => (
+            <span key={rule} data-rule={rule}>
+              {i > 0 && ", "}
+              {rule} ×{n}
+            </span>
+          ))}
+          )
+        </>
+      )}
+      . Rules: {rules.join(", ")}.
+    </p>
   );
 }
 

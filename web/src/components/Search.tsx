@@ -1,15 +1,26 @@
-// Search by episode id, task or goal text from anywhere (press /): matches appear as you
-// type (GET /api/episodes?search=...), Enter opens the highlighted one, and the last row
-// applies the search as a filter to the task tree.
+// Search from anywhere (press /), as you type: episodes by id, task or goal text (GET
+// /api/episodes?search=...), then steps whose screen text, thinking or raw response (or
+// whose episode's goal) hold every word (GET /api/search), each with its snippet and the
+// matched words marked. Enter opens the highlighted row: an episode, its search as a filter
+// of the task tree, or a step in the replay with the words found there (see Found.tsx).
 import { useEffect, useId, useRef, useState, type KeyboardEvent as ReactKeyboardEvent } from "react";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import type { SearchHit } from "../api/client";
 import { queries } from "../api/queries";
 import { isShortcut } from "../hooks";
 import { enc, navigate } from "../router";
+import { FIND, Highlighted } from "./Found";
 import { mark } from "./TaskTree";
 import { count } from "./Time";
 
 const SHOWN = 8;
+const FIELD_LABELS: Record<string, string> = { screen: "screen", thinking: "thinking", response: "response", goal: "goal" };
+
+/** Where a text hit opens: its step (the episode's first for a goal), with the words to find. */
+function hitPath(hit: SearchHit, words: string): string {
+  const at = hit.step === null || hit.step === undefined ? "" : `/steps/${hit.step}`;
+  return `/episodes/${enc(hit.episode_id)}${at}?${FIND}=${enc(words)}`;
+}
 const DEBOUNCE_MS = 120;
 
 export function Search() {
@@ -35,17 +46,22 @@ export function Search() {
   }, [text]);
   // The last matches stay listed while the next ones load.
   const search = useQuery({ ...queries.episodes({ search: settled, limit: SHOWN }), enabled: settled !== "", placeholderData: keepPreviousData });
-  useEffect(() => setActive(0), [search.data]);
+  const textSearch = useQuery({ ...queries.search(settled, SHOWN), enabled: settled !== "", placeholderData: keepPreviousData });
+  useEffect(() => setActive(0), [search.data, textSearch.data]);
   const page = search.isError ? { items: [], total: 0 } : search.data;
   const found = text.trim() && settled && page ? { for: settled, items: page.items, total: page.total ?? null } : undefined;
   const items = found?.items ?? [];
-  const rows = items.length + (found && items.length ? 1 : 0); // the matches, then "all as a filter"
+  // A query the text search refuses (no word in it) simply finds no text.
+  const hits = found && !textSearch.isError && textSearch.data ? textSearch.data : [];
+  const filterRow = found && items.length ? 1 : 0;
+  const rows = items.length + filterRow + hits.length; // the episodes, "all as a filter", the text hits
   const choose = (i: number) => {
     if (!found) return;
     setOpen(false);
     input.current?.blur();
     if (i < items.length) navigate(`/episodes/${enc(items[i].episode_id)}/steps/0`);
-    else navigate(`/?search=${enc(found.for)}`);
+    else if (i < items.length + filterRow) navigate(`/?search=${enc(found.for)}`);
+    else navigate(hitPath(hits[i - items.length - filterRow], found.for));
   };
   const onKeyDown = (e: ReactKeyboardEvent<HTMLInputElement>) => {
     if (e.key === "ArrowDown" || e.key === "ArrowUp") {
@@ -61,18 +77,21 @@ export function Search() {
   };
   const shown = open && found !== undefined && text.trim() !== "";
   const optionId = (i: number) => `${list}-${i}`;
+  useEffect(() => {
+    if (shown) document.getElementById(optionId(active))?.scrollIntoView({ block: "nearest" });
+  });
   return (
     <div className="search" data-testid="search">
       <input
         ref={input}
         type="search"
         role="combobox"
-        aria-label="Search episodes by id, task or goal (press /)"
+        aria-label="Search episodes by id, task or goal, and the text on screens and in the reasoning (press /)"
         aria-expanded={shown}
         aria-controls={list}
         aria-autocomplete="list"
         aria-activedescendant={shown && rows ? optionId(active) : undefined}
-        placeholder="Search episodes  /"
+        placeholder="Search episodes and screens  /"
         value={text}
         onChange={(e) => {
           setText(e.target.value);
@@ -83,35 +102,74 @@ export function Search() {
         onKeyDown={onKeyDown}
       />
       {shown && (
-        <ul id={list} role="listbox" className="search-results" aria-label="matching episodes">
-          {items.length === 0 ? (
-            <li className="muted" role="option" aria-selected={false} aria-disabled>
-              No episode matches “{found.for}”.
-            </li>
-          ) : (
-            <>
-              {items.map((e, i) => (
-                <li
-                  key={e.episode_id}
-                  id={optionId(i)}
-                  role="option"
-                  aria-selected={i === active}
-                  data-episode={e.episode_id}
-                  onMouseDown={(ev) => ev.preventDefault()}
-                  onClick={() => choose(i)}
-                >
-                  <span className={`mark ${e.success ? "ok" : e.success === false ? "bad" : ""}`}>{mark(e.success)}</span>
-                  <span className="mono">{e.episode_id}</span> <span>{e.task_name}</span>
-                  <span className="muted"> · {count(e.episode_length, "step")}</span>
-                  {e.task_goal && <div className="muted goal-line">{e.task_goal}</div>}
-                </li>
-              ))}
-              <li id={optionId(items.length)} role="option" aria-selected={active === items.length} onMouseDown={(ev) => ev.preventDefault()} onClick={() => choose(items.length)}>
-                All {found.total ?? ""} matches as a filter
-              </li>
-            </>
-          )}
-        </ul>
+        <div id={list} role="listbox" className="search-results" aria-label="search results">
+          <div role="group" aria-label="episodes">
+            <div className="search-group" aria-hidden="true">
+              Episodes
+            </div>
+            {items.length === 0 ? (
+              <div className="muted" role="option" aria-selected={false} aria-disabled>
+                No episode matches “{found.for}”.
+              </div>
+            ) : (
+              <>
+                {items.map((e, i) => (
+                  <div
+                    key={e.episode_id}
+                    id={optionId(i)}
+                    role="option"
+                    aria-selected={i === active}
+                    data-episode={e.episode_id}
+                    onMouseDown={(ev) => ev.preventDefault()}
+                    onClick={() => choose(i)}
+                  >
+                    <span className={`mark ${e.success ? "ok" : e.success === false ? "bad" : ""}`}>{mark(e.success)}</span>
+                    <span className="mono">{e.episode_id}</span> <span>{e.task_name}</span>
+                    <span className="muted"> · {count(e.episode_length, "step")}</span>
+                    {e.task_goal && <div className="muted goal-line">{e.task_goal}</div>}
+                  </div>
+                ))}
+                <div id={optionId(items.length)} role="option" aria-selected={active === items.length} onMouseDown={(ev) => ev.preventDefault()} onClick={() => choose(items.length)}>
+                  All {found.total ?? ""} matches as a filter
+                </div>
+              </>
+            )}
+          </div>
+          <div role="group" aria-label="text on screens and in the reasoning" data-testid="text-hits">
+            <div className="search-group" aria-hidden="true">
+              Screens and reasoning
+            </div>
+            {hits.length === 0 ? (
+              <div className="muted" role="option" aria-selected={false} aria-disabled>
+                {textSearch.isFetching ? "Searching the text…" : `No screen text, thinking, response or goal holds “${found.for}”.`}
+              </div>
+            ) : (
+              hits.map((h, j) => {
+                const i = items.length + filterRow + j;
+                return (
+                  <div
+                    key={`${h.episode_id}/${h.step}/${h.field}`}
+                    id={optionId(i)}
+                    role="option"
+                    aria-selected={i === active}
+                    data-hit-episode={h.episode_id}
+                    data-hit-step={h.step ?? undefined}
+                    data-hit-field={h.field}
+                    onMouseDown={(ev) => ev.preventDefault()}
+                    onClick={() => choose(i)}
+                  >
+                    <span className={`hit-field hit-${h.field}`}>{FIELD_LABELS[h.field] ?? h.field}</span> <span className="mono">{h.episode_id}</span>
+                    {h.step !== null && h.step !== undefined && <> · step {h.step}</>}
+                    {h.task_name && <span className="muted"> · {h.task_name}</span>}
+                    <div className="hit-snippet">
+                      <Highlighted text={h.snippet} terms={h.terms} />
+                    </div>
+                  </div>
+                );
+              })
+            )}
+          </div>
+        </div>
       )}
     </div>
   );

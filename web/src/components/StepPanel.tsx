@@ -1,20 +1,25 @@
 // The right panel: what the model did at this step and why, and what it earned. Model text
-// is rendered as text (React escapes it): never as HTML.
+// is rendered as text (React escapes it): never as HTML. Opened from a text search, it says
+// where the words are and marks them in the thinking and the raw response.
 import { useState } from "react";
 import { api, call, type Annotation, type EpisodeDetail, type Step } from "../api/client";
 import { invalidate } from "../api/queries";
 import { useAction } from "../hooks";
 import { useLeaveGuard } from "../router";
+import { FoundSummary, Highlighted, type Found } from "./Found";
+import { SimilarScreens } from "./SimilarScreens";
 import { ActionError } from "./Status";
 import { Time } from "./Time";
 import { toast } from "./Toasts";
 
 const fmt = (v: number | null | undefined) => (v === null || v === undefined ? "—" : Number(v.toFixed(4)).toString());
 
-export function StepPanel({ step, detail }: { step: Step; detail: EpisodeDetail }) {
+export function StepPanel({ step, detail, found }: { step: Step; detail: EpisodeDetail; found?: Found | null }) {
   const notes = detail.annotations.filter((a) => a.step === step.step);
+  const hits = found?.steps.get(step.step);
   return (
     <div className="step-panel" data-testid="step-panel">
+      {found && <FoundSummary found={found} episodeId={step.episode_id} step={step.step} />}
       <h3>
         Step {step.step} <span className={`action-tag action-${step.action_type}`}>{step.action_type ?? "unparsed"}</span>
         {step.action_valid === false && <span className="invalid">invalid</span>}
@@ -41,11 +46,17 @@ export function StepPanel({ step, detail }: { step: Step; detail: EpisodeDetail 
       <h4>Arguments</h4>
       <pre className="args" data-testid="action-args" tabIndex={0} aria-label="action arguments">{JSON.stringify(step.action ?? {}, null, 2)}</pre>
       <h4>Thinking</h4>
-      <pre className="text" data-testid="thinking" tabIndex={0} aria-label="thinking">{step.thinking || "—"}</pre>
-      <details>
+      <pre className="text" data-testid="thinking" tabIndex={0} aria-label="thinking">
+        {step.thinking ? <Highlighted text={step.thinking} terms={hits?.thinking?.terms} /> : "—"}
+      </pre>
+      {/* keyed by whether the words are in it, so a match opens it and the user's choice holds otherwise */}
+      <details key={hits?.response ? "found" : "plain"} open={hits?.response ? true : undefined}>
         <summary>Raw response</summary>
-        <pre className="text" data-testid="raw-response" tabIndex={0} aria-label="raw response">{step.model_response}</pre>
+        <pre className="text" data-testid="raw-response" tabIndex={0} aria-label="raw response">
+          <Highlighted text={step.model_response ?? ""} terms={hits?.response?.terms} />
+        </pre>
       </details>
+      <SimilarScreens step={step} />
       {step.image_url && (
         <p>
           <a href={`${step.image_url}?annotated=1`} target="_blank" rel="noreferrer">
