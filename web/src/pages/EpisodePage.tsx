@@ -9,6 +9,7 @@ import { FilterBar } from "../components/FilterBar";
 import { QueueBar } from "../components/QueueBar";
 import { SavedViews } from "../components/SavedViews";
 import { Filmstrip } from "../components/Filmstrip";
+import { useFound } from "../components/Found";
 import { Screen, prefetch, type Zoom } from "../components/Screen";
 import { Async } from "../components/Status";
 import { StepPanel } from "../components/StepPanel";
@@ -54,6 +55,8 @@ function Replay({ detail, stepParam }: { detail: EpisodeDetail; stepParam?: stri
   const index = steps.findIndex((s) => s.step === stepNo);
   const [zoom, setZoom] = useState<Zoom>(1);
   const [annotated, setAnnotated] = useState(() => localStorage.getItem(OVERLAY_KEY) !== "off");
+  const [redacted, setRedacted] = useState(false);
+  const found = useFound(ep.episode_id);
   const toggle = () =>
     setAnnotated((a) => {
       localStorage.setItem(OVERLAY_KEY, a ? "off" : "on");
@@ -117,17 +120,28 @@ function Replay({ detail, stepParam }: { detail: EpisodeDetail; stepParam?: stri
               <label className="toggle">
                 <input type="checkbox" checked={annotated} onChange={toggle} data-testid="overlay-toggle" /> annotated
               </label>
+              <label className="toggle" title="the screenshot as an export with --redact writes it">
+                <input type="checkbox" checked={redacted} onChange={() => setRedacted((r) => !r)} data-testid="redact-toggle" /> redaction preview
+              </label>
               <button type="button" onClick={() => setZoom((z) => (z === 1 ? 2 : 1))} aria-pressed={zoom > 1} title="zoom (Z, or click the screenshot)">
                 {zoom > 1 ? `${zoom}× · fit` : "zoom"}
               </button>
             </div>
-            <Screen step={current} annotated={annotated} maxHeight="calc(100vh - 290px)" zoom={zoom} onZoom={() => setZoom((z) => (z === 1 ? 2 : 1))} />
+            <Screen
+              step={current}
+              annotated={annotated}
+              maxHeight="calc(100vh - 290px)"
+              zoom={zoom}
+              onZoom={() => setZoom((z) => (z === 1 ? 2 : 1))}
+              found={found?.steps.get(current.step)?.screen?.boxes}
+              redact={redacted}
+            />
             <Filmstrip steps={steps} current={index} onPick={go} />
           </>
         )}
       </main>
       <aside className="right">
-        {current && <StepPanel step={current} detail={detail} />}
+        {current && <StepPanel step={current} detail={detail} found={found} />}
         <CurationPanel detail={detail} stepNo={current?.step ?? 0} />
       </aside>
     </>
