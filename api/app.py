@@ -21,7 +21,7 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from episodelake.api import errors
 from episodelake.api.jobs import Jobs
-from episodelake.api.maintenance import AutoCompactor
+from episodelake.api.maintenance import AutoCompactor, background_enricher
 from episodelake.api.routes import ROUTERS, docs, exports, web
 from episodelake.api.security import AllowedHosts, BodyLimit, SecurityHeaders, TokenGuard
 from episodelake.api.settings import Settings
@@ -41,7 +41,10 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
         app.state.jobs = Jobs(app.state.lake, progress_interval_s=settings.job_progress_interval_s)
         await asyncio.to_thread(app.state.jobs.open, {exports.KIND: exports.interrupted})
         compactor = AutoCompactor(app.state.lake).start()  # curation stays fast: see api/maintenance.py
+        enricher = background_enricher(app.state.lake, settings.background_enrich)
         yield
+        if enricher is not None:
+            await asyncio.to_thread(enricher.stop)
         await asyncio.to_thread(compactor.stop)
         await asyncio.to_thread(app.state.jobs.stop, JOB_STOP_WAIT_S)
 

@@ -13,6 +13,12 @@ the writes it raced with are retried the same way on their side. A failure is lo
 tried again at the table's next write. Tables written by other processes (collectors'
 episode rows, the CLI) are looked at every `CHECK_INTERVAL_S` too. `steps` is left to
 `elake optimize`: compacting it rewrites every screenshot.
+
+Beside it, a `BackgroundEnricher` (`collectors.record.derived`) fills the derived columns of
+steps that any process commits (`Settings.background_enrich`, by default the perceptual hash
+and the anchor key made from it; `elake serve --background-enrich none` turns it off), so
+recorders that exited before their own worker reached every step still leave a lake whose
+steps all get their keys.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import logging
 import threading
 from collections.abc import Iterable
 
+from episodelake.collectors.record.derived import BackgroundEnricher
 from episodelake.lake import schema, tables
 from episodelake.lake.lake import Lake
 
@@ -108,3 +115,8 @@ class AutoCompactor:
         except Exception:  # never fatal to the server; the table's next write tries again
             log.warning("background compaction of %s failed; it is tried again after the next write",
                         table, exc_info=True)
+
+
+def background_enricher(lake: Lake, what: tuple[str, ...]) -> BackgroundEnricher | None:
+    """The server's enrichment worker for `what` (none when empty), started."""
+    return BackgroundEnricher(lake, what).start() if what else None

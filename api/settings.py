@@ -27,6 +27,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from episodelake.lake import layout
 from episodelake.lake.errors import InvalidInput
+from episodelake.lake.spec_model import describe
 
 ENV_PREFIX = "ELAKE_"
 DEFAULT_HOST = "127.0.0.1"
@@ -86,11 +87,8 @@ class EnvSettings(BaseSettings):
         try:
             return cls()
         except ValidationError as exc:
-            problems = []
-            for error in exc.errors(include_url=False):
-                message = error["msg"][:1].lower() + error["msg"][1:]
-                problems.append(f"${cls.variable(str(error['loc'][0]))}: {message}")
-            raise InvalidInput("; ".join(problems) + " (fix or unset the variable)") from None
+            problems = describe(exc, name=lambda field: "$" + cls.variable(field), secret=lambda field: True)
+            raise InvalidInput(f"{problems} (fix or unset the variable)") from None
 
 
 TOKEN_ENV = EnvSettings.variable("token")
@@ -119,6 +117,19 @@ class Settings(BaseModel):
                                     "checks, so bad input is answered as an error, not a failed job")
     job_progress_interval_s: float = Field(5.0, gt=0, description="a running job's progress is "
                                            "written to the lake's jobs table at most this often")
+    background_enrich: tuple[str, ...] = Field(("phash",), description="derived step columns a "
+                                               "background worker fills as steps are committed "
+                                               "(`elake enrich --what` names; empty: none)")
+
+    @field_validator("background_enrich")
+    @classmethod
+    def _known_derivations(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from episodelake.collectors.record.derived import DERIVATIONS
+
+        unknown = [name for name in value if name not in DERIVATIONS]
+        if unknown:
+            raise ValueError(f"unknown derivation(s) {unknown}; choose from {', '.join(DERIVATIONS)}")
+        return value
 
     @model_validator(mode="after")
     def _token_for_shared_binds(self) -> Settings:
@@ -148,5 +159,5 @@ class Settings(BaseModel):
         try:
             return cls(**{**values, **overrides})
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            problems = describe(exc, secret=lambda field: field == "token")
             raise InvalidInput(f"server settings: {problems}") from None

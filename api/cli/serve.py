@@ -21,6 +21,9 @@ def cmd_serve(
     host: Annotated[str, typer.Option(show_default=False, help=f"address to bind (default {DEFAULT_HOST}; "
                                       f"any other needs ${TOKEN_ENV})")] = DEFAULT_HOST,
     port: Annotated[int, typer.Option(help=f"port (default {DEFAULT_PORT})", show_default=False)] = DEFAULT_PORT,
+    background_enrich: Annotated[str, typer.Option(
+        metavar="NAMES", help="derived step columns a background worker fills as steps are committed: "
+        "comma-separated elake enrich names, or none (default phash: perceptual hashes and anchor keys)")] = "phash",
 ) -> None:
     import uvicorn
 
@@ -28,7 +31,9 @@ def cmd_serve(
     from episodelake.lake.lake import Lake
 
     options = globals_of(ctx)
-    settings = Settings.from_env(options.environment, lake=options.lake, host=host, port=port)
+    names = tuple(n.strip() for n in background_enrich.split(",") if n.strip() not in ("", "none"))
+    settings = Settings.from_env(options.environment, lake=options.lake, host=host, port=port,
+                                 background_enrich=names)
     lake = Lake(settings.lake, create=False)
     print(f"elake serve: lake {lake.path.resolve()} on {url_of(settings.host, settings.port)}", file=sys.stderr)
     uvicorn.run(create_app(settings, lake), host=settings.host, port=settings.port,
