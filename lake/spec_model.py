@@ -12,6 +12,7 @@ makes its flags from the same fields.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
@@ -19,20 +20,23 @@ from pydantic import BaseModel, ValidationError
 from episodelake.lake.errors import InvalidInput
 
 
-def describe(exc: ValidationError) -> str:
-    """One line per bad field, `field: what is wrong, not <value>`; a nested field is named by
-    its own name, which is also its command-line flag."""
+def describe(exc: ValidationError, *, name: Callable[[str], str] = str,
+             secret: Callable[[str], bool] = lambda field: False) -> str:
+    """One line for every bad field of a spec or a settings object, `field: what is wrong, not
+    <value>`; a nested field is named by its own name, which is also its command-line flag.
+    `name` says how a field is shown (settings name their environment variable); the value
+    given is never shown for a field that is `secret` (a token)."""
     parts = []
     for error in exc.errors(include_url=False):
         names = [str(p) for p in error["loc"] if isinstance(p, str)]
-        name = names[-1] if names else "value"
+        field = names[-1] if names else "value"
         if error["type"] == "extra_forbidden":
-            parts.append(f"{name}: no such setting")
+            parts.append(f"{name(field)}: no such setting")
             continue
         message = error["msg"][:1].lower() + error["msg"][1:]
         given = error.get("input")
-        shown = "" if error["type"] == "missing" or isinstance(given, dict) else f", not {given!r}"
-        parts.append(f"{name}: {message}{shown}")
+        hidden = error["type"] == "missing" or isinstance(given, dict) or secret(field)
+        parts.append(f"{name(field)}: {message}{'' if hidden else f', not {given!r}'}")
     return "; ".join(parts)
 
 
