@@ -97,12 +97,30 @@ def load(folders: list[Path]) -> tuple[list[int], dict[str, list[dict]]]:
     """The runs of one or more `--keep` folders by arm, cut to the seeds every arm has."""
     by_arm: dict[str, dict[int, dict]] = {}
     for folder in folders:
-        for r in json.loads((folder / "learning.json").read_text())["runs"]:
+        for r in kept_runs(folder):
             by_arm.setdefault(r.get("arm", r["algo"]), {})[r["seed"]] = r
-    seeds = sorted(set.intersection(*(set(runs) for runs in by_arm.values())))
+    seeds = sorted(set.intersection(*(set(runs) for runs in by_arm.values()))) if by_arm else []
     if not seeds:
-        raise SystemExit(f"no seed is in every arm of {', '.join(map(str, folders))}")
+        raise SystemExit(f"no seed has finished in every arm of {', '.join(map(str, folders))}")
     return seeds, {label: [runs[s] for s in seeds] for label, runs in by_arm.items()}
+
+
+def kept_runs(folder: Path) -> list[dict]:
+    """DIR/learning.json's runs; while the benchmark is still going (or was stopped), the runs
+    that finished, read from their lakes' `runs` tables."""
+    if (folder / "learning.json").exists():
+        return json.loads((folder / "learning.json").read_text())["runs"]
+    found = []
+    for path in sorted(folder.glob("seed-*/*")):
+        rows = Lake(path).sql(f"SELECT config, metrics FROM runs WHERE run_id = 'bench-{path.name}' "
+                              "ORDER BY iteration").to_pylist()
+        config = json.loads(rows[-1]["config"]) if rows else None
+        if config is None or len(rows) < config["iterations"]:
+            continue
+        metrics = [json.loads(row["metrics"]) for row in rows]
+        found.append({"algo": path.name, "seed": config["seed"], "metrics": metrics,
+                      "seconds": sum(sum(m["seconds"].values()) for m in metrics)})
+    return found
 
 
 def percent(value: float | None) -> str:
@@ -126,8 +144,9 @@ def main() -> None:
                         help="a TrainConfig setting for every run, e.g. --set target_kl=0.05 "
                              "(repeatable; the arm is labelled with it)")
     parser.add_argument("--summarise", type=Path, nargs="+", metavar="DIR",
-                        help="train nothing: summarise the runs kept in DIR/learning.json (several "
-                             "DIRs: every arm in them, paired by seed) and plot to the first DIR")
+                        help="train nothing: summarise the runs kept in DIR (several DIRs: every arm "
+                             "in them, paired by seed) and plot to the first DIR; runs still "
+                             "going are left out")
     args = parser.parse_args()
     if args.summarise:
         seeds, runs = load(args.summarise)
