@@ -10,9 +10,9 @@ import re
 
 import httpx
 import pytest
+from conftest import shot
 from playwright.sync_api import expect
 from search_lake import PAYMENT_STEP, build_search_lake
-from conftest import shot
 from test_accessibility import axe_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
