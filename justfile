@@ -30,6 +30,10 @@ up: setup web
 test *args: setup web
     {{py}} -m pytest -q {{args}}
 
+# Retake the README's pictures (docs/screenshots/*.png); other test runs leave them alone.
+screenshots: setup web
+    ELAKE_SCREENSHOTS=1 {{py}} -m pytest -q tests/browser/test_daily_use.py -k "readme_screenshot_of_the_replay or overview_greets_the_user"
+
 # Benchmarks: each prints ratios against a baseline measured in the same run.
 # `just bench` runs them all (about an hour on 2 cores); `just bench ingest query` runs those.
 bench *names: setup web

@@ -1,7 +1,8 @@
 """/api/docs: Swagger UI for the OpenAPI document, served entirely by this server.
 
-The page and its starter script are files in `api/docs/`; Swagger UI's own script and
-stylesheet come from the `fastapi-offline` package, which ships them. Nothing loads from a
+The page, its starter script and the stylesheet that overrides Swagger UI's colours for
+contrast are files in `api/docs/`; Swagger UI's own script and stylesheet come from the
+`fastapi-offline` package, which ships them (untouched, so upgrading it is a version bump). Nothing loads from a
 CDN, so the docs render offline and no third-party script runs on the API's origin (the
 Content-Security-Policy would block it anyway).
 """
@@ -31,3 +32,7 @@ def mount(app: FastAPI) -> None:
     def docs_init() -> FileResponse:
         return FileResponse(PAGE_DIR / "swagger-init.js", media_type="text/javascript",
                             headers={"Cache-Control": "no-cache"})
+
+    @app.get("/api/docs/docs.css", include_in_schema=False)
+    def docs_style() -> FileResponse:
+        return FileResponse(PAGE_DIR / "docs.css", media_type="text/css", headers={"Cache-Control": "no-cache"})

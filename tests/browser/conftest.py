@@ -1,8 +1,11 @@
 """A real server over the test lake serving the built web app, and Debian's Chromium driven
-by Playwright (never a downloaded browser). Screenshots go to test-artifacts/."""
+by Playwright (never a downloaded browser). Screenshots go to test-artifacts/; the README's
+pictures go to docs/screenshots/ only when asked (`just screenshots`, which sets
+ELAKE_SCREENSHOTS=1), so an ordinary run leaves the tracked files alone."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -16,6 +19,8 @@ from episodelake.api.settings import Settings, default_static_dir  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+README_SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+AXE = Path(__file__).resolve().parents[2] / "web" / "node_modules" / "axe-core" / "axe.min.js"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
 
@@ -63,3 +68,25 @@ def page(browser, web_server):
 def shot(page, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)
+
+
+def readme_shot(page, name: str) -> Path:
+    """The README's picture `name`.png: into docs/screenshots/ with ELAKE_SCREENSHOTS=1, else
+    into test-artifacts/ (taken either way, so a run without it still checks the view)."""
+    folder = README_SHOTS if os.environ.get("ELAKE_SCREENSHOTS") == "1" else ARTIFACTS
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path
+
+
+def axe_violations(page) -> list[dict]:
+    """axe's serious and critical findings. The script is served as if from the app's own
+    origin (a routed URL), so the page's Content-Security-Policy stays on while it runs."""
+    if not AXE.exists():
+        pytest.fail(f"{AXE} is missing: run `just web-setup` (installs the web app's packages)")
+    page.route("**/__axe.min.js", lambda route: route.fulfill(path=str(AXE), content_type="text/javascript"))
+    page.add_script_tag(url="/__axe.min.js")
+    result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
+    return [{"id": v["id"], "impact": v["impact"], "nodes": [n["target"] for n in v["nodes"]][:5]}
+            for v in result["violations"] if v["impact"] in ("serious", "critical")]

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import httpx
 import pytest
+from conftest import axe_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-AXE = Path(__file__).resolve().parents[2] / "web" / "node_modules" / "axe-core" / "axe.min.js"
 
 #: url, an element that says the view has loaded, the words its title starts with
 VIEWS = [
@@ -31,18 +29,6 @@ VIEWS = [
     ("/training", "training-page", "Training"),
     ("/nowhere", "not-found", "Not found"),
 ]
-
-
-def axe_violations(page) -> list[dict]:
-    """axe's serious and critical findings. The script is served as if from the app's own
-    origin (a routed URL), so the page's Content-Security-Policy stays on while it runs."""
-    if not AXE.exists():
-        pytest.fail(f"{AXE} is missing: run `just web-setup` (installs the web app's packages)")
-    page.route("**/__axe.min.js", lambda route: route.fulfill(path=str(AXE), content_type="text/javascript"))
-    page.add_script_tag(url="/__axe.min.js")
-    result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
-    return [{"id": v["id"], "impact": v["impact"], "nodes": [n["target"] for n in v["nodes"]][:5]}
-            for v in result["violations"] if v["impact"] in ("serious", "critical")]
 
 
 @pytest.fixture(scope="module")

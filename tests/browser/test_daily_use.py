@@ -9,13 +9,12 @@ from __future__ import annotations
 import csv
 import io
 import re
-from pathlib import Path
 from urllib.parse import quote
 
 import httpx
 import pyarrow.parquet as pq
 import pytest
-from conftest import shot
+from conftest import readme_shot, shot
 from webapp_support import ServerThread, screen
 
 from episodelake.api.settings import Settings, default_static_dir
@@ -24,7 +23,6 @@ from episodelake.collectors.record.recorder import Recorder
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-README_SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 LONG_TASK = "open_settings_then_network_then_wifi_then_turn_it_on_and_check_it_stays_on"
 
 
@@ -384,8 +382,21 @@ def test_readme_screenshot_of_the_replay(page):
     while dismiss.count():
         dismiss.first.click()
     page.get_by_test_id("overlay").wait_for()
-    README_SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(README_SHOTS / "replay.png"))
+    readme_shot(page, "replay")
+
+
+def test_readme_pictures_are_rewritten_only_when_asked(page, monkeypatch, tmp_path):
+    """An ordinary run leaves docs/screenshots/ alone; `just screenshots` (ELAKE_SCREENSHOTS=1)
+    rewrites it."""
+    monkeypatch.setitem(readme_shot.__globals__, "README_SHOTS", tmp_path / "docs")
+    page.goto(page.base + "/")
+    page.get_by_test_id("overview-policies").wait_for()
+    monkeypatch.delenv("ELAKE_SCREENSHOTS", raising=False)
+    assert readme_shot(page, "probe").parent.name == "test-artifacts"
+    assert not (tmp_path / "docs").exists()
+    monkeypatch.setenv("ELAKE_SCREENSHOTS", "1")
+    assert readme_shot(page, "probe") == tmp_path / "docs" / "probe.png"
+    assert (tmp_path / "docs" / "probe.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_the_overview_greets_the_user_and_leads_on(page):
@@ -405,8 +416,7 @@ def test_the_overview_greets_the_user_and_leads_on(page):
     top = page.get_by_test_id("overview-categories").locator("tbody tr").first.inner_text()
     assert top.startswith("perception"), top
     assert page.get_by_test_id("overview-sets").locator("tbody tr").first.get_by_role("link").inner_text() == "overview failures"
-    README_SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(README_SHOTS / "overview.png"))
+    readme_shot(page, "overview")
     policies.get_by_role("link", name="20", exact=True).click()
     page.wait_for_url(re.compile(r"/\?policy_version=20$"))
     page.get_by_test_id("task-tree").get_by_text("0✓").first.wait_for()  # the tree shows policy 20's episodes
