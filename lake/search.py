@@ -5,7 +5,8 @@ Each searchable field is a text column with a Lance inverted (BM25) index: `ocr_
 screen's text, filled by `elake enrich --what ocr`), `thinking` and `model_response` of
 `steps`, `task_goal` of `episodes`. `refresh_indexes` builds a missing index and folds rows
 that arrived since into an existing one (Lance's `optimize_indices`); enrichment calls it
-when it has written. Rows the index does not cover yet (steps recorded since, fragments whose
+when it has written, and `Lake.optimize` and every compaction fold new rows into all indexes
+too (`tables.update_indexes`). Rows the index does not cover yet (steps recorded since, fragments whose
 OCR columns were written after the build) are still found: Lance searches them by a flat
 scan beside the index, so an index only ever makes a search faster, never shorter.
 
