@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from episodelake.api.cli.app import Commands, globals_of
+from episodelake.api.cli.model_options import Fields, with_fields
+from episodelake.collectors.jobs.bulk import RayOptions
 
 _ENRICH_EPILOG = """examples:
 
 \b
   elake enrich                                  # every derivation, every step lacking it
   elake enrich --what ocr --workers 8
-  elake enrich --what phash,thumbs --where "e.run_id = 'r7'\""""
+  elake enrich --what phash,thumbs --where "e.run_id = 'r7'"
+  elake --lake s3://bucket/lake enrich --ray --ray-address auto   # tasks read the store"""
 
 _SEARCH_EPILOG = """examples:
 
@@ -35,8 +38,10 @@ commands = Commands()
 
 @commands.command("enrich", summary="compute derived step columns (perceptual hash, thumbnails, OCR "
                   "text, embeddings) for stored steps that lack them", epilog=_ENRICH_EPILOG)
+@with_fields(Fields(RayOptions, heading="cluster"))
 def cmd_enrich(
     ctx: typer.Context,
+    given: dict[str, Any],
     what: Annotated[str | None, typer.Option(metavar="NAMES", show_default=False,
                                              help="comma-separated derivations: phash, thumbs, ocr, "
                                              "embed (default all)")] = None,
@@ -50,7 +55,7 @@ def cmd_enrich(
 
     names = [n.strip() for n in what.split(",") if n.strip()] if what is not None else None
     report = enrich(Lake(globals_of(ctx).lake, create=False), names, where=where, workers=workers,
-                    progress=True)
+                    progress=True, ray=RayOptions(**given))
     print(report.summary())
 
 

@@ -16,6 +16,9 @@ from episodelake.lake.seeds import derive
 #: The demo's two "checkpoints": an earlier, noisier policy and a later, better one, so the
 #: stats pages have a success rate that moves across policy_version.
 DEMO_POLICIES = (("ckpt-10", "demo"), ("ckpt-20", "light"))
+#: What `elake demo` derives for every step (and OCR text when the ocr extra is installed), so
+#: search, similar screens and thumbnails work on the demo lake as soon as it is made.
+DEMO_ENRICH = ("phash", "thumbs", "embed")
 NOISE_TO_CATEGORY = {"grounding": "grounding", "planning": "planning",
                      "premature_terminate": "planning", "loop": "other"}
 
@@ -61,9 +64,20 @@ def cmd_demo(
                                             show_default=False)] = 4,
     workers: Annotated[int, typer.Option(help="worker processes")] = 2,
     seed: Annotated[int, typer.Option(help="seed of task sampling, the phone and the policies")] = 0,
+    enrich: Annotated[str, typer.Option(
+        metavar="NAMES", show_default=False,
+        help="derived columns to fill once recorded: comma-separated elake enrich names, or none "
+        "(default phash,thumbs,embed and, when the ocr extra is installed, ocr: about a second a "
+        "screen per worker)")] = "default",
 ) -> None:
+    from episodelake.collectors.jobs.enrich import derivations, ocr_available
+    from episodelake.collectors.jobs.enrich import enrich as enrich_steps
     from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 
+    names = [*DEMO_ENRICH, *(["ocr"] if ocr_available() else [])] if enrich == "default" else [
+        n.strip() for n in enrich.split(",") if n.strip() not in ("", "none")]
+    if names:
+        derivations(names)  # an unknown name stops the demo before it records anything
     lake = Lake(globals_of(ctx).lake)
     if lake.dataset("episodes").count_rows():
         raise InvalidInput(f"{lake.path} already holds episodes; give a new --lake for the demo")
@@ -72,12 +86,14 @@ def cmd_demo(
     total = 0
     for i, (version, noise) in enumerate(DEMO_POLICIES):
         spec = RolloutSpec(ids, group_size=group_size, run_id=f"demo-{version}", policy_version=version,
-                           seed=derive(seed, "demo", i), batch=f"b{i}")
+                           seed=derive(seed, "demo", i), batch=f"b{i}", image_checks="structure")
         report = run_rollouts(lake, spec, demo_agent(noise), workers=workers)
         print(report.summary())
         total += len(report.episodes)
         lake.create_tag(f"demo-{version}")
     curated = curate_failures(lake)
+    if names:
+        print(enrich_steps(lake, names, workers=workers, progress=True).summary())
     lake.optimize(prune_older_than=None)
     counts = lake.sql("select count(*) n, avg(success::int) rate from episodes").to_pylist()[0]
     print(f"demo lake {lake.path}: {counts['n']} episodes ({total} recorded now), success "

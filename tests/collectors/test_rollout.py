@@ -72,7 +72,8 @@ def test_every_backend_plays_the_same_episodes_byte_for_byte(tmp_path):
 
 def test_demo_lake_counts_match_the_runner(tmp_path):
     lake = tmp_path / "demo"
-    out = elake("demo", "--tasks", "3", "--group-size", "2", "--workers", "1", lake=lake).stdout
+    out = elake("demo", "--tasks", "3", "--group-size", "2", "--workers", "1", "--enrich", "phash",
+                lake=lake).stdout
     reported = [(int(n), int(s)) for n, s in re.findall(r"(\d+) episodes, (\d+) steps", out)]
     assert len(reported) == 2
     counts = elake("sql", "select count(*) from episodes", "--format", "csv", lake=lake).stdout.split()
