@@ -1,4 +1,4 @@
-// The routes: each view has a URL that opens it directly.
+// The routes and the layout they share.
 import { ComparePage } from "./pages/ComparePage";
 import { EpisodePage } from "./pages/EpisodePage";
 import { ExportsPage } from "./pages/ExportsPage";
@@ -6,7 +6,8 @@ import { GroupPage, GroupsPage } from "./pages/GroupsPage";
 import { RerunPage, RerunsPage } from "./pages/RerunsPage";
 import { SetPage, SetsPage } from "./pages/SetsPage";
 import { SqlPage } from "./pages/SqlPage";
-import { Suspense, lazy, useEffect } from "react";
+import { Suspense, lazy, useEffect, type ReactNode } from "react";
+import { Outlet, useParams, type RouteObject } from "react-router";
 import { DialogHost } from "./components/Dialogs";
 import { KeysHelp } from "./components/KeysHelp";
 import { LiveIndicator } from "./components/Live";
@@ -15,35 +16,54 @@ import { Search } from "./components/Search";
 import { Loading } from "./components/Status";
 import { Toasts } from "./components/Toasts";
 import { useTitle } from "./hooks";
-import { Link, match, useLocation } from "./router";
+import { LeaveGuard, Link, useLocation } from "./router";
 
 // The chart pages load with their chart library when first opened, not with the replay.
 const StatsPage = lazy(() => import("./pages/StatsPage").then((m) => ({ default: m.StatsPage })));
 const TrainingPage = lazy(() => import("./pages/TrainingPage").then((m) => ({ default: m.TrainingPage })));
 const RunPage = lazy(() => import("./pages/TrainingPage").then((m) => ({ default: m.RunPage })));
 
-function Page({ path }: { path: string }) {
-  let p: Record<string, string> | null;
-  if (path === "/" || path === "") return <EpisodePage />;
-  if ((p = match("/episodes/:id/steps/:n", path))) return <EpisodePage id={p.id} step={p.n} />;
-  if ((p = match("/episodes/:id", path))) return <EpisodePage id={p.id} />;
-  if ((p = match("/compare/:a/:b", path))) return <ComparePage a={p.a} b={p.b} />;
-  if ((p = match("/views/:id", path))) return <ViewPage id={p.id} />;
-  if (path === "/sets") return <SetsPage />;
-  if ((p = match("/sets/:id", path))) return <SetPage id={p.id} />;
-  if (path === "/groups") return <GroupsPage />;
-  if ((p = match("/groups/:id", path))) return <GroupPage id={p.id} />;
-  if (path === "/stats") return <StatsPage />;
-  if (path === "/sql") return <SqlPage />;
-  if (path === "/exports") return <ExportsPage />;
-  if (path === "/reruns") return <RerunsPage />;
-  if ((p = match("/reruns/:id", path))) return <RerunPage id={p.id} />;
-  if (path === "/training") return <TrainingPage />;
-  if ((p = match("/training/:id", path))) return <RunPage id={p.id} />;
-  return <NotFound path={path} />;
+/** `/`, `/episodes/:id` and `/episodes/:id/steps/:n` share one page (the task tree stays
+ * open, the replay keeps its state), so they are children of one layout route. */
+function Browse() {
+  const { id, n } = useParams();
+  return <EpisodePage id={id} step={n} />;
 }
 
-function NotFound({ path }: { path: string }) {
+/** A route's element: the page with the route's path parameters as its props. */
+function withParams<P extends string>(render: (params: Record<P, string>) => ReactNode) {
+  function Route() {
+    return <>{render(useParams() as Record<P, string>)}</>;
+  }
+  return <Route />;
+}
+
+// The routes: each view has a URL that opens it directly.
+export const routes: RouteObject[] = [
+  {
+    element: <App />,
+    children: [
+      { element: <Browse />, children: [{ index: true }, { path: "episodes/:id" }, { path: "episodes/:id/steps/:n" }] },
+      { path: "compare/:a/:b", element: withParams<"a" | "b">((p) => <ComparePage a={p.a} b={p.b} />) },
+      { path: "views/:id", element: withParams<"id">((p) => <ViewPage id={p.id} />) },
+      { path: "sets", element: <SetsPage /> },
+      { path: "sets/:id", element: withParams<"id">((p) => <SetPage id={p.id} />) },
+      { path: "groups", element: <GroupsPage /> },
+      { path: "groups/:id", element: withParams<"id">((p) => <GroupPage id={p.id} />) },
+      { path: "stats", element: <StatsPage /> },
+      { path: "sql", element: <SqlPage /> },
+      { path: "exports", element: <ExportsPage /> },
+      { path: "reruns", element: <RerunsPage /> },
+      { path: "reruns/:id", element: withParams<"id">((p) => <RerunPage id={p.id} />) },
+      { path: "training", element: <TrainingPage /> },
+      { path: "training/:id", element: withParams<"id">((p) => <RunPage id={p.id} />) },
+      { path: "*", element: <NotFound /> },
+    ],
+  },
+];
+
+function NotFound() {
+  const { path } = useLocation();
   useTitle("Not found");
   return (
     <main className="page" data-testid="not-found">
@@ -72,7 +92,8 @@ const NAV: [string, string][] = [
   ["/training", "Training"],
 ];
 
-export function App() {
+/** The layout every route shares: the top bar, the content, toasts and dialogs. */
+function App() {
   const { path } = useLocation();
   const section = "/" + (path.split("/")[1] ?? "");
   const active = (to: string) => (to === "/" ? ["/", "/episodes", "/compare", "/views"].includes(section) : section === to);
@@ -116,9 +137,10 @@ export function App() {
       </header>
       <div id="content" tabIndex={-1}>
         <Suspense fallback={<Loading what="the page" />}>
-          <Page path={path} />
+          <Outlet />
         </Suspense>
       </div>
+      <LeaveGuard />
       <Toasts />
       <DialogHost />
     </div>

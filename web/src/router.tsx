@@ -1,39 +1,65 @@
-// A small history-API router: every view has a URL that opens it directly (FastAPI
-// answers unknown paths with index.html), and links move without reloading the page.
-import { useEffect, useRef, useSyncExternalStore, type AnchorHTMLAttributes, type MouseEvent } from "react";
+// Routing on React Router's data router: every view has a URL that opens it directly
+// (FastAPI answers unknown paths with index.html), links move without reloading the page,
+// and leaving a view with unsaved text asks first. The pages import what they need from
+// here (navigate, Link, useLocation), so they speak of the app's URLs, not of the library.
+import { useEffect, useMemo, useRef } from "react";
+import {
+  Link,
+  createBrowserRouter,
+  createPath,
+  useBlocker,
+  useNavigationType,
+  useLocation as useRouterLocation,
+  type BlockerFunction,
+  type RouteObject,
+} from "react-router";
 import { ask } from "./components/Dialogs";
 
-const listeners = new Set<() => void>();
-// Counts navigations the pages were told about, so a view can tell "someone navigated
-// here again" from "the address bar was rewritten silently" (see navigate).
-let generation = 0;
-// The address the pages show: where back/forward returns to when the user stays.
-let shown = href();
+export { Link };
 
-function notify(): void {
-  generation++;
-  shown = href();
-  listeners.forEach((l) => l());
+type Router = ReturnType<typeof createBrowserRouter>;
+let router: Router | null = null;
+
+/** The app's router over `routes`; `navigate` below goes through it. */
+export function createRouter(routes: RouteObject[]): Router {
+  router = createBrowserRouter(routes);
+  return router;
 }
 
-function onPopState(): void {
-  const target = href();
-  if (!unsaved()) return notify();
-  window.history.pushState(null, "", shown); // stay until the user decides
-  navigate(target);
+/** Marks a history entry written by a silent navigation (see `navigate`). */
+const SILENT = { silent: true };
+
+/** Go to `to`. `silent` replaces the entry and skips the leave guard: for a view that already
+ * shows `to` (the replay after a step change), whose own state moved first, so the address bar
+ * follows it instead of resetting it. The router renders the new location in a transition,
+ * after the view has painted the step. */
+export function navigate(to: string, options: { replace?: boolean; silent?: boolean } = {}): void {
+  if (!router) throw new Error("navigate() before the router exists");
+  const here = createPath(router.state.location);
+  void router.navigate(to, {
+    // the same address again is no new history entry, as with a link
+    replace: options.replace || options.silent || to === here,
+    state: options.silent ? SILENT : undefined,
+    preventScrollReset: options.silent,
+  });
 }
 
-function subscribe(listener: () => void): () => void {
-  listeners.add(listener);
-  if (listeners.size === 1) window.addEventListener("popstate", onPopState);
-  return () => {
-    listeners.delete(listener);
-    if (listeners.size === 0) window.removeEventListener("popstate", onPopState);
-  };
+export interface Location {
+  path: string;
+  query: URLSearchParams;
+  /** Changes with every navigation, silent or not. */
+  key: string;
+  /** Whether this location came from a silent `navigate` (not a link, back/forward or a
+   * reload): a view that follows the URL for its state keeps the state it already has. */
+  silent: boolean;
 }
 
-function href(): string {
-  return window.location.pathname + window.location.search;
+export function useLocation(): Location {
+  const loc = useRouterLocation();
+  const type = useNavigationType();
+  const query = useMemo(() => new URLSearchParams(loc.search), [loc.search]);
+  const silent = type === "REPLACE" && (loc.state as typeof SILENT | null)?.silent === true;
+  return { path: loc.pathname, query, key: loc.key, silent };
 }
 
 // Views with unsaved text register what would be lost; leaving asks first (in the app for
@@ -61,71 +87,29 @@ export function useLeaveGuard(lost: string | null): void {
   }, []);
 }
 
-function snapshot(): string {
-  return `${generation} ${href()}`;
-}
+const leaving: BlockerFunction = ({ currentLocation, nextLocation, historyAction }) =>
+  unsaved() !== null &&
+  createPath(currentLocation) !== createPath(nextLocation) &&
+  !(historyAction === "REPLACE" && (nextLocation.state as typeof SILENT | null)?.silent);
 
-export interface Location {
-  path: string;
-  query: URLSearchParams;
-  /** Increases with every navigation the pages are told about. */
-  generation: number;
-}
-
-export function useLocation(): Location {
-  const snap = useSyncExternalStore(subscribe, snapshot);
-  const space = snap.indexOf(" ");
-  const url = new URL(snap.slice(space + 1), window.location.origin);
-  return { path: url.pathname, query: url.searchParams, generation: Number(snap.slice(0, space)) };
-}
-
-/** Go to `to`. `silent` only rewrites the address bar (replacing the entry) without
- * re-rendering the pages that follow the location: for a view that already shows `to`,
- * such as the replay after a step change, so one key press re-renders only the replay. */
-export function navigate(to: string, options: { replace?: boolean; silent?: boolean } = {}): void {
-  if (options.silent) {
-    window.history.replaceState(null, "", to);
-    shown = href();
-    return;
-  }
-  const lost = unsaved();
-  if (lost && to !== href()) {
+/** Asks before any navigation (links, `navigate`, back/forward) would drop unsaved work;
+ * rendered once, in the layout every route shares. */
+export function LeaveGuard() {
+  const blocker = useBlocker(leaving);
+  const asking = useRef(false);
+  useEffect(() => {
+    if (blocker.state !== "blocked" || asking.current) return;
+    asking.current = true;
+    const lost = unsaved() ?? "Your work";
     void ask({ title: "Leave without saving?", body: `${lost} is unsaved and will be lost.`, confirm: "Leave without saving", cancel: "Stay", danger: true }).then(
-      (leave) => leave && go(to, options),
+      (leave) => {
+        asking.current = false;
+        if (leave) blocker.proceed();
+        else blocker.reset();
+      },
     );
-    return;
-  }
-  go(to, options);
-}
-
-function go(to: string, options: { replace?: boolean }): void {
-  if (to !== href()) {
-    if (options.replace) window.history.replaceState(null, "", to);
-    else window.history.pushState(null, "", to);
-  }
-  notify();
-}
-
-/** `/episodes/:id/steps/:n` against a path: the decoded params, or null. */
-export function match(pattern: string, path: string): Record<string, string> | null {
-  const want = pattern.split("/");
-  const have = path.replace(/\/+$/, "").split("/");
-  if (want.length !== have.length) return null;
-  const params: Record<string, string> = {};
-  for (let i = 0; i < want.length; i++) {
-    if (want[i].startsWith(":")) params[want[i].slice(1)] = decodeURIComponent(have[i]);
-    else if (want[i] !== have[i]) return null;
-  }
-  return params;
-}
-
-export function Link({ to, replace, ...rest }: { to: string; replace?: boolean } & AnchorHTMLAttributes<HTMLAnchorElement>) {
-  const onClick = (e: MouseEvent<HTMLAnchorElement>) => {
-    if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
-    e.preventDefault();
-    navigate(to, { replace });
-  };
-  return <a href={to} onClick={onClick} {...rest} />;
+  }, [blocker]);
+  return null;
 }
 
 /** Paths with the current query string kept (filters travel with the user). */

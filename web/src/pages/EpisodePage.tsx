@@ -44,14 +44,17 @@ export function EpisodePage({ id, step }: { id?: string; step?: string }) {
 }
 
 function Replay({ detail, stepParam }: { detail: EpisodeDetail; stepParam?: string }) {
-  const { query, generation } = useLocation();
+  const { query, key, silent } = useLocation();
   const ep = detail.episode;
   const steps = detail.steps;
   const fromUrl = stepParam === undefined ? steps[0]?.step : Number(stepParam);
-  // The step lives here and the address bar follows it silently, so a step switch
-  // re-renders the replay only. A navigation from outside (a link, back/forward) resets it.
+  // The step lives here and the address bar follows it silently, so a key press paints the
+  // next step before the router hears of it. A navigation from outside (a link,
+  // back/forward) resets it; the silent ones only catch the URL up with it.
   const [stepNo, setStepNo] = useState(fromUrl);
-  useEffect(() => setStepNo(fromUrl), [fromUrl, generation]);
+  useEffect(() => {
+    if (!silent) setStepNo(fromUrl);
+  }, [fromUrl, key, silent]);
   const index = steps.findIndex((s) => s.step === stepNo);
   const [zoom, setZoom] = useState<Zoom>(1);
   const [annotated, setAnnotated] = useState(() => localStorage.getItem(OVERLAY_KEY) !== "off");
