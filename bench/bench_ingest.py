@@ -1,12 +1,19 @@
-"""Ingest: 1080x2400 PNG steps through the Recorder vs the reference folder's write pattern.
+"""Ingest: 1080x2400 PNG steps through the Recorder vs the reference folder's write pattern,
+and the enrichment that derives what recording no longer computes.
 
-Two recorder modes are measured: `decode` (the default: full decode, perceptual hash and
-anchor key per step) and `structure` (chunk/CRC checks only, no perceptual hash).
+Two recorder modes are measured: the default (`structure` checks: chunks and CRCs, sha256,
+the parsed action; the perceptual hash and anchor key are left to the recorder's background
+worker, which runs beside the recording at a lower priority and is stopped at close) and
+`decode` (full decode, perceptual hash and anchor key per step on the write path).
 
 Baseline (the reference's save function, per step): decode the base64 PNG, decode and
 re-encode it with Pillow, write it, then re-read and rewrite the whole episode.json. Both
 sides receive base64 text, as the reference's rollout does. The disk's raw sequential write
 speed (fsync'd) is measured in the same run for the bandwidth ratio.
+
+Enrichment throughput is measured apart, in one process (one core), on steps whose
+screenshots are all distinct (the 20 screens, each step's bytes made unique by a text chunk,
+as a moving status-bar clock makes them): reading the blobs, decoding, hashing and committing.
 """
 
 from __future__ import annotations
@@ -16,13 +23,16 @@ import base64
 import io
 import json
 import os
+import struct
 import time
+import zlib
 from datetime import datetime
 
 from common import line, workdir
 from PIL import Image
 from screens import phone_screen
 
+from episodelake.collectors.record.derived import Scope, derivations, fill
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
 
@@ -58,6 +68,28 @@ def reference_save(root, b64: str, response: str, task: str, eid: str, step: int
     doc_path.write_text(json.dumps(doc, ensure_ascii=False, indent=2))
 
 
+def distinct(png: bytes, k: int) -> bytes:
+    """The same pixels with different bytes: a text chunk before IEND (CRC right)."""
+    body = b"Comment\x00" + str(k).encode()
+    chunk = struct.pack(">I", len(body)) + b"tEXt" + body + struct.pack(">I", zlib.crc32(b"tEXt" + body))
+    return png[:-12] + chunk + png[-12:]
+
+
+def enrichment_steps_s(folder, screens: list[bytes], steps: int, what: str) -> float:
+    """Steps/s of one process filling `what` for `steps` steps with distinct screenshots."""
+    lake = Lake(folder)
+    with Recorder(lake, background_enrich=False) as rec:
+        ep = rec.start_episode("task", "goal", group_id="g")
+        for n in range(steps):
+            ep.log_step(distinct(screens[n % len(screens)], n), RESPONSE)
+        ep.finish(success=True)
+    t = time.perf_counter()
+    report = fill(lake, derivations([what]), Scope())
+    elapsed = time.perf_counter() - t
+    assert report.steps[what] == steps, report
+    return steps / elapsed
+
+
 RESPONSE = ('<thinking>Open the settings list and find the entry.</thinking>\n<tool_call>\n'
             '{"name": "mobile_use", "arguments": {"action": "click", "coordinate": [540, 1200]}}\n</tool_call>')
 
@@ -66,12 +98,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--episodes", type=int, default=200)
     ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--image-checks", choices=("decode", "structure", "both"), default="both")
+    ap.add_argument("--image-checks", choices=("default", "decode", "both"), default="both",
+                    help="default: structure checks, hash and key derived in the background")
+    ap.add_argument("--enrich-steps", type=int, default=200,
+                    help="steps (distinct screenshots) for the enrichment throughput; 0 skips it")
     ap.add_argument("--baseline-episodes", type=int, default=10,
                     help="episodes for the (slow) baseline; its rate is per step")
     args = ap.parse_args()
-    screens = [base64.b64encode(phone_screen(s)).decode() for s in range(args.steps)]
-    mb_per_step = sum(len(base64.b64decode(s)) for s in screens) / len(screens) / 1e6
+    pngs = [phone_screen(s) for s in range(args.steps)]
+    screens = [base64.b64encode(png).decode() for png in pngs]
+    mb_per_step = sum(len(png) for png in pngs) / len(pngs) / 1e6
     with workdir("ingest") as d:
         disk = raw_disk_mb_s(d)
 
@@ -81,23 +117,31 @@ def main() -> None:
                 reference_save(d / "ref", screens[n], RESPONSE, "task", f"ep{e}", n)
         base_rate = args.baseline_episodes * args.steps / (time.perf_counter() - t)
 
-        results = {}
-        modes = ("decode", "structure") if args.image_checks == "both" else (args.image_checks,)
+        results, keyed = {}, 0
+        modes = ("default", "decode") if args.image_checks == "both" else (args.image_checks,)
         for mode in modes:
+            checks = "structure" if mode == "default" else mode
             t = time.perf_counter()
-            with Recorder(Lake(d / f"lake-{mode}"), env="bench", image_checks=mode) as rec:
+            with Recorder(Lake(d / f"lake-{mode}"), env="bench", image_checks=checks) as rec:
                 for e in range(args.episodes):
                     ep = rec.start_episode("task", "goal", group_id=f"g{e // 8}")
                     for n in range(args.steps):
                         ep.log_step(screens[n], RESPONSE, reward=0.0)
                     ep.finish(success=e % 2 == 0, eval_score=float(e % 2 == 0))
             results[mode] = args.episodes * args.steps / (time.perf_counter() - t)
+            if rec.enricher is not None:  # what its worker keyed while the recording went on
+                keyed = rec.enricher.report.steps.get("phash", 0)
+        enrich_rates = {what: enrichment_steps_s(d / f"enrich-{what}", pngs, args.enrich_steps, what)
+                        for what in (("phash", "thumbs") if args.enrich_steps else ())}
     steps = args.episodes * args.steps
     line("ingest reference-folder baseline", steps_s=base_rate, MB_s=base_rate * mb_per_step)
     for mode, rate in results.items():
+        extra = {"keyed_in_background": keyed} if mode == "default" else {}
         line(f"ingest recorder ({mode})", steps=steps, steps_s=rate, MB_s=rate * mb_per_step,
-             vs_baseline=f"{rate / base_rate:.1f}x", disk_share=f"{rate * mb_per_step / disk:.0%}")
+             vs_baseline=f"{rate / base_rate:.1f}x", disk_share=f"{rate * mb_per_step / disk:.0%}", **extra)
     line("ingest raw disk (fsync)", MB_s=disk)
+    for what, rate in enrich_rates.items():
+        line(f"enrichment {what}, one core, distinct 1080x2400 PNGs", steps=args.enrich_steps, steps_s=rate)
 
 if __name__ == "__main__":
     main()
