@@ -93,8 +93,10 @@ def _refresh(lake: Lake, table: str, column: str) -> str:
 
 
 def search(lake: Lake, query: str, *, where: str | None = None, limit: int = 20,
-           fields: tuple[str, ...] | None = None) -> list[Hit]:
-    """The best `limit` hits for `query` over `fields` (default all), best first."""
+           fields: tuple[str, ...] | None = None, episode_id: str | None = None) -> list[Hit]:
+    """The best `limit` hits for `query` over `fields` (default all), best first; `episode_id`
+    keeps one episode's, filtered inside the index search (before its candidate cap, which
+    `where` comes after), so an episode's hits are all found however common the words are."""
     words = _words(query)
     if not 1 <= limit <= MAX_LIMIT:
         raise InvalidInput(f"limit must be 1..{MAX_LIMIT}, not {limit}")
@@ -105,7 +107,7 @@ def search(lake: Lake, query: str, *, where: str | None = None, limit: int = 20,
     hits: list[Hit] = []
     for name in chosen:
         table, column = FIELDS[name]
-        hits += _field_hits(lake.dataset(table), name, table, column, query, words)
+        hits += _field_hits(lake.dataset(table), name, table, column, query, words, episode_id)
     if where is not None and where.strip():
         hits = _within(lake, hits, where)
     hits.sort(key=lambda h: (-h.score, h.episode_id, h.step if h.step is not None else -1, h.field))
@@ -124,13 +126,14 @@ def _words(query: str) -> list[str]:
 
 
 def _field_hits(ds: lance.LanceDataset, name: str, table: str, column: str, query: str,
-                words: list[str]) -> list[Hit]:
+                words: list[str], episode_id: str | None = None) -> list[Hit]:
     if column not in ds.schema.names:
         return []  # a lake opened read-only before the column existed
     keys = list(schema.KEYS[table])
     extra = ["ocr_boxes"] if column == "ocr_text" else []
+    only = {} if episode_id is None else {"filter": sql_in("episode_id", [episode_id]), "prefilter": True}
     found = ds.to_table(columns=[*keys, column, *extra, "_score"], limit=MAX_CANDIDATES,
-                        full_text_query=MatchQuery(query, column, operator=FullTextOperator.AND))
+                        full_text_query=MatchQuery(query, column, operator=FullTextOperator.AND), **only)
     hits = []
     for row in found.to_pylist():
         text = row[column] or ""

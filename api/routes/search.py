@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from episodelake.api.deps import LakeDep
 from episodelake.api.routes.steps import StepsWhere, episode_context
 from episodelake.lake import search as lake_search
+from episodelake.lake.layout import check_id
 
 router = APIRouter(tags=["search"])
 
@@ -44,9 +45,13 @@ def search(
     q: Annotated[str, Query(max_length=lake_search.MAX_QUERY, description="the words; every one must match")],
     where: StepsWhere = None,
     limit: Annotated[int, Query(ge=1, le=lake_search.MAX_LIMIT)] = 20,
+    episode_id: Annotated[str | None, Query(max_length=256, description="only this episode's hits (the "
+                                            "replay's): filtered inside the index search")] = None,
 ) -> list[dict]:
     """Best hits first; open a step hit at /api/episodes/{episode_id}/steps/{step} and draw
     `boxes` on its screenshot."""
-    hits = lake_search.search(lake, q, where=where, limit=limit)
+    if episode_id is not None:
+        check_id(episode_id, "episode_id")
+    hits = lake_search.search(lake, q, where=where, limit=limit, episode_id=episode_id)
     context = episode_context(lake, (h.episode_id for h in hits))
     return [{**asdict(hit), "task_name": context.get(hit.episode_id, {}).get("task_name")} for hit in hits]

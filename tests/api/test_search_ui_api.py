@@ -9,6 +9,7 @@ from search_lake import PAYMENT_STEP, build_search_lake
 from webapp_support import ServerThread
 
 from episodelake.api.settings import Settings
+from episodelake.lake import search as lake_search
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +29,15 @@ def test_hits_name_their_task_and_the_words_to_highlight(client):
     screen = client.get("/api/search", params={"q": "payment failed", "where": "e.episode_id = 'checkout-1'"}).json()
     assert [(h["field"], h["step"]) for h in screen] == [("screen", PAYMENT_STEP)]
     assert screen[0]["terms"] == ["failed", "payment"] and screen[0]["boxes"]
+
+
+def test_one_episodes_hits_are_all_found_past_the_candidate_cap(client, monkeypatch):
+    monkeypatch.setattr(lake_search, "MAX_CANDIDATES", 1)  # the server runs in this process
+    for episode in ("checkout-1", "checkout-2"):
+        hits = client.get("/api/search", params={"q": "payment", "episode_id": episode}).json()
+        assert [(h["episode_id"], h["field"]) for h in hits] == [(episode, "screen")]
+    bad = client.get("/api/search", params={"q": "payment", "episode_id": "x'y"})
+    assert bad.status_code == 422 and "episode_id" in bad.json()["error"]["message"]
 
 
 def test_similar_screens_say_where_they_come_from(client):

@@ -29,6 +29,7 @@ export type RunDetail = Schemas["RunDetail"];
 export type SearchHit = Schemas["SearchHit"];
 export type OcrBox = Schemas["OcrBox"];
 export type EpisodeQuery = NonNullable<paths["/api/episodes"]["get"]["parameters"]["query"]>;
+export type SearchQuery = paths["/api/search"]["get"]["parameters"]["query"];
 export type FailureCategory = NonNullable<Schemas["MemberPut"]["failure_category"]>;
 
 export const FAILURE_CATEGORIES: FailureCategory[] = [

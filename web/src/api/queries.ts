@@ -3,7 +3,7 @@
 // refreshes what lists episodes, and two views asking the same thing (the replay and
 // Compare, the curation panel and the Sets page) share one cached answer.
 import { QueryClient, infiniteQueryOptions, queryOptions, type QueryKey } from "@tanstack/react-query";
-import { api, call, type EpisodeQuery, type ExportSummary, type RerunSummary } from "./client";
+import { api, call, type EpisodeQuery, type ExportSummary, type RerunSummary, type SearchQuery } from "./client";
 
 /** Most lake data changes only by a write: this client's own (which invalidates what it
  * changed) or another's (which the live poller sees by the list's ETag and turns into an
@@ -87,12 +87,9 @@ export const queries = {
   /** A read-only query's result (POST only for the query's length); Run asks again. */
   sql: (query: string) =>
     queryOptions({ queryKey: ["sql", query], queryFn: ({ signal }) => call(api.POST("/api/sql", { body: { query }, signal })) }),
-  /** Full-text hits over screen text, thinking, responses and goals (`where` narrows them). */
-  search: (q: string, limit: number, where?: string) =>
-    queryOptions({
-      queryKey: ["search", q, limit, where ?? null],
-      queryFn: ({ signal }) => call(api.GET("/api/search", { params: { query: { q, limit, where } }, signal })),
-    }),
+  /** Full-text hits over screen text, thinking, responses and goals, of all episodes or one. */
+  search: (query: SearchQuery) =>
+    queryOptions({ queryKey: ["search", query], queryFn: ({ signal }) => call(api.GET("/api/search", { params: { query }, signal })) }),
   /** The steps whose screenshots look most like this step's, from any episode. */
   similar: (episodeId: string, step: number, k: number) =>
     queryOptions({

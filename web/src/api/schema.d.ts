@@ -4375,6 +4375,8 @@ export interface operations {
                 /** @description SQL condition over episodes e JOIN steps s, run in the sandbox */
                 where?: string | null;
                 limit?: number;
+                /** @description only this episode's hits (the replay's): filtered inside the index search */
+                episode_id?: string | null;
             };
             header?: never;
             path?: never;

@@ -1,6 +1,6 @@
 // Full-text search hits inside the replay. A hit opened from the search box puts its words
 // in the replay's address (`?find=payment%20failed`); the replay then asks the search for
-// this episode's hits once (GET /api/search with `where` on the episode) and shows them on
+// this episode's hits once (GET /api/search?episode_id=...) and shows them on
 // every step they are on: the matched lines boxed on the screenshot (the hit's OCR boxes),
 // the matched words marked in the thinking, the raw response and the goal. The words to
 // mark are the hit's `terms`, the field's own words that matched (the index matches stems,
@@ -28,14 +28,11 @@ export interface Found {
   loading: boolean;
 }
 
-/** A string as an SQL literal, for the search's `where` condition (run in the sandbox). */
-const sqlString = (s: string) => `'${s.replaceAll("'", "''")}'`;
-
 /** The hits of `?find=` in episode `episodeId`, or null when the replay was opened without one. */
 export function useFound(episodeId: string): Found | null {
   const { query } = useLocation();
   const words = (query.get(FIND) ?? "").trim();
-  const hits = useQuery({ ...queries.search(words, EPISODE_HITS, `e.episode_id = ${sqlString(episodeId)}`), enabled: words !== "" });
+  const hits = useQuery({ ...queries.search({ q: words, limit: EPISODE_HITS, episode_id: episodeId }), enabled: words !== "" });
   return useMemo(() => {
     if (!words) return null;
     const steps = new Map<number, StepHits>();

@@ -46,7 +46,7 @@ export function Search() {
   }, [text]);
   // The last matches stay listed while the next ones load.
   const search = useQuery({ ...queries.episodes({ search: settled, limit: SHOWN }), enabled: settled !== "", placeholderData: keepPreviousData });
-  const textSearch = useQuery({ ...queries.search(settled, SHOWN), enabled: settled !== "", placeholderData: keepPreviousData });
+  const textSearch = useQuery({ ...queries.search({ q: settled, limit: SHOWN }), enabled: settled !== "", placeholderData: keepPreviousData });
   useEffect(() => setActive(0), [search.data, textSearch.data]);
   const page = search.isError ? { items: [], total: 0 } : search.data;
   const found = text.trim() && settled && page ? { for: settled, items: page.items, total: page.total ?? null } : undefined;
