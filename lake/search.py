@@ -131,9 +131,10 @@ def _field_hits(ds: lance.LanceDataset, name: str, table: str, column: str, quer
         return []  # a lake opened read-only before the column existed
     keys = list(schema.KEYS[table])
     extra = ["ocr_boxes"] if column == "ocr_text" else []
-    only = {} if episode_id is None else {"filter": sql_in("episode_id", [episode_id]), "prefilter": True}
     found = ds.to_table(columns=[*keys, column, *extra, "_score"], limit=MAX_CANDIDATES,
-                        full_text_query=MatchQuery(query, column, operator=FullTextOperator.AND), **only)
+                        full_text_query=MatchQuery(query, column, operator=FullTextOperator.AND),
+                        filter=None if episode_id is None else sql_in("episode_id", [episode_id]),
+                        prefilter=episode_id is not None)
     hits = []
     for row in found.to_pylist():
         text = row[column] or ""
