@@ -27,7 +27,7 @@ import logging
 import threading
 from collections.abc import Iterable
 
-from episodelake.collectors.record.derived import BackgroundEnricher
+from episodelake.collectors.record.derived import BATCH_IMAGES, BackgroundEnricher
 from episodelake.lake import schema, tables
 from episodelake.lake.lake import Lake
 
@@ -118,5 +118,7 @@ class AutoCompactor:
 
 
 def background_enricher(lake: Lake, what: tuple[str, ...]) -> BackgroundEnricher | None:
-    """The server's enrichment worker for `what` (none when empty), started."""
-    return BackgroundEnricher(lake, what).start() if what else None
+    """The server's enrichment worker for `what` (none when empty), started. It commits as
+    seldom as `elake enrich` does: a lake full of pending steps (an old one, or one a fleet of
+    recorders fills) then costs a version per 64 screenshots, not per 8."""
+    return BackgroundEnricher(lake, what, batch_images=BATCH_IMAGES).start() if what else None
