@@ -137,8 +137,7 @@ class CommitClaim(Claim):
     def take(cls, lake: Location, episode_id: str, holder: str) -> CommitClaim | None:
         """The claim, or None when a live writer holds it (nothing of ours is left then)."""
         path = layout.table_path(lake, layout.CLAIMS_TABLE)
-        if layout.CLAIMS_TABLE not in tables.existing_tables(lake):
-            tables.create_table(lake, layout.CLAIMS_TABLE, CLAIMS_SCHEMA.empty_table())
+        tables.ensure_table(lake, layout.CLAIMS_TABLE, CLAIMS_SCHEMA.empty_table())
         token = uuid.uuid4().hex
         host = socket.gethostname()
         folder = layout.spool_root(lake).resolve() / holder
@@ -149,7 +148,8 @@ class CommitClaim(Claim):
         with store_errors(lake):
             mine = tables.retry_commit(f"claim episode {episode_id}", lambda: lance.write_dataset(
                 row, str(path), mode="append", storage_options=lake.storage_options))
-            before = tables.dataset(path, version=mine.version - 1).to_table(
+            # from the handle the append returned: its session has read that version already
+            before = mine.checkout_version(mine.version - 1).to_table(
                 filter=f"episode_id = {sql_string(episode_id)}").to_pylist()
         claim = cls(lake, episode_id, token)
         for earlier in before:
@@ -191,7 +191,7 @@ def release_holder(lake: Location | Path | str, holder: str) -> None:
     """Delete the claims of a writer whose spool was just replayed (a remote lake's; a local
     lake's claim files are taken over by the next holder)."""
     loc = location(lake)
-    if loc.is_local or layout.CLAIMS_TABLE not in tables.existing_tables(loc):
+    if loc.is_local or not tables.has_table(loc, layout.CLAIMS_TABLE):
         return
     _delete(loc, f"holder = {sql_string(holder)}", f"release claims of writer {holder}")
 
@@ -206,7 +206,7 @@ def release_host(lake: Location | Path | str, host: str) -> list[dict]:
                            "(its claims are locks that a crashed writer lets go by itself)")
     if not host.strip():
         raise InvalidInput("--release-claims: give the host name of the machine that is gone")
-    if layout.CLAIMS_TABLE not in tables.existing_tables(loc):
+    if not tables.has_table(loc, layout.CLAIMS_TABLE):
         return []
     with store_errors(loc):
         rows = tables.dataset(layout.table_path(loc, layout.CLAIMS_TABLE)).to_table(filter=f"host = {sql_string(host)}").to_pylist()

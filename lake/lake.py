@@ -40,20 +40,29 @@ class Lake:
         self.path: Path | Location = self.location.local if self.location.is_local else self.location
         self.tag = tag
         self.refresh_s = refresh_s
+        opened: dict[str, lance.LanceDataset] = {}
+        started = time.monotonic()
         with store_errors(self.location):
-            self.location.check_reachable()
+            # one listing says what is there; only an empty one asks whether the store (its
+            # bucket) is there at all, to say which of the two is missing
+            stored = tables.existing_tables(self.location)
+            if not stored:
+                self.location.check_reachable()
             if create and tag is None:
                 self.location.mkdir()
-                tables.ensure_tables(self.location)
-            elif not layout.table_path(self.location, "steps").exists():
+                opened = tables.ensure_tables(self.location, stored)
+            elif "steps" not in stored:
                 raise NotFound(f"no lake at {self.location}: create one with `elake demo` or by recording into it")
             elif tag is None:
                 # A lake made by an older release lacks the tables added since; they are created
                 # empty here (an upgrade, not a change of any stored row), so every reader sees
                 # the same set of tables.
-                tables.ensure_tables(self.location)
-        #: table -> (when the check for a newer version started, dataset, when it ended)
-        self._cache: dict[str, tuple[float, lance.LanceDataset, float]] = {}
+                opened = tables.ensure_tables(self.location, stored)
+        #: table -> (when the check for a newer version started, dataset, when it ended); the
+        #: tables opened above to check their columns serve the first reads
+        checked = time.monotonic()
+        self._cache: dict[str, tuple[float, lance.LanceDataset, float]] = {
+            table: (started, ds, checked) for table, ds in opened.items()}
         self._sql: lake_sql.SqlEngine | None = None
         self._cache_lock = threading.Lock()
         #: called with the table's name after each `upsert` (the server compacts on its own
@@ -225,7 +234,7 @@ class Lake:
     # -- writing -----------------------------------------------------------------------
     def writer(self, options: WriterOptions | None = None) -> LakeWriter:
         self.check_writable()
-        return LakeWriter(self.path, options)
+        return LakeWriter(self.location, options)
 
     def upsert(self, table: str, rows: list[dict]) -> None:
         """Write small rows (curation, bookkeeping) as one immediate commit."""

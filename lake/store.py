@@ -71,14 +71,27 @@ def storage_options_from_env(scheme: str, environ: Mapping[str, str] | None = No
 
 
 class Location:
-    """A lake, or a path inside one, on local disk or an object store."""
+    """A lake, or a path inside one, on local disk or an object store.
 
-    __slots__ = ("uri", "scheme", "_options")
+    One `Location` is made per lake a process opens (`Lake.location`), and it remembers what
+    would otherwise be asked of the store again and again: the filesystem client (built
+    once, shared with every path inside the lake) and `known_tables`. Neither travels when a
+    location is pickled: a worker builds its own."""
 
-    def __init__(self, uri: str, scheme: str, options: Mapping[str, str]):
+    __slots__ = ("uri", "scheme", "_options", "_filesystem", "known_tables")
+
+    def __init__(self, uri: str, scheme: str, options: Mapping[str, str], *, _filesystem=None):
         self.uri = uri
         self.scheme = scheme
         self._options = dict(options)
+        self._filesystem = _filesystem
+        #: tables of this lake found with the columns this release writes; the product never
+        #: removes a table, so once known, a table needs no listing or schema check again in
+        #: this process (`episodelake.lake.tables.ensure_tables`)
+        self.known_tables: set[str] = set()
+
+    def __reduce__(self):
+        return Location, (self.uri, self.scheme, self._options)
 
     # -- what it is ------------------------------------------------------------------
     @property
@@ -104,7 +117,8 @@ class Location:
     def __truediv__(self, part: str) -> Location:
         if self.is_local:
             return Location(str(Path(self.uri) / part), self.scheme, self._options)
-        return Location(f"{self.uri.rstrip('/')}/{str(part).strip('/')}", self.scheme, self._options)
+        return Location(f"{self.uri.rstrip('/')}/{str(part).strip('/')}", self.scheme, self._options,
+                        _filesystem=self._filesystem)
 
     def __str__(self) -> str:
         return self.uri
@@ -133,11 +147,18 @@ class Location:
 
     # -- asking the storage ------------------------------------------------------------
     def _fs(self):
-        """(pyarrow filesystem, path inside it) for a remote location."""
-        import pyarrow.fs as pafs
-
+        """(pyarrow filesystem, path inside it) for a remote location. The filesystem is built
+        once per `Location` (and shared with the paths made from it): building one costs a
+        client, its connection pool and, for some stores, a credentials lookup."""
         parts = urlsplit(self.uri)
         path = f"{parts.netloc}{parts.path}".rstrip("/")
+        if self._filesystem is None:
+            self._filesystem = self._new_fs()
+        return self._filesystem, path
+
+    def _new_fs(self):
+        import pyarrow.fs as pafs
+
         o = self._options
         if self.scheme in ("s3", "s3a"):
             endpoint = o.get("aws_endpoint") or o.get("endpoint")
@@ -149,9 +170,8 @@ class Location:
             if endpoint:
                 split = urlsplit(endpoint)
                 kwargs.update(endpoint_override=split.netloc or endpoint, scheme=split.scheme or "https")
-            return pafs.S3FileSystem(**kwargs), path
-        fs, inner = pafs.FileSystem.from_uri(self.uri)
-        return fs, inner
+            return pafs.S3FileSystem(**kwargs)
+        return pafs.FileSystem.from_uri(self.uri)[0]
 
     def exists(self) -> bool:
         if self.is_local:

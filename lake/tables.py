@@ -93,9 +93,29 @@ def _options(loc: Location) -> dict[str, str] | None:
 
 
 def existing_tables(lake: Location | Path | str) -> set[str]:
-    """Names of the tables stored in the lake (one listing, not one request per table)."""
+    """Names of the tables stored in the lake (one listing, not one request per table).
+    The tables outside the schema found (the claims table) become `known_tables` of the
+    location: they have no columns to check."""
     loc = location(lake)
-    return {name.removesuffix(".lance") for name in loc.children() if name.endswith(".lance")}
+    found = {name.removesuffix(".lance") for name in loc.children() if name.endswith(".lance")}
+    loc.known_tables.update(found.difference(schema.TABLES))
+    return found
+
+
+def has_table(lake: Location, table: str) -> bool:
+    """Whether `table` is in the lake, for a table outside the lake's schema (the claims
+    table): once found, never asked of the store again for this `Location`
+    (`Location.known_tables`)."""
+    if table not in lake.known_tables and table in existing_tables(lake):
+        lake.known_tables.add(table)
+    return table in lake.known_tables
+
+
+def ensure_table(lake: Location, table: str, empty: pa.Table) -> None:
+    """Create `table` (one outside the lake's schema) empty unless `has_table`."""
+    if not has_table(lake, table):
+        create_table(lake, table, empty)
+        lake.known_tables.add(table)
 
 
 def create_table(lake: Location | Path | str, table: str, empty: pa.Table) -> None:
@@ -115,46 +135,72 @@ def create_table(lake: Location | Path | str, table: str, empty: pa.Table) -> No
         log.info("created table %s", table)
 
 
-def ensure_tables(lake: Location | Path | str) -> None:
+def ensure_tables(lake: Location | Path | str, stored: set[str] | None = None) -> dict[str, lance.LanceDataset]:
     """Create every missing table as an empty dataset, and give a table made by an older
     release the columns added to its schema since (null in every stored row: Lance adds them
-    to the metadata only). Idempotent, safe across processes."""
+    to the metadata only). Idempotent, safe across processes.
+
+    `stored`: the lake's tables if the caller just listed them. Returns the tables it opened
+    to check their columns, at their latest versions, for the caller to keep (a lake opens
+    each table once, not once to check it and again to read it). Done once per `Location`:
+    a table, once there with its columns, stays so (`Location.known_tables`)."""
     lake = location(lake)
-    stored = existing_tables(lake)
+    if not set(schema.TABLES) - lake.known_tables:
+        return {}
+    stored = existing_tables(lake) if stored is None else stored
     missing = [t for t in schema.TABLES if t not in stored]
     for table in missing:
         create_table(lake, table, schema.empty(table))
-    stale = [t for t in schema.TABLES if t not in missing and _columns_missing(lake, t)]
+    opened = {t: open_table(lake, t) for t in schema.TABLES if t not in missing}
+    stale = [t for t, ds in opened.items() if _columns_missing(ds, t)]
     if stale:
         with file_lock(layout.lock_path(lake, "create")):
             for table in stale:
                 retry_commit(f"add columns to {table}", functools.partial(_add_missing_columns, lake, table))
+                del opened[table]  # a new version now
+    lake.known_tables.update(schema.TABLES)
+    return opened
 
 
-def _columns_missing(lake: Location, table: str) -> list[pa.Field]:
-    stored = set(open_table(lake, table).schema.names)
+def _columns_missing(ds: lance.LanceDataset, table: str) -> list[pa.Field]:
+    stored = set(ds.schema.names)
     return [f for f in schema.TABLES[table] if f.name not in stored]
 
 
 def _add_missing_columns(lake: Location, table: str) -> None:
-    fields = _columns_missing(lake, table)  # again under the lock: another process may have added them
+    ds = open_table(lake, table)
+    fields = _columns_missing(ds, table)  # again under the lock: another process may have added them
     if fields:
-        open_table(lake, table).add_columns(pa.schema(fields))
+        ds.add_columns(pa.schema(fields))
         log.info("table %s gained column(s) %s", table, ", ".join(f.name for f in fields))
 
 
+_NOT_FOUND = re.compile(r"^Dataset at path .* was not found", re.DOTALL)
+
+
+class DatasetMissing(LakeError):
+    """No Lance dataset at the path opened."""
+
+
 def dataset(path: Location, version: int | str | None = None) -> lance.LanceDataset:
-    """The Lance dataset at `path` (a table of the lake, or the claims table)."""
+    """The Lance dataset at `path` (a table of the lake, or the claims table). Opening it is
+    how its absence is found (Lance's own listing of its versions), with no request
+    beforehand to ask whether it is there."""
     with store_errors(path):
-        return lance.dataset(str(path), version=version, storage_options=_options(path))
+        try:
+            return lance.dataset(str(path), version=version, storage_options=_options(path))
+        except ValueError as exc:
+            if _NOT_FOUND.match(str(exc)):  # before the store's causes: a bucket may be named "bucket"
+                raise DatasetMissing(f"no dataset at {path}") from None
+            raise
 
 
 def open_table(lake: Location | Path | str, table: str, version: int | str | None = None) -> lance.LanceDataset:
     loc = location(lake)
-    path = layout.table_path(loc, table)
-    if not path.exists():
-        raise LakeError(f"table {table!r} does not exist in lake {loc}; is this a lake?")
-    return dataset(path, version=version)
+    try:
+        return dataset(layout.table_path(loc, table), version=version)
+    except DatasetMissing:
+        raise LakeError(f"table {table!r} does not exist in lake {loc}; is this a lake?") from None
 
 
 def dedupe_last(table: pa.Table, keys: tuple[str, ...]) -> pa.Table:

@@ -8,7 +8,8 @@ fragment holding a matched row gets new data files for the changed columns only 
 stays in the files it was written to and row ids are kept. A key that is not stored is
 simply reported as not updated. The commit is retried on conflicts with concurrent writers
 (a compaction that rewrote a fragment meanwhile, another update of the same fragment) like
-every other commit (`tables.retry_commit`), each try planned again from the latest version.
+every other commit (`tables.retry_commit`), each try planned again from the latest version;
+an object store that cannot be reached is `StoreUnavailable`, as for every other write.
 
 Indexes over a changed column no longer cover the fragments changed (Lance drops them from
 the index, and a search reads them by a flat scan) until the index is optimised again.
@@ -24,6 +25,7 @@ from episodelake.lake import schema, tables
 from episodelake.lake.errors import InvalidInput
 from episodelake.lake.lake import Lake
 from episodelake.lake.sql import sql_in
+from episodelake.lake.store import store_errors
 
 
 def update_columns(lake: Lake, table: str, rows: pa.Table | list[dict]) -> int:
@@ -67,7 +69,8 @@ def update_columns(lake: Lake, table: str, rows: pa.Table | list[dict]) -> int:
         lance.LanceDataset.commit(stored, op, read_version=stored.version)
         return located.num_rows
 
-    updated = tables.retry_commit(f"update {table}", rewrite)
+    with store_errors(lake.location):
+        updated = tables.retry_commit(f"update {table}", rewrite)
     lake.invalidate(table)
     return updated
 

@@ -28,7 +28,10 @@ def test_outage(s3_proxied_lake, s3_proxy):
 - `s3_proxy` / `s3_proxied_lake`: the same server behind a TCP proxy the test can block
   (new connections are refused and open ones cut), for "the store went away" cases with the
   real S3 API behind it and nothing of ours mocked; `s3_proxy.sent` counts the bytes sent to
-  the store (did a call ask it anything?).
+  the store (did a call ask it anything?) and `s3_proxy.requests` lists the HTTP requests,
+  as (method, target), in the order they arrived (how many did opening a lake take?);
+  `s3_proxy.refusing(lambda method, target: method == "PUT")` cuts the requests it matches
+  (reads work, writes fail).
 """
 
 from __future__ import annotations
@@ -36,11 +39,64 @@ from __future__ import annotations
 import os
 import socket
 import threading
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from s3_server import S3Server
+
+
+class _RequestParser:
+    """Reads one connection's bytes towards the store and notes each HTTP/1.1 request line;
+    bodies are skipped by their Content-Length or chunked framing, never looked into."""
+
+    def __init__(self, seen: list[tuple[str, str]]):
+        self.seen = seen
+        self.buf = b""
+        self.body_left = 0  # bytes of a body (or of a chunk and its CRLF) still to skip
+        self.chunked = False
+
+    def feed(self, data: bytes) -> list[tuple[str, str]]:
+        """Take bytes; returns the requests that began in them."""
+        before = len(self.seen)
+        self._feed(data)
+        return self.seen[before:]
+
+    def _feed(self, data: bytes) -> None:
+        self.buf += data
+        while True:
+            if self.body_left:
+                skipped = min(self.body_left, len(self.buf))
+                self.buf, self.body_left = self.buf[skipped:], self.body_left - skipped
+                if self.body_left:
+                    return
+            if self.chunked:
+                end = self.buf.find(b"\r\n")
+                if end < 0:
+                    return
+                size = int(self.buf[:end].split(b";")[0] or b"0", 16)
+                if size == 0:  # the last chunk, then trailers (if any) and an empty line
+                    if self.buf[end + 2:end + 4] == b"\r\n":
+                        rest = end + 4
+                    else:
+                        trailers = self.buf.find(b"\r\n\r\n", end + 2)
+                        if trailers < 0:
+                            return
+                        rest = trailers + 4
+                    self.buf, self.chunked = self.buf[rest:], False
+                    continue
+                self.buf, self.body_left = self.buf[end + 2:], size + 2
+                continue
+            end = self.buf.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head, self.buf = self.buf[:end].decode("latin-1").split("\r\n"), self.buf[end + 4:]
+            method, target = head[0].split(" ")[:2]
+            self.seen.append((method, target))
+            headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in head[1:])}
+            self.chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+            self.body_left = 0 if self.chunked else int(headers.get("content-length") or 0)
 
 
 class TcpProxy:
@@ -60,6 +116,9 @@ class TcpProxy:
         self._conns_lock = threading.Lock()
         #: bytes sent to the store so far: unchanged over a call means it asked the store nothing
         self.sent = 0
+        #: (method, target) of every HTTP request sent to the store so far
+        self.requests: list[tuple[str, str]] = []
+        self._deny: Callable[[str, str], bool] | None = None
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -79,18 +138,23 @@ class TcpProxy:
                 continue
             with self._conns_lock:
                 self._conns.update((client, upstream))
-            threading.Thread(target=self._pipe, args=(client, upstream, True), daemon=True).start()
+            parser = _RequestParser(self.requests)
+            threading.Thread(target=self._pipe, args=(client, upstream, parser), daemon=True).start()
             threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
 
-    def _pipe(self, src: socket.socket, dst: socket.socket, to_store: bool = False) -> None:
+    def _pipe(self, src: socket.socket, dst: socket.socket, to_store: _RequestParser | None = None) -> None:
         try:
             while True:
                 data = src.recv(65536)
                 if not data or self._block.is_set():
                     break
-                if to_store:
+                if to_store is not None:
                     with self._conns_lock:
                         self.sent += len(data)
+                        began = to_store.feed(data)
+                    deny = self._deny
+                    if deny is not None and any(deny(method, target) for method, target in began):
+                        break  # cut before the store sees it
                 dst.sendall(data)
         except OSError:
             pass
@@ -123,6 +187,17 @@ class TcpProxy:
             yield self
         finally:
             self.unblock()
+
+    @contextmanager
+    def refusing(self, deny: Callable[[str, str], bool]):
+        """Cut the connection of each request for which `deny(method, target)` holds, before
+        it reaches the store (e.g. every PUT: reads work, writes fail); the request is still
+        counted in `requests`."""
+        self._deny = deny
+        try:
+            yield self
+        finally:
+            self._deny = None
 
     def close(self) -> None:
         self._closed = True
