@@ -70,6 +70,25 @@ def test_text_search_opens_the_step_with_the_matched_line_boxed(page):
     expect(boxes).to_have_count(0)
 
 
+def test_the_search_box_lists_more_text_hits_on_request(page):
+    page.goto(page.base + "/")
+    page.get_by_test_id("overview-policies").wait_for()
+    page.keyboard.press("/")
+    page.keyboard.type("click")  # every step's raw response: 10 hits, 8 listed at first
+    hits = page.locator("[role=option][data-hit-field]")
+    expect(hits).to_have_count(8)
+    page.keyboard.press("ArrowUp")  # from the first row up to the last: "more"
+    more = page.get_by_test_id("more-text-hits")
+    expect(more).to_have_attribute("aria-selected", "true")
+    page.keyboard.press("Enter")
+    expect(hits).to_have_count(10)
+    expect(more).to_have_count(0)
+    expect(page.get_by_role("listbox")).to_be_visible()  # still open, on the first new hit
+    expect(hits.nth(8)).to_have_attribute("aria-selected", "true")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"/episodes/[^/]+/steps/\d\?find=click$"))
+
+
 def test_hits_in_the_reasoning_and_the_goal_are_marked_in_the_step_panel(page):
     page.goto(page.base + "/")
     page.get_by_test_id("overview-policies").wait_for()

@@ -14,6 +14,9 @@ import { mark } from "./TaskTree";
 import { count } from "./Time";
 
 const SHOWN = 8;
+/** Text hits added by each "more" row, up to the API's cap. */
+const MORE = 40;
+const MOST = 1000;
 const FIELD_LABELS: Record<string, string> = { screen: "screen", thinking: "thinking", response: "response", goal: "goal" };
 
 /** Where a text hit opens: its step (the episode's first for a goal), with the words to find. */
@@ -46,17 +49,25 @@ export function Search() {
   }, [text]);
   // The last matches stay listed while the next ones load.
   const search = useQuery({ ...queries.episodes({ search: settled, limit: SHOWN }), enabled: settled !== "", placeholderData: keepPreviousData });
-  const textSearch = useQuery({ ...queries.search({ q: settled, limit: SHOWN }), enabled: settled !== "", placeholderData: keepPreviousData });
-  useEffect(() => setActive(0), [search.data, textSearch.data]);
+  const [textLimit, setTextLimit] = useState(SHOWN);
+  useEffect(() => setTextLimit(SHOWN), [settled]);
+  const textSearch = useQuery({ ...queries.search({ q: settled, limit: textLimit }), enabled: settled !== "", placeholderData: keepPreviousData });
+  // New words start at the top; more text hits keep the place (the first new hit).
+  useEffect(() => setActive(0), [search.data, settled]);
   const page = search.isError ? { items: [], total: 0 } : search.data;
   const found = text.trim() && settled && page ? { for: settled, items: page.items, total: page.total ?? null } : undefined;
   const items = found?.items ?? [];
   // A query the text search refuses (no word in it) simply finds no text.
   const hits = found && !textSearch.isError && textSearch.data ? textSearch.data : [];
   const filterRow = found && items.length ? 1 : 0;
-  const rows = items.length + filterRow + hits.length; // the episodes, "all as a filter", the text hits
+  const moreRow = hits.length === textLimit && textLimit < MOST ? 1 : 0;
+  const rows = items.length + filterRow + hits.length + moreRow; // the episodes, "all as a filter", the text hits, "more"
   const choose = (i: number) => {
-    if (!found) return;
+    if (!found || i >= rows) return;
+    if (moreRow && i === rows - 1) {
+      setTextLimit((l) => Math.min(MOST, l + MORE));
+      return;
+    }
     setOpen(false);
     input.current?.blur();
     if (i < items.length) navigate(`/episodes/${enc(items[i].episode_id)}/steps/0`);
@@ -144,29 +155,36 @@ export function Search() {
                 {textSearch.isFetching ? "Searching the text…" : `No screen text, thinking, response or goal holds “${found.for}”.`}
               </div>
             ) : (
-              hits.map((h, j) => {
-                const i = items.length + filterRow + j;
-                return (
-                  <div
-                    key={`${h.episode_id}/${h.step}/${h.field}`}
-                    id={optionId(i)}
-                    role="option"
-                    aria-selected={i === active}
-                    data-hit-episode={h.episode_id}
-                    data-hit-step={h.step ?? undefined}
-                    data-hit-field={h.field}
-                    onMouseDown={(ev) => ev.preventDefault()}
-                    onClick={() => choose(i)}
-                  >
-                    <span className={`hit-field hit-${h.field}`}>{FIELD_LABELS[h.field] ?? h.field}</span> <span className="mono">{h.episode_id}</span>
-                    {h.step !== null && h.step !== undefined && <> · step {h.step}</>}
-                    {h.task_name && <span className="muted"> · {h.task_name}</span>}
-                    <div className="hit-snippet">
-                      <Highlighted text={h.snippet} terms={h.terms} />
+              <>
+                {hits.map((h, j) => {
+                  const i = items.length + filterRow + j;
+                  return (
+                    <div
+                      key={`${h.episode_id}/${h.step}/${h.field}`}
+                      id={optionId(i)}
+                      role="option"
+                      aria-selected={i === active}
+                      data-hit-episode={h.episode_id}
+                      data-hit-step={h.step ?? undefined}
+                      data-hit-field={h.field}
+                      onMouseDown={(ev) => ev.preventDefault()}
+                      onClick={() => choose(i)}
+                    >
+                      <span className={`hit-field hit-${h.field}`}>{FIELD_LABELS[h.field] ?? h.field}</span> <span className="mono">{h.episode_id}</span>
+                      {h.step !== null && h.step !== undefined && <> · step {h.step}</>}
+                      {h.task_name && <span className="muted"> · {h.task_name}</span>}
+                      <div className="hit-snippet">
+                        <Highlighted text={h.snippet} terms={h.terms} />
+                      </div>
                     </div>
+                  );
+                })}
+                {moreRow > 0 && (
+                  <div id={optionId(rows - 1)} role="option" aria-selected={active === rows - 1} data-testid="more-text-hits" onMouseDown={(ev) => ev.preventDefault()} onClick={() => choose(rows - 1)}>
+                    {textSearch.isFetching ? "Loading more…" : `More text matches (showing ${hits.length})`}
                   </div>
-                );
-              })
+                )}
+              </>
             )}
           </div>
         </div>
