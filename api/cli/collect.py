@@ -318,7 +318,8 @@ def cmd_judge(
         show_default=False, help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")],
     model: Annotated[str, typer.Option(show_default=False, help="the judge model's name on that server")],
     set_name: Annotated[str | None, typer.Option("--set", metavar="NAME", help="the episodes of this set")] = None,
-    where: Annotated[str | None, typer.Option(metavar="SQL", help="a condition over the episodes table, "
+    where: Annotated[str | None, typer.Option(metavar="SQL", help="the episodes with a step meeting this "
+                                              "condition over `episodes JOIN steps`, as for `export sft`, "
                                               "e.g. \"run_id = 'r7' AND status = 'finished'\"")] = None,
     api_key_env: Annotated[str, typer.Option(
         show_default=False,
@@ -330,7 +331,8 @@ def cmd_judge(
 ) -> None:
     from episodelake.collectors.agents.judge import JudgeCache, StepJudge
     from episodelake.collectors.agents.model_client import ModelClient, ModelOptions
-    from episodelake.collectors.jobs.backfill import backfill, select_episodes
+    from episodelake.collectors.jobs.backfill import backfill
+    from episodelake.lake.export.selection import select_episodes
     from episodelake.lake.lake import Lake
 
     exclusive(ctx, {"--set": set_name, "--where": where}, required=True)
@@ -362,7 +364,8 @@ def cmd_rekey(
     ctx: typer.Context,
     given: dict[str, Any],
     set_name: Annotated[str | None, typer.Option("--set", metavar="NAME", help="the episodes of this set")] = None,
-    where: Annotated[str | None, typer.Option(metavar="SQL", help="a condition over the episodes table")] = None,
+    where: Annotated[str | None, typer.Option(metavar="SQL", help="the episodes with a step meeting this "
+                                              "condition over `episodes JOIN steps`, as for `export sft`")] = None,
     threshold: Annotated[int, typer.Option(metavar="BITS", show_default=False, help="largest Hamming distance in bits "
                                            f"between two screenshots of one anchor state (default "
                                            f"{DEFAULT_THRESHOLD})")] = DEFAULT_THRESHOLD,

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from episodelake.collectors.agents.judge import JudgeCache, StepJudge, StepToJudge, Verdict
 from episodelake.collectors.agents.model_client import ModelClient, ModelOptions
 from episodelake.collectors.jobs.bulk import RayOptions, chunks, run_parts
-from episodelake.lake.errors import InvalidInput, NotFound
+from episodelake.lake.errors import NotFound
 from episodelake.lake.jobs import Job
 from episodelake.lake.lake import Lake
 from episodelake.lake.store import Location
@@ -49,25 +49,6 @@ class BackfillReport:
     def summary(self) -> str:
         return (f"judged {self.judged} step(s) in {self.episodes} episode(s): "
                 f"{self.invalid} invalid answer(s) (left without a reward, retried next run)")
-
-
-def select_episodes(lake: Lake, *, set_name: str | None = None, where: str | None = None) -> list[str]:
-    """Episode ids of a curation set (by name) or of an SQL condition over `episodes`."""
-    if (set_name is None) == (where is None):
-        raise InvalidInput("choose the episodes with exactly one of --set NAME or --where SQL")
-    if set_name is not None:
-        found = lake.sql("SELECT set_id FROM sets WHERE name = ? AND NOT coalesce(deleted, false)",
-                         [set_name])
-        if found.num_rows == 0:
-            raise NotFound(f"no set named {set_name!r}; `elake sets` lists them")
-        query = ("SELECT DISTINCT episode_id FROM set_members WHERE set_id = ? "
-                 "AND NOT coalesce(removed, false) ORDER BY episode_id")
-        return lake.sql(query, [found["set_id"][0].as_py()])["episode_id"].to_pylist()
-    try:
-        rows = lake.sql(f"SELECT episode_id FROM episodes WHERE {where} ORDER BY created_at, episode_id")
-    except Exception as exc:  # DuckDB raises many error types for bad SQL
-        raise InvalidInput(f"--where: {exc}") from None
-    return rows["episode_id"].to_pylist()
 
 
 def _steps_to_judge(lake: Lake, episode_id: str, goal: str, redo: bool) -> Iterator[tuple[int, StepToJudge]]:

@@ -24,11 +24,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from episodelake.collectors.jobs.backfill import select_episodes
 from episodelake.collectors.jobs.bulk import RayOptions, run_parts
 from episodelake.collectors.record.anchor import DEFAULT_THRESHOLD, group_anchor_keys, phash64
 from episodelake.collectors.record.embedding import embedding_anchor_keys
 from episodelake.lake.errors import InvalidInput, LakeCorrupt, LakeError
+from episodelake.lake.export.selection import select_episodes
 from episodelake.lake.lake import Lake
 from episodelake.lake.similar import stored_embeddings
 from episodelake.lake.updates import update_columns
@@ -102,8 +102,9 @@ def rekey_anchors(lake: Lake, *, set_name: str | None = None, where: str | None 
                   threshold: int = DEFAULT_THRESHOLD, embedding_threshold: float | None = None,
                   ray: RayOptions | None = None) -> RekeyReport:
     """Recompute the anchor keys of the grouped episodes of a set, of a condition over
-    `episodes`, or (neither given) of the whole lake; store them with the perceptual hashes
-    computed on the way. `embedding_threshold` keys steps without a tree by embedding."""
+    `episodes JOIN steps` (chosen as an export chooses: `selection.select_episodes`), or
+    (neither given) of the whole lake; store them with the perceptual hashes computed on the
+    way. `embedding_threshold` keys steps without a tree by embedding."""
     if not 0 <= threshold < 64:
         raise InvalidInput(f"threshold: must be 0..63 bits, not {threshold}")
     if embedding_threshold is not None and not 0 <= embedding_threshold <= 2:

@@ -1,4 +1,6 @@
-"""Which episodes and steps an export reads: a set, a SQL condition, the success filter.
+"""Which episodes and steps an export reads: a set, a SQL condition, the success filter;
+and, chosen the same way, the episodes of the jobs that work on stored episodes (the judge's
+back-fill, re-keying anchors): `select_episodes`.
 
 Two lake views are involved. Curation (the set and its members) is read at the spec's tag,
 or at the latest versions; episodes and steps are read at the spec's tag, else at the set's
@@ -13,7 +15,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from episodelake.lake.errors import NotFound, SqlRefused
+from episodelake.lake.errors import InvalidInput, NotFound, SqlRefused
 from episodelake.lake.export.errors import EmptySelection, SetEpisodesMissing
 from episodelake.lake.export.spec import ExportSpec
 from episodelake.lake.lake import Lake
@@ -83,26 +85,26 @@ def check_members_present(source: Lake, set_row: dict, ids: list[str], tag: str 
             f"({shown}); remove them from the set, or pin the set to a tag that still holds them")
 
 
-def _target_query(spec: ExportSpec, ids: list[str] | None) -> str:
+def _conditions(spec: ExportSpec) -> list[str]:
     conditions = []
     if not spec.include_failed:
         conditions.append("success = true")
     if spec.good_steps_only:
         conditions.append("step_reward = 1")
-    if ids is not None:
-        conditions.append(sql_in("episode_id", ids))
-    if spec.where:
-        conditions.append(f"({spec.where})")
-    where = " AND ".join(conditions) or "true"
-    return ("SELECT episode_id, step FROM episodes e JOIN steps s USING (episode_id) "
-            f"WHERE {where}")
+    return conditions
 
 
-def _targets(source: Lake, spec: ExportSpec, ids: list[str] | None) -> dict[str, set[int]]:
-    """Target steps per episode. Runs in the SQL sandbox: the condition may come from a page."""
+def _targets(source: Lake, conditions: list[str], ids: list[str] | None,
+             where: str | None) -> dict[str, set[int]]:
+    """Steps per episode meeting `conditions` and a caller's `where` (SQL over `episodes e
+    JOIN steps s USING (episode_id)`), among `ids` when given. Runs in the SQL sandbox: the
+    condition may come from a page."""
+    conditions = [*conditions, *([] if ids is None else [sql_in("episode_id", ids)]),
+                  *([] if not where else [f"({where})"])]
+    query = ("SELECT episode_id, step FROM episodes e JOIN steps s USING (episode_id) "
+             f"WHERE {' AND '.join(conditions) or 'true'}")
     try:
-        table, _ = source.sql_sandboxed(_target_query(spec, ids), max_rows=2**62,
-                                        timeout_s=_SELECTION_TIMEOUT_S)
+        table, _ = source.sql_sandboxed(query, max_rows=2**62, timeout_s=_SELECTION_TIMEOUT_S)
     except SqlRefused as exc:
         raise SqlRefused(f"where: {exc}") from None
     out: dict[str, set[int]] = {}
@@ -129,7 +131,7 @@ def select(lake: Lake, spec: ExportSpec) -> Selection:
     if set_row is not None:
         ids = set_episode_ids(curation, set_row)
         check_members_present(source, set_row, ids, tag)
-    targets = _targets(source, spec, ids)
+    targets = _targets(source, _conditions(spec), ids, spec.where)
     if not targets:
         raise EmptySelection(_empty_message(spec, set_row))
     chosen = sorted(targets)
@@ -153,6 +155,21 @@ def select(lake: Lake, spec: ExportSpec) -> Selection:
     if set_row is not None:
         versions.update({t: curation.dataset(t).version for t in ("sets", "set_members")})
     return Selection(source, tag, set_row, selected, versions)
+
+
+def select_episodes(lake: Lake, *, set_name: str | None = None, where: str | None = None) -> list[str]:
+    """The episodes of a curation set (by name or id), those with a step meeting `where` (SQL
+    over `episodes e JOIN steps s`, as an export's condition), or the set's members meeting
+    it, sorted by id: what the jobs that change stored episodes work on (the judge's
+    back-fill, re-keying anchors). They change the latest version, so a set's pinned tag
+    does not apply; an unknown set, a set without members and a refused condition fail as
+    they do for an export."""
+    if set_name is None and where is None:
+        raise InvalidInput("choose the episodes: give a set (--set NAME), a condition (--where SQL) or both")
+    ids = set_episode_ids(lake, resolve_set(lake, set_name)) if set_name is not None else None
+    if where is None:
+        return sorted(ids or [])
+    return sorted(_targets(lake, [], ids, where))
 
 
 def _empty_message(spec: ExportSpec, set_row: dict | None) -> str:
