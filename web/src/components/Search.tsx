@@ -31,7 +31,9 @@ export function Search() {
   const list = useId();
   const [text, setText] = useState("");
   const [settled, setSettled] = useState(""); // the text once typing pauses for DEBOUNCE_MS
-  const [active, setActive] = useState(0);
+  // The highlighted row, by what it shows (so a list that reloads under it keeps it), and
+  // by place for a row that is gone (the first new hit after "more", the top after new words).
+  const [pointed, setPointed] = useState<{ key: string | null; index: number }>({ key: null, index: 0 });
   const [open, setOpen] = useState(false);
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
@@ -52,8 +54,6 @@ export function Search() {
   const [textLimit, setTextLimit] = useState(SHOWN);
   useEffect(() => setTextLimit(SHOWN), [settled]);
   const textSearch = useQuery({ ...queries.search({ q: settled, limit: textLimit }), enabled: settled !== "", placeholderData: keepPreviousData });
-  // New words start at the top; more text hits keep the place (the first new hit).
-  useEffect(() => setActive(0), [search.data, settled]);
   const page = search.isError ? { items: [], total: 0 } : search.data;
   const found = text.trim() && settled && page ? { for: settled, items: page.items, total: page.total ?? null } : undefined;
   const items = found?.items ?? [];
@@ -61,11 +61,22 @@ export function Search() {
   const hits = found && !textSearch.isError && textSearch.data ? textSearch.data : [];
   const filterRow = found && items.length ? 1 : 0;
   const moreRow = hits.length === textLimit && textLimit < MOST ? 1 : 0;
-  const rows = items.length + filterRow + hits.length + moreRow; // the episodes, "all as a filter", the text hits, "more"
+  // the episodes, "all as a filter", the text hits, "more"
+  const keys = [
+    ...items.map((e) => `episode ${e.episode_id}`),
+    ...(filterRow ? ["filter"] : []),
+    ...hits.map((h) => `hit ${h.episode_id}/${h.step}/${h.field}`),
+    ...(moreRow ? ["more"] : []),
+  ];
+  const rows = keys.length;
+  const kept = pointed.key === null ? -1 : keys.indexOf(pointed.key);
+  const active = kept >= 0 ? kept : pointed.key === null ? Math.min(pointed.index, Math.max(0, rows - 1)) : 0;
+  useEffect(() => setPointed((p) => ({ key: p.key, index: 0 })), [settled]);
   const choose = (i: number) => {
     if (!found || i >= rows) return;
     if (moreRow && i === rows - 1) {
       setTextLimit((l) => Math.min(MOST, l + MORE));
+      setPointed({ key: null, index: i });
       return;
     }
     setOpen(false);
@@ -78,7 +89,10 @@ export function Search() {
     if (e.key === "ArrowDown" || e.key === "ArrowUp") {
       e.preventDefault();
       setOpen(true);
-      if (rows) setActive((a) => (a + (e.key === "ArrowDown" ? 1 : rows - 1)) % rows);
+      if (rows) {
+        const next = (active + (e.key === "ArrowDown" ? 1 : rows - 1)) % rows;
+        setPointed({ key: keys[next], index: next });
+      }
     } else if (e.key === "Enter" && rows) {
       e.preventDefault();
       choose(active);
