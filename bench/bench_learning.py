@@ -42,6 +42,8 @@ from episodelake.trainer.config import TrainConfig
 ALGOS = ("gigpo", "grpo")
 #: The issue's bar for held-out success on the easy templates.
 TARGET = 0.6
+#: The --set changes of a kept run, beside its lakes.
+ARMS = "arms.json"
 
 
 def budget(quick: bool, iterations: int | None, seed: int) -> dict:
@@ -111,6 +113,7 @@ def kept_runs(folder: Path) -> list[dict]:
     if (folder / "learning.json").exists():
         return json.loads((folder / "learning.json").read_text())["runs"]
     found = []
+    changes = json.loads((folder / ARMS).read_text()) if (folder / ARMS).exists() else {}
     for path in sorted(folder.glob("seed-*/*")):
         rows = Lake(path).sql(f"SELECT config, metrics FROM runs WHERE run_id = 'bench-{path.name}' "
                               "ORDER BY iteration").to_pylist()
@@ -118,7 +121,7 @@ def kept_runs(folder: Path) -> list[dict]:
         if config is None or len(rows) < config["iterations"]:
             continue
         metrics = [json.loads(row["metrics"]) for row in rows]
-        found.append({"algo": path.name, "seed": config["seed"], "metrics": metrics,
+        found.append({"algo": path.name, "arm": arm(path.name, changes), "seed": config["seed"], "metrics": metrics,
                       "seconds": sum(sum(m["seconds"].values()) for m in metrics)})
     return found
 
@@ -160,6 +163,8 @@ def main() -> None:
     if unknown := set(algos) - set(ALGOS):
         parser.error(f"--algos: {', '.join(sorted(unknown))} not among {', '.join(ALGOS)}")
     with nullcontext(args.keep) if args.keep else workdir("learning") as folder:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / ARMS).write_text(json.dumps(changes))  # names the arms while runs are going
         jobs = [(algo, {**budget(args.quick, args.iterations, seed), **changes},
                  folder if len(seeds) == 1 else folder / f"seed-{seed}", args.verbose)
                 for seed in seeds for algo in algos]
