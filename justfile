@@ -20,11 +20,12 @@ setup:
     {{py}} -m pip install -q -c constraints.txt -e '.[dev,ray]' transformers
     {{py}} -c "import deepspeed" 2>/dev/null || {{py}} -m pip install -q -c constraints.txt --no-build-isolation deepspeed || echo "deepspeed did not install: the trainer falls back to plain torch"
 
-# Install, build the web app, create a demo lake if there is none, and serve it.
+# Install, build the web app, create a demo lake if there is none, and serve it; the server
+# reads the screenshots' text (OCR, for search and redaction) in the background meanwhile.
 up: setup web
     if [ ! -d "{{lake}}/steps.lance" ]; then {{venv}}/bin/elake --lake {{lake}} demo; fi
     @echo "serving {{lake}} on http://127.0.0.1:{{port}}"
-    {{venv}}/bin/elake --lake {{lake}} serve --port {{port}}
+    {{venv}}/bin/elake --lake {{lake}} serve --port {{port}} --background-enrich phash,ocr
 
 # Run the whole test suite (real Lance, DuckDB, FastAPI and Chromium; nothing mocked).
 test *args: setup web

@@ -67,15 +67,15 @@ def cmd_demo(
     enrich: Annotated[str, typer.Option(
         metavar="NAMES", show_default=False,
         help="derived columns to fill once recorded: comma-separated elake enrich names, or none "
-        "(default phash,thumbs,embed and, when the ocr extra is installed, ocr: about a second a "
-        "screen per worker)")] = "default",
+        "(default phash,thumbs,embed: seconds; add ocr for text search and redaction, about a "
+        "second a screen per worker, 15-30 minutes here, or let `elake serve --background-enrich "
+        "phash,ocr` fill it while the lake is browsed, as `just up` does)")] = ",".join(DEMO_ENRICH),
 ) -> None:
-    from episodelake.collectors.jobs.enrich import derivations, ocr_available
+    from episodelake.collectors.jobs.enrich import derivations
     from episodelake.collectors.jobs.enrich import enrich as enrich_steps
     from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 
-    names = [*DEMO_ENRICH, *(["ocr"] if ocr_available() else [])] if enrich == "default" else [
-        n.strip() for n in enrich.split(",") if n.strip() not in ("", "none")]
+    names = [n.strip() for n in enrich.split(",") if n.strip() not in ("", "none")]
     if names:
         derivations(names)  # an unknown name stops the demo before it records anything
     lake = Lake(globals_of(ctx).lake)
