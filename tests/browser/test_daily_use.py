@@ -175,6 +175,28 @@ def test_unsaved_note_warns_before_leaving(page):
     assert not prevented
 
 
+def test_unsaved_note_warns_before_back_and_forward(page):
+    open_replay(page, "wifi_on-2")
+    page.locator('[data-episode="wifi_on-0"]').click()
+    page.wait_for_url(re.compile(r"/episodes/wifi_on-0/steps/0$"))
+    screen_at(page, 0)
+    page.get_by_test_id("note").fill("second thoughts")
+    page.go_back()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_text(re.compile("unsaved", re.I)).wait_for()
+    assert page.url.endswith("/episodes/wifi_on-0/steps/0")
+    dialog.get_by_role("button", name="Stay").click()
+    assert page.get_by_test_id("note").input_value() == "second thoughts"
+    page.go_back()
+    page.get_by_role("dialog").get_by_role("button", name=re.compile("Leave")).click()
+    page.wait_for_url(re.compile(r"/episodes/wifi_on-2/steps/0$"))
+    screen_at(page, 0)
+    page.go_forward()  # nothing unsaved here: no question
+    page.wait_for_url(re.compile(r"/episodes/wifi_on-0/steps/0$"))
+    screen_at(page, 0)
+    assert page.get_by_role("dialog").count() == 0
+
+
 # 7 ---------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def long_task(web_lake):

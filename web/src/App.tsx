@@ -1,12 +1,6 @@
 // The routes and the layout they share.
-import { ComparePage } from "./pages/ComparePage";
 import { EpisodePage } from "./pages/EpisodePage";
-import { ExportsPage } from "./pages/ExportsPage";
-import { GroupPage, GroupsPage } from "./pages/GroupsPage";
-import { RerunPage, RerunsPage } from "./pages/RerunsPage";
-import { SetPage, SetsPage } from "./pages/SetsPage";
-import { SqlPage } from "./pages/SqlPage";
-import { Suspense, lazy, useEffect, type ReactNode } from "react";
+import { Suspense, lazy, useEffect, type ComponentType, type ReactNode } from "react";
 import { Outlet, useParams, type RouteObject } from "react-router";
 import { DialogHost } from "./components/Dialogs";
 import { KeysHelp } from "./components/KeysHelp";
@@ -18,10 +12,24 @@ import { Toasts } from "./components/Toasts";
 import { useTitle } from "./hooks";
 import { LeaveGuard, Link, useLocation } from "./router";
 
-// The chart pages load with their chart library when first opened, not with the replay.
-const StatsPage = lazy(() => import("./pages/StatsPage").then((m) => ({ default: m.StatsPage })));
-const TrainingPage = lazy(() => import("./pages/TrainingPage").then((m) => ({ default: m.TrainingPage })));
-const RunPage = lazy(() => import("./pages/TrainingPage").then((m) => ({ default: m.RunPage })));
+/** A page loaded when first opened. The overview and the replay come with the app; every
+ * other view (the chart pages with their chart library) is a chunk of its own, fetched while
+ * the view before stays on screen (navigations render in a transition). */
+function page<P>(load: () => Promise<ComponentType<P>>) {
+  return lazy(() => load().then((c) => ({ default: c })));
+}
+const ComparePage = page(() => import("./pages/ComparePage").then((m) => m.ComparePage));
+const ExportsPage = page(() => import("./pages/ExportsPage").then((m) => m.ExportsPage));
+const GroupsPage = page(() => import("./pages/GroupsPage").then((m) => m.GroupsPage));
+const GroupPage = page(() => import("./pages/GroupsPage").then((m) => m.GroupPage));
+const RerunsPage = page(() => import("./pages/RerunsPage").then((m) => m.RerunsPage));
+const RerunPage = page(() => import("./pages/RerunsPage").then((m) => m.RerunPage));
+const SetsPage = page(() => import("./pages/SetsPage").then((m) => m.SetsPage));
+const SetPage = page(() => import("./pages/SetsPage").then((m) => m.SetPage));
+const SqlPage = page(() => import("./pages/SqlPage").then((m) => m.SqlPage));
+const StatsPage = page(() => import("./pages/StatsPage").then((m) => m.StatsPage));
+const TrainingPage = page(() => import("./pages/TrainingPage").then((m) => m.TrainingPage));
+const RunPage = page(() => import("./pages/TrainingPage").then((m) => m.RunPage));
 
 /** `/`, `/episodes/:id` and `/episodes/:id/steps/:n` share one page (the task tree stays
  * open, the replay keeps its state), so they are children of one layout route. */

@@ -4,7 +4,7 @@
 import { useEffect, useLayoutEffect, useRef, useState, type ReactNode } from "react";
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
-import type { EpisodeQuery, TaskNode } from "../api/client";
+import type { Episode, EpisodeQuery, TaskNode } from "../api/client";
 import { queries } from "../api/queries";
 import { Link, enc, useLocation, withQuery } from "../router";
 import { filtersFromQuery } from "./filters";
@@ -63,7 +63,14 @@ export function TaskTree({ currentEpisode, currentTask }: { currentEpisode?: str
           list.length === 0 ? (
             <p className="muted">No episodes match.</p>
           ) : list.length > VIRTUAL_FROM ? (
-            <LongTaskList list={list} render={task} current={currentTask} />
+            <PanelList
+              items={list}
+              itemKey={(t) => t.task_name ?? "(no task)"}
+              estimate={TASK_ROW_ESTIMATE}
+              render={task}
+              itemClass={() => "task"}
+              scrollTo={list.findIndex((t) => t.task_name === currentTask)}
+            />
           ) : (
             <ul>
               {list.map((t) => (
@@ -79,43 +86,63 @@ export function TaskTree({ currentEpisode, currentTask }: { currentEpisode?: str
   );
 }
 
-/** Many tasks: only those in view (and a few more) are in the page; the panel the tree sits
- * in scrolls, and the list is padded to its full height. An open task, with its episodes, is
- * one taller row. */
-function LongTaskList({ list, render, current }: { list: TaskNode[]; render: (t: TaskNode) => ReactNode; current?: string | null }) {
+/** A long list in the tree: only its items in view (and a few more) are in the page; the
+ * panel the tree sits in scrolls, and the list is padded to its full height. An open task,
+ * with its episodes (paged by "more…"), is one taller item. */
+function PanelList<T>({ items, itemKey, estimate, render, className, itemClass, scrollTo }: {
+  items: T[];
+  itemKey: (item: T) => string;
+  estimate: number;
+  render: (item: T) => ReactNode;
+  className?: string;
+  itemClass?: (item: T) => string;
+  /** An item to scroll into view when it changes (the replay's task). */
+  scrollTo?: number;
+}) {
   const ul = useRef<HTMLUListElement>(null);
   const [margin, setMargin] = useState(0);
-  // The panel's scroller holds the filters above the tree: their height is where the list starts.
+  // Where the list starts in the panel's scrolled content: below the filters. It moves as
+  // they change size, and is read again then and on scrolling (cheap, and it only updates
+  // when it moved).
   useLayoutEffect(() => {
     const scroller = ul.current?.closest(".left");
     if (!ul.current || !scroller) return;
-    const measure = () => setMargin(ul.current!.getBoundingClientRect().top - scroller.getBoundingClientRect().top + scroller.scrollTop);
+    const measure = () => {
+      const top = ul.current!.getBoundingClientRect().top - scroller.getBoundingClientRect().top + scroller.scrollTop;
+      setMargin((m) => (Math.abs(m - top) < 1 ? m : top));
+    };
     measure();
     const observer = new ResizeObserver(measure);
     for (const child of scroller.children) observer.observe(child);
-    return () => observer.disconnect();
+    scroller.addEventListener("scroll", measure, { passive: true });
+    return () => {
+      observer.disconnect();
+      scroller.removeEventListener("scroll", measure);
+    };
   }, []);
+  const scroller = () => ul.current?.closest<HTMLElement>(".left") ?? null;
   const rows = useVirtualizer({
-    count: list.length,
-    getScrollElement: () => ul.current?.closest(".left") ?? null,
-    estimateSize: () => TASK_ROW_ESTIMATE,
+    count: items.length,
+    getScrollElement: scroller,
+    // The panel may be scrolled already (the filters changed the tasks past the limit):
+    // start from there, or the new list would scroll the panel back to the top.
+    initialOffset: () => scroller()?.scrollTop ?? 0,
+    estimateSize: () => estimate,
     overscan: 10,
     scrollMargin: margin,
-    getItemKey: (i) => list[i].task_name ?? "(no task)",
+    getItemKey: (i) => itemKey(items[i]),
   });
-  // The replay's task is scrolled into view when the page opens on it.
-  const target = list.findIndex((t) => t.task_name === current);
   useEffect(() => {
-    if (target >= 0) rows.scrollToIndex(target, { align: "auto" });
-  }, [target, rows]);
+    if (scrollTo !== undefined && scrollTo >= 0) rows.scrollToIndex(scrollTo, { align: "auto" });
+  }, [scrollTo, rows]);
   const visible = rows.getVirtualItems();
   const above = visible.length ? visible[0].start - margin : 0;
   const below = visible.length ? rows.getTotalSize() - (visible[visible.length - 1].end - margin) : 0;
   return (
-    <ul ref={ul} style={{ paddingTop: above, paddingBottom: below }}>
+    <ul ref={ul} className={className} style={{ paddingTop: above, paddingBottom: below }}>
       {visible.map((v) => (
-        <li key={v.key} ref={rows.measureElement} data-index={v.index} className="task" aria-setsize={list.length} aria-posinset={v.index + 1}>
-          {render(list[v.index])}
+        <li key={v.key} ref={rows.measureElement} data-index={v.index} className={itemClass?.(items[v.index])} aria-setsize={items.length} aria-posinset={v.index + 1}>
+          {render(items[v.index])}
         </li>
       ))}
     </ul>
@@ -129,29 +156,32 @@ function TaskEpisodes({ task, filters, current }: { task: string; filters: Episo
     <Async state={list} what="episodes">
       {(pages) => {
         const items = pages.pages.flatMap((p) => p.items);
+        const more = list.hasNextPage && (
+          <button type="button" className="link" onClick={() => void list.fetchNextPage()} disabled={list.isFetchingNextPage}>
+            more…
+          </button>
+        );
+        const episode = (e: Episode) => (
+          <Link to={withQuery(`/episodes/${enc(e.episode_id)}/steps/0`, query)} data-episode={e.episode_id}>
+            <span className={`mark ${e.success === true ? "ok" : e.success === false ? "bad" : ""}`}>{mark(e.success)}</span>
+            <span className="mono episode-id" title={e.episode_id}>
+              {e.episode_id}
+            </span>
+            <span className="muted">
+              {count(e.episode_length, "step")}
+              {e.policy_version && <span title="policy version"> · {e.policy_version}</span>}
+            </span>
+          </Link>
+        );
+        const mine = (e: Episode) => (e.episode_id === current ? "current" : "");
         return (
           <ul className="episodes">
             {items.map((e) => (
-              <li key={e.episode_id} className={e.episode_id === current ? "current" : ""}>
-                <Link to={withQuery(`/episodes/${enc(e.episode_id)}/steps/0`, query)} data-episode={e.episode_id}>
-                  <span className={`mark ${e.success === true ? "ok" : e.success === false ? "bad" : ""}`}>{mark(e.success)}</span>
-                  <span className="mono episode-id" title={e.episode_id}>
-                    {e.episode_id}
-                  </span>
-                  <span className="muted">
-                    {count(e.episode_length, "step")}
-                    {e.policy_version && <span title="policy version"> · {e.policy_version}</span>}
-                  </span>
-                </Link>
+              <li key={e.episode_id} className={mine(e)}>
+                {episode(e)}
               </li>
             ))}
-            {list.hasNextPage && (
-              <li>
-                <button type="button" className="link" onClick={() => void list.fetchNextPage()} disabled={list.isFetchingNextPage}>
-                  more…
-                </button>
-              </li>
-            )}
+            {more && <li>{more}</li>}
           </ul>
         );
       }}
