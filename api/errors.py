@@ -44,7 +44,7 @@ from episodelake.lake.export.errors import (
 )
 from episodelake.lake.spool import SpoolWriteError
 from episodelake.lake.store import StoreUnavailable
-from episodelake.lake.tables import CommitContention, StorageFull
+from episodelake.lake.tables import CommitContention, DatasetMissing, StorageFull
 from episodelake.lake.writer import CommitFailed
 from episodelake.trainer.config import ConfigError
 
@@ -83,6 +83,7 @@ STATUS: dict[type[EpisodeLakeError], int] = {
     LakeError: 500,
     SqlRefused: 400,
     LakeCorrupt: 500,
+    DatasetMissing: 500,  # a table of the lake gone from under the server
     CommitContention: 503,
     CommitFailed: 503,
     StorageFull: 507,
