@@ -39,7 +39,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -250,3 +250,19 @@ def s3_proxied_lake(s3_server, s3_proxy, monkeypatch, tmp_path) -> str:
     uri = f"s3://{s3_server.new_bucket()}/lake"
     _lake_env(monkeypatch, tmp_path, s3_server.env(s3_proxy.endpoint), uri)
     return uri
+
+
+@pytest.fixture
+def ray_on_s3(s3_lake) -> Iterator[str]:
+    """A local Ray cluster started with the S3 lake's variables set (workers read the store
+    with them), the tests' Ray support module shipped to the workers by value."""
+    import ray
+    import ray_cluster
+
+    ray.shutdown()  # a cluster of another module started without the S3 variables
+    ray.cloudpickle.register_pickle_by_value(ray_cluster)
+    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False)
+    try:
+        yield s3_lake
+    finally:
+        ray.shutdown()

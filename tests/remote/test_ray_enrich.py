@@ -4,10 +4,7 @@ is what one process computes on a local copy of the same steps."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
-import ray_cluster as support
 from factories import needs_ray, response, screenshot
 
 from episodelake.api.cli import main
@@ -20,19 +17,6 @@ pytestmark = [needs_ray, pytest.mark.slow,
 
 COLUMNS = ("episode_id, step, image_phash, anchor_key, thumbnail, thumbnail_version, embedding, "
            "embedding_version, image_error")
-
-
-@pytest.fixture
-def ray_on_s3(s3_lake):
-    import ray
-
-    ray.shutdown()  # a cluster of another module started without the S3 variables
-    ray.cloudpickle.register_pickle_by_value(sys.modules[support.__name__])
-    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False)
-    try:
-        yield s3_lake
-    finally:
-        ray.shutdown()
 
 
 def record(location) -> Lake:

@@ -25,19 +25,6 @@ pytestmark = [needs_ray, pytest.mark.slow,
               pytest.mark.filterwarnings("ignore:lance is not fork-safe")]
 
 
-@pytest.fixture
-def ray_on_s3(s3_lake):
-    import ray
-
-    ray.shutdown()  # a cluster of another module started without the S3 variables
-    ray.cloudpickle.register_pickle_by_value(sys.modules[support.__name__])
-    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False)
-    try:
-        yield s3_lake
-    finally:
-        ray.shutdown()
-
-
 def test_actors_record_into_s3_and_export_on_ray(ray_on_s3, tmp_path):
     uri = ray_on_s3
     crash = Task("wifi_on", seed=support.CRASH_SEED)
