@@ -24,7 +24,6 @@ from episodelake.collectors.record.derived import (
     derive,
     enrich_anchor_keys,
     fill,
-    ocr_available,
 )
 from episodelake.lake.errors import InvalidInput
 from episodelake.lake.jobs import Job
@@ -33,7 +32,7 @@ from episodelake.lake.search import refresh_indexes
 from episodelake.lake.similar import refresh_index
 
 #: The registry and the trainer's and demo's entry points live with the derivations.
-__all__ = ["DERIVATIONS", "EnrichReport", "derive", "enrich", "enrich_anchor_keys", "ocr_available"]
+__all__ = ["DERIVATIONS", "EnrichReport", "derive", "enrich", "enrich_anchor_keys"]
 
 def enrich(lake: Lake, what: Sequence[str] | None = None, *, where: str | None = None,
            workers: int = 1, job: Job | None = None, progress: bool = False,

@@ -138,13 +138,6 @@ def _ocr_engine() -> Any:
     return RapidOCR(intra_op_num_threads=1, inter_op_num_threads=1)
 
 
-def ocr_available() -> bool:
-    """Whether the optional OCR package is installed (`elake demo` reads screens only then)."""
-    import importlib.util
-
-    return importlib.util.find_spec("rapidocr_onnxruntime") is not None
-
-
 def _ocr(image: bytes) -> dict[str, Any]:
     """Text lines top to bottom, each with its box as fractions of the image."""
     import cv2
