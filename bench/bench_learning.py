@@ -37,7 +37,7 @@ from common import line, workdir
 from episodelake.lake import Lake
 from episodelake.trainer import learning_stats as stats
 from episodelake.trainer import loop
-from episodelake.trainer.config import TrainConfig
+from episodelake.trainer.config import ConfigError, TrainConfig
 
 ALGOS = ("gigpo", "grpo")
 #: The issue's bar for held-out success on the easy templates.
@@ -159,6 +159,10 @@ def main() -> None:
         parser.error("--seeds must be at least 1")
     seeds = list(range(args.seed, args.seed + args.seeds))
     changes = dict(args.set)
+    try:  # a wrong --set stops here, not in every worker after the pool has started
+        TrainConfig(**{**budget(args.quick, args.iterations, args.seed), **changes})
+    except ConfigError as exc:
+        parser.error(f"--set: {exc}")
     algos = args.algos.split(",")
     if unknown := set(algos) - set(ALGOS):
         parser.error(f"--algos: {', '.join(sorted(unknown))} not among {', '.join(ALGOS)}")
