@@ -24,11 +24,11 @@ steps all get their keys.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterable
 
 from episodelake.collectors.record.derived import BATCH_IMAGES, BackgroundEnricher
 from episodelake.lake import schema, tables
+from episodelake.lake.background import BackgroundWorker
 from episodelake.lake.lake import Lake
 
 log = logging.getLogger(__name__)
@@ -41,67 +41,46 @@ CHECK_INTERVAL_S = 60.0
 WATCHED = tuple(t for t in schema.TABLES if t != "steps")
 
 
-class AutoCompactor:
+class AutoCompactor(BackgroundWorker):
     """Keeps the fragment count of the watched tables of one lake at most `max_fragments`."""
+
+    name = "lake-auto-compact"
+    after_failure = "it is tried again after the table's next write"
 
     def __init__(self, lake: Lake, *, max_fragments: int = MAX_FRAGMENTS,
                  watched: Iterable[str] = WATCHED, check_interval_s: float = CHECK_INTERVAL_S):
-        self.lake = lake
+        super().__init__(lake, interval_s=check_interval_s)
         self.max_fragments = max_fragments
         self.watched = tuple(watched)
-        self.check_interval_s = check_interval_s
         #: compactions done so far (for `elake serve`'s logs and for tests)
         self.compactions = 0
         self._dirty: set[str] = set(self.watched)  # a lake may come in fragmented: look once
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._idle = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="lake-auto-compact", daemon=True)
 
-    def start(self) -> AutoCompactor:
-        if self.lake.tag is None:  # a lake pinned at a tag is read-only
-            self.lake.write_listeners.append(self.written)
-            self._wake.set()
-            self._thread.start()
-        return self
+    def _starting(self) -> None:
+        self.lake.write_listeners.append(self.written)
+        self._wake.set()
+
+    def _stopping(self) -> None:
+        if self.written in self.lake.write_listeners:
+            self.lake.write_listeners.remove(self.written)
 
     def written(self, table: str) -> None:
         """Called after each upsert through the lake: costs a set insert, never a wait."""
         if table in self.watched:
             with self._lock:
                 self._dirty.add(table)
-                self._idle.clear()
-            self._wake.set()
+            self.wake()
 
-    def wait_idle(self, timeout: float) -> bool:
-        """Block until every table written so far has been looked at (for shutdown and tests)."""
-        return self._idle.wait(timeout)
-
-    def stop(self, timeout: float = 10.0) -> None:
-        if self.written in self.lake.write_listeners:
-            self.lake.write_listeners.remove(self.written)
-        self._stop.set()
-        self._wake.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            if not self._wake.wait(self.check_interval_s):
-                with self._lock:
-                    self._dirty.update(self.watched)
-            self._wake.clear()
-            with self._lock:
-                todo = [t for t in self.watched if t in self._dirty]
-                self._dirty.clear()
-            for table in todo:
-                if self._stop.is_set():
-                    return
-                self._compact_if_needed(table)
-            with self._lock:
-                if not self._dirty:
-                    self._idle.set()
+    def _pass(self, woken: bool) -> None:
+        with self._lock:
+            if not woken:  # other processes write too
+                self._dirty.update(self.watched)
+            todo = [t for t in self.watched if t in self._dirty]
+            self._dirty.clear()
+        for table in todo:
+            if self.stopped.is_set():
+                return
+            self._compact_if_needed(table)
 
     def _compact_if_needed(self, table: str) -> None:
         try:

@@ -41,6 +41,7 @@ from episodelake.collectors.record.anchor import DEFAULT_THRESHOLD, phash64, pha
 from episodelake.collectors.record.embedding import EMBEDDING_VERSION, screen_embedding
 from episodelake.collectors.record.images import prepare_image
 from episodelake.lake import schema
+from episodelake.lake.background import BackgroundWorker
 from episodelake.lake.errors import InvalidInput, LakeCorrupt
 from episodelake.lake.jobs import Job
 from episodelake.lake.lake import Lake
@@ -414,7 +415,7 @@ def _table(d: Derivation, rows: list[dict]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=pa.schema([schema.STEPS.field(n) for n in names]))
 
 
-class BackgroundEnricher:
+class BackgroundEnricher(BackgroundWorker):
     """Fills derived columns of newly committed steps on a thread of its own, so that the
     process recording (or serving) them never waits for a decode.
 
@@ -433,13 +434,15 @@ class BackgroundEnricher:
     or a server's worker.
     """
 
+    name = "lake-background-enrich"
+    after_failure = "its steps stay pending for the next pass"
+
     def __init__(self, lake: Lake, what: Sequence[str] = BACKGROUND_DERIVATIONS, *,
                  episodes: bool = False, interval_s: float = BACKGROUND_INTERVAL_S,
                  batch_images: int = BACKGROUND_BATCH_IMAGES):
-        self.lake = lake
+        super().__init__(lake, interval_s=interval_s)
         self.chosen = derivations(list(what))
         self.scoped = episodes
-        self.interval_s = interval_s
         self.batch_images = batch_images
         #: everything the worker filled so far (for logs and tests)
         self.report = EnrichReport()
@@ -447,16 +450,6 @@ class BackgroundEnricher:
         self._retiring: set[str] = set()
         self._finished_fragments: set[int] = set()
         self._version: int | None = None
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._idle = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="lake-background-enrich", daemon=True)
-
-    def start(self) -> BackgroundEnricher:
-        if self.lake.tag is None:  # a lake pinned at a tag is read-only
-            self._thread.start()
-        return self
 
     def watch(self, episode_id: str) -> None:
         """A scoped worker fills this episode's steps as they are committed."""
@@ -470,41 +463,14 @@ class BackgroundEnricher:
             self._retiring.update(episode_ids)
         self.wake()
 
-    def wake(self) -> None:
-        with self._lock:
-            self._idle.clear()
-        self._wake.set()
-
-    def wait_idle(self, timeout: float) -> bool:
-        """Block until a pass has found nothing more to do since the last `wake`."""
-        return self._idle.wait(timeout)
-
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop after the batch in hand (at most `batch_images` screenshots); what is left stays
-        pending for the next enrichment of the lake."""
-        self._stop.set()
-        self._wake.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
+    def _on_thread(self) -> None:
         try:  # Linux: a thread's niceness is its own; recording keeps priority over this
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(),
                            min(19, os.getpriority(os.PRIO_PROCESS, 0) + BACKGROUND_NICENESS))
         except (AttributeError, OSError):
             pass
-        while not self._stop.is_set():
-            self._wake.wait(self.interval_s)
-            self._wake.clear()
-            if self._stop.is_set():
-                return
-            try:
-                self._pass()
-            except Exception:  # never fatal to the recorder or server: the steps stay pending
-                log.warning("background enrichment failed; its steps stay pending and are tried "
-                            "again in %.0f s", self.interval_s, exc_info=True)
 
-    def _pass(self) -> None:
+    def _pass(self, woken: bool) -> None:
         with self._lock:
             retiring = set(self._retiring)
             watched = frozenset(self._episodes) if self.scoped else None
@@ -513,14 +479,12 @@ class BackgroundEnricher:
             fragments = tuple(f.fragment_id for f in steps.get_fragments()
                               if f.fragment_id not in self._finished_fragments)
             scope = Scope(episode_ids=watched, fragments=fragments, keyless=self.scoped)
-            report = fill(self.lake, self.chosen, scope, batch_images=self.batch_images, stop=self._stop)
+            report = fill(self.lake, self.chosen, scope, batch_images=self.batch_images, stop=self.stopped)
             self.report.add(report)
-            if self._stop.is_set():
+            if self.stopped.is_set():
                 return
             self._finished_fragments.update(fragments)
             self._version = steps.version if not any(report.steps.values()) else None
         with self._lock:
             self._episodes -= retiring
             self._retiring -= retiring
-            if not self._wake.is_set():
-                self._idle.set()
