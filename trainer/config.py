@@ -56,6 +56,9 @@ class TrainConfig(SpecModel):
     env: Env = Field("sim", description="where episodes run: the simulated phone")
     difficulty: Difficulty = Field(
         "easy", description="which sim task templates to train and evaluate on")
+    templates: str | None = Field(
+        None, description="comma-separated sim task templates to train and evaluate on, of any "
+        "difficulty, instead of --difficulty's (e.g. notes_create,contacts_add,dial_number)")
     # --- the run -----------------------------------------------------------------------------
     run_id: str | None = Field(None, description="id of the run (episodes.run_id, runs.run_id, "
                                "the checkpoint folder); default train-<algo>-<policy>-<time>")
@@ -142,6 +145,8 @@ class TrainConfig(SpecModel):
         if self.minibatch_size % self.micro_batch_size:
             raise ConfigError(f"micro_batch_size: {self.micro_batch_size} must divide "
                               f"--minibatch-size {self.minibatch_size}")
+        if self.templates is not None:
+            self.templates = _check_templates(self.templates)
         if self.resume and not self.run_id:
             raise ConfigError("resume: needs --run-id of the run to continue")
         if self.lr is None:
@@ -226,6 +231,18 @@ class TrainConfig(SpecModel):
 #: Settings a resumed run may change; every other one must match the stored config.
 RESUMABLE = frozenset({"run_id", "iterations", "resume", "workers", "checkpoint_dir", "threads",
                        "deepspeed_config", "rollout_backend", "ray_address"})
+
+
+def _check_templates(text: str) -> str:
+    """The `templates` setting, normalised; a name the registry lacks is refused by name."""
+    from episodelake.collectors.envs.sim.tasks import TEMPLATES
+
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in TEMPLATES]
+    if not names or unknown:
+        raise ConfigError(f"templates: {', '.join(unknown) or repr(text)} is not a sim task "
+                          f"template; templates: {', '.join(TEMPLATES)}")
+    return ",".join(dict.fromkeys(names))
 
 
 def _refuse_changing_the_reference(name: str, given: Any) -> None:

@@ -170,10 +170,12 @@ def _engine_kind(config: TrainConfig) -> str:
 
 
 def split_tasks(config: TrainConfig) -> tuple[list[str], list[str]]:
-    """(training task ids, held-out task ids) of the config's difficulty (module docstring)."""
+    """(training task ids, held-out task ids) of the config's templates, or of its difficulty
+    (module docstring)."""
+    chosen = set(config.templates.split(",")) if config.templates else None
     by_template: dict[str, list[str]] = {}
     for task in sim_tasks.all_tasks():
-        if config.difficulty in ("all", task.difficulty):
+        if task.name in chosen if chosen is not None else config.difficulty in ("all", task.difficulty):
             by_template.setdefault(task.name, []).append(task.id)
     rng = random.Random(config.seed)
     train_ids: list[str] = []
@@ -211,8 +213,10 @@ class PhaseTimer:
 def sample_tasks(train_ids: list[str], config: TrainConfig, iteration: int) -> list[str]:
     """`config.tasks` training tasks for this iteration; distinct while there are enough."""
     if not train_ids:
-        raise ConfigError(f"difficulty: no training tasks are left for {config.difficulty!r} "
-                          f"with --holdout {config.holdout}")
+        which = f"--templates {config.templates}" if config.templates else \
+            f"--difficulty {config.difficulty}"
+        raise ConfigError(f"holdout: no training tasks are left for {which} with --holdout "
+                          f"{config.holdout}")
     rng = random.Random(derive(config.seed, "tasks", iteration))
     picked: list[str] = []
     while len(picked) < config.tasks:

@@ -6,7 +6,7 @@ import pytest
 
 from episodelake.collectors.envs.sim import tasks as sim_tasks
 from episodelake.trainer import checkpoint
-from episodelake.trainer.config import TrainConfig
+from episodelake.trainer.config import ConfigError, TrainConfig
 from episodelake.trainer.loop import sample_tasks, split_tasks
 
 
@@ -46,3 +46,22 @@ def test_task_samples_depend_on_seed_and_iteration_only():
     assert len(first) == 20 and set(first) <= set(train)
     assert len(set(first[:len(train)])) == len(train)  # distinct while there are enough
     assert sample_tasks(train, config, 3) == first != sample_tasks(train, config, 4)
+
+
+def test_templates_choose_the_task_set_of_any_difficulty():
+    config = TrainConfig(templates="notes_create, dial_number,notes_create")
+    assert config.templates == "notes_create,dial_number"
+    train, held_out = split_tasks(config)
+    names = {sim_tasks.get_task(t).name for t in train + held_out}
+    assert names == {"notes_create", "dial_number"}  # medium templates, though --difficulty is easy
+    assert {sim_tasks.get_task(t).name for t in held_out} == names  # unseen values of each
+    registered = [t.id for t in sim_tasks.all_tasks() if t.name in names]
+    assert sorted(train + held_out) == sorted(registered)
+
+
+def test_an_unknown_template_is_refused_by_name():
+    with pytest.raises(ConfigError, match=r"templates: note_create is not a sim task template; "
+                                          r"templates: .*notes_create"):
+        TrainConfig(templates="note_create,dial_number")
+    with pytest.raises(ConfigError, match="templates: ' , '"):
+        TrainConfig(templates=" , ")
