@@ -440,6 +440,35 @@ class RunSummary(BaseModel):
         description="the last iteration's numeric metrics, nested keys joined with '.'")
 
 
+class MeanInterval(BaseModel):
+    mean: float
+    low: float | None = Field(description="95% t-interval over the runs; null with one run")
+    high: float | None
+    n: int = Field(description="runs in the mean")
+
+
+class RunArm(BaseModel):
+    label: str = Field(description="the settings this arm differs in from the others, e.g. "
+                       "'algo=gigpo lr_decay_to=0.1'")
+    settings: dict[str, Any] = Field(description="every setting the arm's runs share (nested "
+                                     "keys joined with '.')")
+    runs: list[str] = Field(description="its runs' ids, by seed")
+    seeds: list[int | None]
+    iterations: list[int] = Field(description="the iterations at least one run reached")
+    per_iteration: list[MeanInterval] = Field(description="the metric at each of `iterations` "
+                                              "over the runs that reached it")
+    curves: list[list[float | None]] = Field(description="each run's metric per iteration, "
+                                             "in the order of `runs`")
+    final: MeanInterval | None = Field(description="the mean of each run's last 5 points, over "
+                                       "runs; null when no run has a value")
+
+
+class RunsOverSeeds(BaseModel):
+    metric: str
+    arms: list[RunArm] = Field(description="training runs whose settings differ only in the "
+                               "seed (and settings that do not change results), most runs first")
+
+
 class RunIteration(BaseModel):
     iteration: int
     created_at: datetime | None

@@ -18,6 +18,10 @@ algorithm. Targets: held-out success from < 20% to > 60%; GiGPO >= GRPO at equal
                                               # the paired GiGPO - GRPO difference (2 runs at a time)
     python bench/bench_learning.py --seeds 5 --algos gigpo --set target_kl=0.05 --keep B
     python bench/bench_learning.py --summarise A B   # arms of both runs, paired by seed
+
+With `--keep DIR` (and with `--summarise`), every run's iterations are also gathered into the
+lake DIR/runs, one run id per arm and seed, so `elake --lake DIR/runs serve` shows the arms'
+means and intervals on the Training page.
 """
 
 from __future__ import annotations
@@ -126,6 +130,25 @@ def kept_runs(folder: Path) -> list[dict]:
     return found
 
 
+def gather(folders: list[Path], into: Path) -> int:
+    """Copy the `runs` rows of every run kept in `folders` into the lake `into`, renamed
+    `bench-<arm>-seed<N>` (spaces as '_'), so one lake holds them all; returns how many runs."""
+    changes: dict[Path, dict] = {f: json.loads((f / ARMS).read_text()) if (f / ARMS).exists() else {}
+                                 for f in folders}
+    rows = []
+    for folder in folders:
+        for path in sorted([*folder.glob("seed-*/*"), *folder.glob("gigpo"), *folder.glob("grpo")]):
+            if path.name not in ALGOS or not (path / "runs.lance").exists():
+                continue
+            for row in Lake(path).sql(f"SELECT * FROM runs WHERE run_id = 'bench-{path.name}'").to_pylist():
+                seed = json.loads(row["config"])["seed"]
+                label = arm(path.name, changes[folder]).replace(" ", "_")
+                rows.append({**row, "run_id": f"bench-{label}-seed{seed}"})
+    if rows:
+        Lake(into).upsert("runs", rows)
+    return len({r["run_id"] for r in rows})
+
+
 def percent(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:5.1f}%"
 
@@ -154,6 +177,7 @@ def main() -> None:
     if args.summarise:
         seeds, runs = load(args.summarise)
         summarise(seeds, runs, plot=args.summarise[0] / "learning.png")
+        report_gathered(args.summarise, args.summarise[0] / "runs")
         return
     if args.seeds < 1:
         parser.error("--seeds must be at least 1")
@@ -182,6 +206,8 @@ def main() -> None:
             {"seeds": seeds, "runs": [{"algo": job[0], "arm": arm(job[0], changes), "seed": job[1]["seed"],
                                        "settings": job[1], **outcome}
                                       for job, outcome in zip(jobs, outcomes, strict=True)]}))
+    if args.keep:
+        report_gathered([args.keep], args.keep / "runs")
     if len(seeds) > 1 or len(algos) != len(ALGOS):
         summarise(seeds, {arm(algo, changes): outcomes[i::len(algos)] for i, algo in enumerate(algos)},
                   plot=args.keep / "learning.png" if args.keep else None)
@@ -219,6 +245,11 @@ def main() -> None:
              mean_curve=percent(sum(curve) / len(curve)).strip(),
              episodes=len(curve) * r["episodes_per_iteration"], minutes=r["seconds"] / 60,
              first_above_60=reached)
+
+
+def report_gathered(folders: list[Path], into: Path) -> None:
+    count = gather(folders, into)
+    print(f"{count} runs gathered into {into}: elake --lake {into} serve (the Training page)")
 
 
 def cpu_minutes(run: dict, iteration: int | None) -> str:

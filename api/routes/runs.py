@@ -16,9 +16,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from episodelake.api.deps import LakeDep
-from episodelake.api.models import RunDetail, RunSummary
-from episodelake.lake.errors import NotFound
+from episodelake.api.models import RunDetail, RunsOverSeeds, RunSummary
+from episodelake.lake.errors import InvalidInput, NotFound
 from episodelake.lake.layout import check_id
+from episodelake.trainer import learning_stats as stats
+from episodelake.trainer.config import RESUMABLE
+
+#: Settings that neither make runs different experiments nor change their results: runs
+#: differing only in these are one arm, seen over its seeds.
+NOT_AN_ARM = RESUMABLE | {"seed"}
 
 router = APIRouter(tags=["runs"])
 
@@ -73,6 +79,74 @@ def runs(
         FROM runs {where} GROUP BY run_id ORDER BY updated_at DESC NULLS LAST, run_id
     """, params).to_pylist()
     return [{**r, "last_metrics": numbers(parse_object(r.pop("metrics")))} for r in rows]
+
+
+@router.get("/runs/over-seeds", response_model=RunsOverSeeds)
+def runs_over_seeds(
+    lake: LakeDep,
+    metric: Annotated[str, Query(max_length=200, description="a metric key, nested keys joined "
+                                 "with '.'")] = "eval_success_rate",
+) -> dict:
+    """Training runs grouped into arms (same settings but the seed), each arm's metric per
+    iteration as a mean with its 95% interval over the runs: how an algorithm or a setting
+    does beyond one seed's luck (what `bench/bench_learning.py --seeds N` prints)."""
+    rows = lake.sql("SELECT run_id, iteration, config, metrics FROM runs WHERE kind = 'train' "
+                    "ORDER BY run_id, iteration").to_pylist()
+    by_run: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        run = by_run.setdefault(r["run_id"], {"points": {}})
+        run["config"] = parse_object(r["config"]) or {}
+        run["points"][r["iteration"]] = numbers(parse_object(r["metrics"])).get(metric)
+    if rows and not any(v is not None for run in by_run.values() for v in run["points"].values()):
+        raise InvalidInput(f"metric: no training run recorded {metric!r}; GET /api/runs/RUN_ID "
+                           "lists a run's metrics under `series`")
+    arms: dict[str, dict[str, Any]] = {}
+    for run_id, run in by_run.items():
+        settings = {k: v for k, v in flat_settings(run["config"]).items() if k not in NOT_AN_ARM}
+        arm = arms.setdefault(json.dumps(settings, sort_keys=True), {"settings": settings, "runs": []})
+        arm["runs"].append((run["config"].get("seed"), run_id, run["points"]))
+    differing = _differing(arm["settings"] for arm in arms.values())
+    out = [_arm(arm, differing) for arm in arms.values()]
+    out.sort(key=lambda a: (-len(a["runs"]), a["label"]))
+    return {"metric": metric, "arms": out}
+
+
+def flat_settings(config: dict) -> dict[str, Any]:
+    """A stored config's settings by flag name: the advantage settings (stored under
+    `advantages`) beside the others, as `TrainConfig.settings()` names them."""
+    advantages = config.get("advantages")
+    rest = {k: v for k, v in config.items() if k != "advantages"}
+    return {**rest, **advantages} if isinstance(advantages, dict) else rest
+
+
+def _differing(settings: Any) -> list[str]:
+    """The settings whose values are not the same in every arm, `algo` first."""
+    all_settings = list(settings)
+    keys = sorted({k for s in all_settings for k in s})
+    varied = [k for k in keys if len({json.dumps(s.get(k)) for s in all_settings}) > 1]
+    return sorted(set(varied) | {"algo"}, key=lambda k: (k != "algo", k))
+
+
+def _arm(arm: dict[str, Any], differing: list[str]) -> dict[str, Any]:
+    runs = sorted(arm["runs"], key=lambda r: (r[0] is None, r[0], r[1]))
+    iterations = sorted({i for _, _, points in runs for i in points})
+    curves = [[points.get(i) for i in iterations] for _, _, points in runs]
+    per_iteration = []
+    for column in zip(*curves, strict=True):
+        values = [v for v in column if v is not None]
+        per_iteration.append(_interval(stats.mean_interval(values)) if values else None)
+    finals = [stats.final(values) for values in ([v for v in c if v is not None] for c in curves) if values]
+    kept = [(i, p) for i, p in zip(iterations, per_iteration, strict=True) if p is not None]
+    label = " ".join(f"{k}={arm['settings'].get(k)}" for k in differing)
+    return {"label": label, "settings": arm["settings"], "runs": [r[1] for r in runs],
+            "seeds": [r[0] for r in runs], "iterations": [i for i, _ in kept],
+            "per_iteration": [p for _, p in kept],
+            "curves": [[c[iterations.index(i)] for i, _ in kept] for c in curves],
+            "final": _interval(stats.mean_interval(finals)) if finals else None}
+
+
+def _interval(interval: stats.Interval) -> dict[str, Any]:
+    return {"mean": interval.mean, "low": interval.low, "high": interval.high, "n": interval.n}
 
 
 @router.get("/runs/{run_id}", response_model=RunDetail)

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from conftest import shot
+from conftest import axe_violations, shot
 
 from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 
@@ -94,6 +94,44 @@ def test_a_training_run_shows_its_curves(page, web_lake):
     page.get_by_label("metric").select_option("seconds.rollout")
     page.get_by_test_id("other-curve").wait_for()
     shot(page, "training-run")
+
+
+BANDS = """(testid) => { const u = document.querySelector(`[data-testid=${testid}]`).plot;
+  return {bands: u.bands.length, labels: u.series.slice(1).map(s => s.label),
+          data: u.data.slice(1).map(d => d.map(v => v == null ? null : Math.round(v * 1000) / 1000))}; }"""
+
+
+def test_runs_over_seeds_show_each_arm_with_its_interval(page, web_lake):
+    start = datetime(2026, 4, 2, tzinfo=UTC)
+    curves = {("gigpo", 0): [0.2, 0.6], ("gigpo", 1): [0.4, 0.8], ("grpo", 0): [0.1, 0.5], ("grpo", 1): [0.3, 0.5]}
+    web_lake.upsert("runs", [
+        {"run_id": f"seeds-{algo}-{seed}", "iteration": i, "kind": "train",
+         "config": json.dumps({"advantages": {"algo": algo}, "seed": seed, "lr": 0.003}),
+         "metrics": json.dumps({"eval_success_rate": value, "success_rate": value}),
+         "created_at": start + timedelta(minutes=i)}
+        for (algo, seed), curve in curves.items() for i, value in enumerate(curve)])
+    page.goto(page.base + "/training")
+    section = page.get_by_test_id("over-seeds")
+    section.wait_for()
+    page.wait_for_function("() => document.querySelector('[data-testid=seeds-curve]')?.plot")
+    drawn = page.evaluate(BANDS, "seeds-curve")
+    # two arms over seeds 0 and 1 (the single-seed run of the other test is its own arm)
+    # (labelled by what tells the arms apart: `lr` too while that run's arm is there)
+    arms = [label for label in drawn["labels"] if label.endswith("(2 seeds)")]
+    assert [a.split()[0] for a in arms] == ["algo=gigpo", "algo=grpo"]
+    gigpo = drawn["labels"].index(arms[0])
+    assert drawn["data"][gigpo][:2] == [0.3, 0.7]  # the means per iteration (another run may add a third)
+    assert drawn["bands"] >= 2  # each arm with an interval is shaded between its edges
+    half = round(12.706 * 0.1414 / 2 ** 0.5, 2)  # t(1) * sd / sqrt(2) of (0.2, 0.4)
+    highs = [d for d in drawn["data"] if d and d[0] is not None and abs(d[0] - (0.3 + half)) < 0.01]
+    assert highs, drawn["data"]
+    table = page.get_by_test_id("arms")
+    row = table.locator("tr", has_text="algo=grpo")
+    assert "0, 1" in row.inner_text() and "35.0%" in row.inner_text()  # runs end at means 0.3 and 0.4
+    page.get_by_label("metric over seeds").select_option("success_rate")
+    row.get_by_role("link", name="seeds-grpo-1").wait_for()
+    assert axe_violations(page) == []
+    shot(page, "training-over-seeds")
 
 
 @pytest.mark.parametrize("url, testid, text", [

@@ -26,6 +26,7 @@ export type RerunSummary = Schemas["RerunSummary"];
 export type RerunDetail = Schemas["RerunDetail"];
 export type RunSummary = Schemas["RunSummary"];
 export type RunDetail = Schemas["RunDetail"];
+export type RunArm = Schemas["RunArm"];
 export type SearchHit = Schemas["SearchHit"];
 export type OcrBox = Schemas["OcrBox"];
 export type EpisodeQuery = NonNullable<paths["/api/episodes"]["get"]["parameters"]["query"]>;

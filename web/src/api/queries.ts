@@ -82,6 +82,12 @@ export const queries = {
     queryOptions({ queryKey: ["groups", id], queryFn: ({ signal }) => call(api.GET("/api/groups/{group_id}", { params: { path: { group_id: id } }, signal })) }),
   trainRuns: () =>
     queryOptions({ queryKey: ["runs", "train"], queryFn: ({ signal }) => call(api.GET("/api/runs", { params: { query: { kind: "train" } }, signal })) }),
+  /** Training runs grouped by their settings but the seed: a metric's mean and interval. */
+  runsOverSeeds: (metric: string) =>
+    queryOptions({
+      queryKey: ["runs", "over-seeds", metric],
+      queryFn: ({ signal }) => call(api.GET("/api/runs/over-seeds", { params: { query: { metric } }, signal })),
+    }),
   run: (id: string) =>
     queryOptions({ queryKey: ["run", id], queryFn: ({ signal }) => call(api.GET("/api/runs/{run_id}", { params: { path: { run_id: id } }, signal })) }),
   /** A read-only query's result (POST only for the query's length); Run asks again. */

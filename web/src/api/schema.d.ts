@@ -456,6 +456,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/runs/over-seeds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Runs Over Seeds
+         * @description Training runs grouped into arms (same settings but the seed), each arm's metric per
+         *     iteration as a mean with its 95% interval over the runs: how an algorithm or a setting
+         *     does beyond one seed's luck (what `bench/bench_learning.py --seeds N` prints).
+         */
+        get: operations["runs_over_seeds_api_runs_over_seeds_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/runs/{run_id}": {
         parameters: {
             query?: never;
@@ -1356,6 +1378,23 @@ export interface components {
              */
             total: number | null;
         };
+        /** MeanInterval */
+        MeanInterval: {
+            /** High */
+            high: number | null;
+            /**
+             * Low
+             * @description 95% t-interval over the runs; null with one run
+             */
+            low: number | null;
+            /** Mean */
+            mean: number;
+            /**
+             * N
+             * @description runs in the mean
+             */
+            n: number;
+        };
         /**
          * Member
          * @description An episode in a set, with the member's curation fields and the episode's outcome.
@@ -1753,6 +1792,45 @@ export interface components {
             /** Successes */
             successes: number;
         };
+        /** RunArm */
+        RunArm: {
+            /**
+             * Curves
+             * @description each run's metric per iteration, in the order of `runs`
+             */
+            curves: (number | null)[][];
+            /** @description the mean of each run's last 5 points, over runs; null when no run has a value */
+            final: components["schemas"]["MeanInterval"] | null;
+            /**
+             * Iterations
+             * @description the iterations at least one run reached
+             */
+            iterations: number[];
+            /**
+             * Label
+             * @description the settings this arm differs in from the others, e.g. 'algo=gigpo lr_decay_to=0.1'
+             */
+            label: string;
+            /**
+             * Per Iteration
+             * @description the metric at each of `iterations` over the runs that reached it
+             */
+            per_iteration: components["schemas"]["MeanInterval"][];
+            /**
+             * Runs
+             * @description its runs' ids, by seed
+             */
+            runs: string[];
+            /** Seeds */
+            seeds: (number | null)[];
+            /**
+             * Settings
+             * @description every setting the arm's runs share (nested keys joined with '.')
+             */
+            settings: {
+                [key: string]: unknown;
+            };
+        };
         /** RunDetail */
         RunDetail: {
             /**
@@ -1817,6 +1895,16 @@ export interface components {
             started_at: string | null;
             /** Updated At */
             updated_at: string | null;
+        };
+        /** RunsOverSeeds */
+        RunsOverSeeds: {
+            /**
+             * Arms
+             * @description training runs whose settings differ only in the seed (and settings that do not change results), most runs first
+             */
+            arms: components["schemas"]["RunArm"][];
+            /** Metric */
+            metric: string;
         };
         /**
          * SavedView
@@ -4233,6 +4321,83 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RunSummary"][];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    runs_over_seeds_api_runs_over_seeds_get: {
+        parameters: {
+            query?: {
+                /** @description a metric key, nested keys joined with '.' */
+                metric?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunsOverSeeds"];
                 };
             };
             /** @description Bad Request */

@@ -3,7 +3,8 @@
 // did not record the metric) rather than faking a point. Forty series stay apart (ten
 // colours times four dash patterns), and pointing at (or focusing) a legend entry brings
 // its line forward and fades the others (uPlot's series focus). Pointing into the chart
-// reads out the values under the cursor.
+// reads out the values under the cursor. A series can carry a band (its interval), shaded
+// between two hidden series drawn after the visible ones.
 import { useEffect, useRef, useState } from "react";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
@@ -60,6 +61,8 @@ const INTEGER_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 100
 export interface Series {
   name: string;
   values: (number | null)[];
+  /** An interval around the line (e.g. 95% over seeds), shaded in the line's colour. */
+  band?: { low: (number | null)[]; high: (number | null)[] };
 }
 
 export interface LineChartProps {
@@ -155,14 +158,22 @@ export function LineChart({ x, series, label, xLabel = "iteration", testid, perc
           (u) => {
             const i = u.cursor.idx;
             if (i == null) return setReadout("");
-            const one = focused.current !== null && focused.current > 0 ? [styled[focused.current - 1]] : styled.length <= 6 ? styled : [];
-            const values = one.filter((s) => s.values[i] != null).map((s) => `${s.name} ${fmt(s.values[i] as number)}`);
+            const one = focused.current !== null && focused.current > 0 && focused.current <= styled.length ? [styled[focused.current - 1]] : styled.length <= 6 ? styled : [];
+            const interval = (s: (typeof styled)[number]) =>
+              s.band && s.band.low[i] != null && s.band.high[i] != null ? ` [${fmt(s.band.low[i] as number)}, ${fmt(s.band.high[i] as number)}]` : "";
+            const values = one.filter((s) => s.values[i] != null).map((s) => `${s.name} ${fmt(s.values[i] as number)}${interval(s)}`);
             setReadout(`${xLabel} ${categories ? categories[i] : xs[i]}: ${values.join(" · ") || "point at a line"}`);
           },
         ],
       },
     };
-    const u = new uPlot(opts, [xs, ...styled.map((s) => s.values)] as uPlot.AlignedData, el);
+    // Each band's edges are two more series, after the visible ones (so a line's series index
+    // stays its place in `styled` + 1); uPlot fills between them.
+    const banded = styled.filter((s) => s.band);
+    const edges = banded.flatMap((s) => [s.band!.high, s.band!.low]);
+    opts.series.push(...edges.map(() => ({ stroke: "transparent", width: 0, points: { show: false } })));
+    opts.bands = banded.map((s, i) => ({ series: [styled.length + 1 + 2 * i, styled.length + 2 + 2 * i] as [number, number], fill: `${s.color}33` }));
+    const u = new uPlot(opts, [xs, ...styled.map((s) => s.values), ...edges] as uPlot.AlignedData, el);
     plot.current = u;
     // The instance, for inspection from the browser (the tests read its series and focus).
     (el as HTMLDivElement & { plot?: uPlot }).plot = u;

@@ -4,7 +4,7 @@
 // any other recorded number can be plotted from the picker.
 import { useState } from "react";
 import { useQuery } from "@tanstack/react-query";
-import type { RunDetail } from "../api/client";
+import type { RunArm, RunDetail } from "../api/client";
 import { queries } from "../api/queries";
 import { pct } from "../components/JobState";
 import { LineChart, type Series } from "../components/LineChart";
@@ -30,6 +30,8 @@ export function TrainingPage() {
   return (
     <main className="page" data-testid="training-page">
       <h2>Training</h2>
+      <OverSeeds />
+      <h3>Runs</h3>
       <Async state={runs} what="training runs">
         {(list) => (
           <ListTable
@@ -61,6 +63,78 @@ export function TrainingPage() {
         )}
       </Async>
     </main>
+  );
+}
+
+const SEED_METRICS: [string, string][] = [
+  ["eval_success_rate", "held-out success"],
+  ["success_rate", "training success"],
+];
+
+/** A mean [low, high] as percentages (the interval cut to 0-100%, where rates lie); the
+ * interval left out with one run. */
+function meanText(m: RunArm["final"]): string {
+  if (!m) return "—";
+  const cut = (v: number) => pct(Math.min(1, Math.max(0, v)), 1);
+  return m.low == null || m.high == null ? pct(m.mean, 1) : `${pct(m.mean, 1)} [${cut(m.low)}, ${cut(m.high)}]`;
+}
+
+/** Runs that differ only in their seed, as arms: each arm's mean over its runs with the 95%
+ * interval shaded, so a comparison rests on more than one seed's luck. Shown once some arm
+ * has two runs or more. */
+function OverSeeds() {
+  const [metric, setMetric] = useState(SEED_METRICS[0][0]);
+  const arms = useQuery(queries.runsOverSeeds(metric));
+  const list = arms.data?.arms ?? [];
+  if (!list.some((a) => a.runs.length > 1)) return null;
+  const x = [...new Set(list.flatMap((a) => a.iterations))].sort((a, b) => a - b);
+  const series = list.map((a) => {
+    const at = (values: (number | null)[]) => x.map((i) => { const k = a.iterations.indexOf(i); return k < 0 ? null : values[k]; });
+    return {
+      name: `${a.label} (${a.runs.length} seed${a.runs.length === 1 ? "" : "s"})`,
+      values: at(a.per_iteration.map((p) => p.mean)),
+      band: { low: at(a.per_iteration.map((p) => p.low ?? null)), high: at(a.per_iteration.map((p) => p.high ?? null)) },
+    };
+  });
+  return (
+    <section aria-labelledby="over-seeds-title" data-testid="over-seeds">
+      <h3 id="over-seeds-title">
+        Over seeds{" "}
+        <select value={metric} onChange={(e) => setMetric(e.target.value)} aria-label="metric over seeds">
+          {SEED_METRICS.map(([key, name]) => (
+            <option key={key} value={key}>
+              {name}
+            </option>
+          ))}
+        </select>
+      </h3>
+      <p className="muted">
+        Runs whose settings differ only in the seed form one arm: its mean over the runs per iteration, shaded by the 95% interval (Student t).
+      </p>
+      <LineChart x={x} series={series} percent testid="seeds-curve" label={`${metric} over seeds by iteration`} />
+      <ListTable
+        testid="arms"
+        columns={["arm", "seeds", "last 5 iterations, mean [95%]", "runs"]}
+        items={list}
+        row={(a) => (
+          <tr key={a.label}>
+            <td className="mono">{a.label}</td>
+            <td>{a.seeds.map((s) => s ?? "?").join(", ")}</td>
+            <td>{meanText(a.final)}</td>
+            <td>
+              {a.runs.map((id, i) => (
+                <span key={id}>
+                  {i > 0 && ", "}
+                  <Link to={`/training/${enc(id)}`} className="mono">
+                    {id}
+                  </Link>
+                </span>
+              ))}
+            </td>
+          </tr>
+        )}
+      />
+    </section>
   );
 }
 
