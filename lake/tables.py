@@ -24,6 +24,7 @@ import logging
 import random
 import re
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -301,6 +302,17 @@ def _full_message(lake: Location | Path | str, needed: int, free: int, what: str
             "`elake recover` (or open a writer) again")
 
 
+#: Every this many upserts into a table, a process checks that the table's key index covers
+#: all but `MAX_UNINDEXED_FRAGMENTS` of its fragments, and folds the others in when not. An
+#: upsert looks its keys up: with the index an episode's upsert took 39 ms at 5,000 episodes
+#: in 560 fragments, without it 216 ms (the whole key column read each time, growing with the
+#: lake), and so did looking up an episode id a caller gave.
+INDEX_CHECK_EVERY = 16
+MAX_UNINDEXED_FRAGMENTS = 32
+_upserts_since_check: dict[tuple[str, str], int] = {}
+_check_lock = threading.Lock()
+
+
 def commit(lake: Location | Path | str, table: str, rows: pa.Table, kind: str) -> None:
     """Commit `rows` to `table` as one Lance version. `kind`: append | insert_missing | upsert."""
     if rows.num_rows == 0:
@@ -326,6 +338,39 @@ def commit(lake: Location | Path | str, table: str, rows: pa.Table, kind: str) -
 
     with store_errors(loc):
         retry_commit(f"{kind} {table}", merge)
+    if kind == "upsert":
+        _count_upsert(loc, table)
+
+
+def _count_upsert(loc: Location, table: str) -> None:
+    counter = (str(loc), table)
+    with _check_lock:
+        _upserts_since_check[counter] = _upserts_since_check.get(counter, 0) + 1
+        if _upserts_since_check[counter] < INDEX_CHECK_EVERY:
+            return
+        _upserts_since_check[counter] = 0
+    try:
+        keep_key_index(loc, table)
+    except Exception:  # the rows are committed; a lookup is only slower until the next check
+        log.warning("keeping the key index of %s fresh failed; tried again after %d more upserts",
+                    table, INDEX_CHECK_EVERY, exc_info=True)
+
+
+def keep_key_index(lake: Location | Path | str, table: str, max_unindexed: int | None = None) -> bool:
+    """Build the table's key index, or fold new fragments into it, once more than
+    `max_unindexed` (default `MAX_UNINDEXED_FRAGMENTS`) fragments lie outside it; returns
+    whether it did."""
+    if max_unindexed is None:
+        max_unindexed = MAX_UNINDEXED_FRAGMENTS
+    ds = open_table(lake, table)
+    name = f"{schema.KEYS[table][0]}_idx"
+    fragments = {f.fragment_id for f in ds.get_fragments()}
+    covered = {f for i in ds.describe_indices() if i.name == name for s in i.segments for f in s.fragment_ids}
+    outside = fragments - covered
+    if len(outside) <= max_unindexed:
+        return False
+    index_keys(lake, table)
+    return True
 
 
 def fragment_count(lake: Location | Path | str, table: str) -> int:
