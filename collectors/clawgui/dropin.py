@@ -8,6 +8,10 @@ and every call records into the lake instead of rewriting `episode.json`. Same n
 arguments and meaning; the lake is `$ELAKE_LAKE`, else the `save_dir` passed, else
 `./elake-data`. Two deliberate differences: bad input raises `InvalidInput` instead of being
 printed and swallowed, and images are stored as received instead of decoded and re-encoded.
+
+Like every recorder, the drop-in's keys its own screenshots on a background thread after
+they are committed; `ELAKE_RECORDER_ENRICH=0` turns that thread off (a rollout machine short
+of CPU), leaving the keys to a server's worker, the trainer or `elake enrich`.
 """
 
 from __future__ import annotations
@@ -31,6 +35,10 @@ from episodelake.lake.store import location
 log = logging.getLogger(__name__)
 
 REFERENCE_SAVE_DIR = "./clawgui-rl/episode"
+#: "0", "off", "false" or "no": the drop-in's recorders run no background enrichment thread
+RECORDER_ENRICH_ENV = "ELAKE_RECORDER_ENRICH"
+_OFF = ("0", "off", "false", "no")
+_ON = ("1", "on", "true", "yes")
 
 _recorders: dict[str, Recorder] = {}
 _recorders_lock = threading.Lock()
@@ -42,8 +50,16 @@ def _recorder(save_dir: str | None) -> Recorder:
     with _recorders_lock:
         rec = _recorders.get(key)
         if rec is None:
-            rec = _recorders[key] = Recorder(key, env="clawgui")
+            rec = _recorders[key] = Recorder(key, env="clawgui", background_enrich=_enrich_in_background())
         return rec
+
+
+def _enrich_in_background() -> bool:
+    text = os.environ.get(RECORDER_ENRICH_ENV, "1").strip().lower()
+    if text not in _OFF + _ON:
+        raise InvalidInput(f"${RECORDER_ENRICH_ENV}: {text!r} is neither of {'/'.join(_ON)} nor "
+                           f"{'/'.join(_OFF)}")
+    return text in _ON
 
 
 _drop_in_groups: GroupDeriver | None = None

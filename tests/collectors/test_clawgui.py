@@ -15,6 +15,7 @@ from episodelake.collectors import clawgui
 from episodelake.collectors.clawgui import dropin, importer
 from episodelake.collectors.record.derived import enrich_anchor_keys
 from episodelake.lake import Lake
+from episodelake.lake.errors import InvalidInput
 from episodelake.lake.export import clawgui as clawgui_folders
 
 
@@ -450,6 +451,27 @@ def test_drop_in_episodes_get_group_ids_and_anchor_keys(tmp_path, monkeypatch):
     assert lake.sql("select count(*) n from steps where anchor_key is null").to_pylist() == [{"n": 0}]
     rows = {(r["episode_id"], r["step"]): r for r in _advantages(lake).table.to_pylist()}
     assert {rows[(e, 0)]["anchor_group_size"] for e in ids} == {3}
+
+
+@pytest.mark.parametrize("value, worker", [(None, True), ("1", True), ("0", False), ("off", False)])
+def test_the_drop_in_recorder_enriches_in_the_background_unless_told_not_to(tmp_path, monkeypatch, value, worker):
+    monkeypatch.setenv("ELAKE_LAKE", str(tmp_path / "lake"))
+    if value is not None:
+        monkeypatch.setenv("ELAKE_RECORDER_ENRICH", value)
+    clawgui.save_episode_to_json([base64.b64encode(screenshot(0)).decode()], [response()],
+                                 "open wifi", "Turn on Wi-Fi", "ep-env", step_number=0)
+    (recorder,) = dropin._recorders.values()
+    assert (recorder.enricher is not None) is worker
+    dropin.close_recorders()
+    assert Lake(tmp_path / "lake").steps("ep-env").num_rows == 1  # recorded either way
+
+
+def test_a_wrong_enrich_setting_is_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("ELAKE_LAKE", str(tmp_path / "lake"))
+    monkeypatch.setenv("ELAKE_RECORDER_ENRICH", "sometimes")
+    with pytest.raises(InvalidInput, match=r"\$ELAKE_RECORDER_ENRICH: 'sometimes'"):
+        clawgui.save_episode_to_json([base64.b64encode(screenshot(0)).decode()], [response()],
+                                     "open wifi", "Turn on Wi-Fi", "ep-env", step_number=0)
 
 
 # -- export keeps the reference viewer working ---------------------------------------------------
