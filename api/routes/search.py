@@ -39,6 +39,29 @@ class SearchHit(BaseModel):
     task_name: str | None = None
 
 
+class SearchCoverage(BaseModel):
+    """How much of the lake the screen-text part of a search can see yet."""
+
+    screenshots: int = Field(description="steps with a screenshot")
+    screens_read: int = Field(description="of them, those whose text is read (OCR)")
+    pending: int = Field(description="screenshots waiting for their text to be read")
+    how: str = Field(description="how to have the rest read")
+
+
+@router.get("/search/coverage", response_model=SearchCoverage)
+def coverage(lake: LakeDep) -> dict:
+    """Whether "nothing matched" means nothing is there or nothing has been read yet: screen
+    text is read after steps are committed (a server's worker, `elake enrich --what ocr`)."""
+    from episodelake.collectors.record.derived import DERIVATIONS
+
+    ocr = DERIVATIONS["ocr"]
+    steps = lake.dataset("steps")
+    return {"screenshots": steps.count_rows(filter="image_sha256 IS NOT NULL"),
+            "screens_read": steps.count_rows(filter=f"{ocr.version_column} = {ocr.version}"),
+            "pending": steps.count_rows(filter=ocr.pending()),
+            "how": "elake enrich --what ocr, or a server started with --background-enrich phash,ocr"}
+
+
 @router.get("/search", response_model=list[SearchHit])
 def search(
     lake: LakeDep,

@@ -6,9 +6,12 @@ from __future__ import annotations
 import httpx
 import pytest
 from search_lake import PAYMENT_STEP, build_search_lake
-from webapp_support import ServerThread
+from webapp_support import ServerThread, screen
 
 from episodelake.api.settings import Settings
+from episodelake.collectors.record.actions import format_tool_call
+from episodelake.collectors.record.recorder import Recorder
+from episodelake.lake import Lake
 from episodelake.lake import search as lake_search
 
 
@@ -69,3 +72,22 @@ def test_the_overview_lists_a_run_whose_episodes_name_no_policy_version(client):
     assert r.status_code == 200, r.text
     runs = {run["run_id"]: run["policy_versions"] for run in r.json()["latest_runs"]}
     assert runs == {"run-a": ["v1"], "run-b": ["v2"], None: []}
+
+
+def test_coverage_says_how_much_screen_text_is_read(client):
+    body = client.get("/api/search/coverage").json()
+    # the search lake reads every screenshot but the raw episode's
+    assert body["screens_read"] + body["pending"] <= body["screenshots"] and body["screens_read"] > 0
+    assert "elake enrich --what ocr" in body["how"]
+
+
+def test_an_unread_lake_has_nothing_read_and_everything_pending(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    with Recorder(lake, run_id="r") as rec:
+        ep = rec.start_episode("t", "Open the app", episode_id="unread-1")
+        for n in range(3):
+            ep.log_step(screen(n, 0), format_tool_call({"action": "wait"}))
+        ep.finish(success=False)
+    with ServerThread(Settings(lake=lake.path, static_dir=None), lake) as srv:
+        body = httpx.get(srv.url + "/api/search/coverage", timeout=30).json()
+    assert (body["screenshots"], body["screens_read"], body["pending"]) == (3, 0, 3)

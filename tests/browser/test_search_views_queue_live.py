@@ -53,6 +53,19 @@ def test_search_by_id_task_or_goal_and_enter_opens_the_episode(page):
     page.get_by_test_id("task-tree").get_by_text("set_alarm").wait_for()
 
 
+def test_a_search_on_screens_not_read_yet_says_so_and_how(page, web_lake):
+    page.goto(page.base + "/")
+    page.get_by_test_id("overview-policies").wait_for()
+    page.keyboard.press("/")
+    page.keyboard.type("zebrafish")
+    unread = page.get_by_test_id("unread-screens")
+    unread.wait_for()
+    pending = web_lake.dataset("steps").count_rows(filter="image_sha256 IS NOT NULL")
+    assert f"The text of {pending} screenshots of {pending} is not read yet" in unread.inner_text()
+    assert "elake enrich --what ocr" in unread.inner_text()
+    page.keyboard.press("Escape")
+
+
 def test_saved_views_are_created_opened_shared_and_deleted(page):
     page.goto(page.base + "/?success=false&task=wifi_on")
     page.get_by_test_id("overview-policies").wait_for()

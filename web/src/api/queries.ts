@@ -96,6 +96,9 @@ export const queries = {
   /** Full-text hits over screen text, thinking, responses and goals, of all episodes or one. */
   search: (query: SearchQuery) =>
     queryOptions({ queryKey: ["search", query], queryFn: ({ signal }) => call(api.GET("/api/search", { params: { query }, signal })) }),
+  /** How many screenshots' text is read (OCR), so "nothing matched" can say whether it was looked at. */
+  searchCoverage: () =>
+    queryOptions({ queryKey: ["search", "coverage"], queryFn: ({ signal }) => call(api.GET("/api/search/coverage", { signal })), staleTime: 30_000 }),
   /** The steps whose screenshots look most like this step's, from any episode. */
   similar: (episodeId: string, step: number, k: number) =>
     queryOptions({

@@ -519,6 +519,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/search/coverage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Coverage
+         * @description Whether "nothing matched" means nothing is there or nothing has been read yet: screen
+         *     text is read after steps are committed (a server's worker, `elake enrich --what ocr`).
+         */
+        get: operations["coverage_api_search_coverage_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/sets": {
         parameters: {
             query?: never;
@@ -1927,6 +1948,32 @@ export interface components {
             filters: components["schemas"]["EpisodeFilter"];
             /** Name */
             name: string;
+        };
+        /**
+         * SearchCoverage
+         * @description How much of the lake the screen-text part of a search can see yet.
+         */
+        SearchCoverage: {
+            /**
+             * How
+             * @description how to have the rest read
+             */
+            how: string;
+            /**
+             * Pending
+             * @description screenshots waiting for their text to be read
+             */
+            pending: number;
+            /**
+             * Screens Read
+             * @description of them, those whose text is read (OCR)
+             */
+            screens_read: number;
+            /**
+             * Screenshots
+             * @description steps with a screenshot
+             */
+            screenshots: number;
         };
         /** SearchHit */
         SearchHit: {
@@ -4556,6 +4603,80 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SearchHit"][];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    coverage_api_search_coverage_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchCoverage"];
                 };
             };
             /** @description Bad Request */

@@ -59,6 +59,9 @@ export function Search() {
   const items = found?.items ?? [];
   // A query the text search refuses (no word in it) simply finds no text.
   const hits = found && !textSearch.isError && textSearch.data ? textSearch.data : [];
+  // With no hits, whether the screens' text has been read at all ("nothing matched" or "not read yet").
+  const coverage = useQuery({ ...queries.searchCoverage(), enabled: found !== undefined && !textSearch.isFetching && hits.length === 0 });
+  const unread = coverage.data && coverage.data.pending > 0 ? coverage.data : null;
   const filterRow = found && items.length ? 1 : 0;
   const moreRow = hits.length === textLimit && textLimit < MOST ? 1 : 0;
   // the episodes, "all as a filter", the text hits, "more"
@@ -167,6 +170,11 @@ export function Search() {
             {hits.length === 0 ? (
               <div className="muted" role="option" aria-selected={false} aria-disabled>
                 {textSearch.isFetching ? "Searching the text…" : `No screen text, thinking, response or goal holds “${found.for}”.`}
+                {!textSearch.isFetching && unread && (
+                  <div data-testid="unread-screens">
+                    The text of {count(unread.pending, "screenshot")} of {unread.screenshots} is not read yet, so not searched: {unread.how}.
+                  </div>
+                )}
               </div>
             ) : (
               <>
