@@ -66,17 +66,20 @@ export function TrainingPage() {
   );
 }
 
-const SEED_METRICS: [string, string][] = [
-  ["eval_success_rate", "held-out success"],
-  ["success_rate", "training success"],
+/** The metrics "over seeds" offers: key, name, whether it is a rate (0-100%). */
+const SEED_METRICS: [string, string, boolean][] = [
+  ["eval_success_rate", "held-out success", true],
+  ["success_rate", "training success", true],
+  ["mean_episode_reward", "training reward (progress steps + result)", false],
 ];
 
-/** A mean [low, high] as percentages (the interval cut to 0-100%, where rates lie); the
- * interval left out with one run. */
-function meanText(m: RunArm["final"]): string {
+/** A mean [low, high]: rates as percentages (the interval cut to 0-100%, where rates lie),
+ * other numbers as they are; the interval left out with one run. */
+function meanText(m: RunArm["final"], rate: boolean): string {
   if (!m) return "—";
-  const cut = (v: number) => pct(Math.min(1, Math.max(0, v)), 1);
-  return m.low == null || m.high == null ? pct(m.mean, 1) : `${pct(m.mean, 1)} [${cut(m.low)}, ${cut(m.high)}]`;
+  const show = rate ? (v: number) => pct(v, 1) : (v: number) => v.toFixed(3);
+  const cut = rate ? (v: number) => pct(Math.min(1, Math.max(0, v)), 1) : show;
+  return m.low == null || m.high == null ? show(m.mean) : `${show(m.mean)} [${cut(m.low)}, ${cut(m.high)}]`;
 }
 
 /** Runs that differ only in their seed, as arms: each arm's mean over its runs with the 95%
@@ -86,6 +89,7 @@ function OverSeeds() {
   const [metric, setMetric] = useState(SEED_METRICS[0][0]);
   const arms = useQuery(queries.runsOverSeeds(metric));
   const list = arms.data?.arms ?? [];
+  const rate = SEED_METRICS.find(([key]) => key === metric)?.[2] ?? false;
   if (!list.some((a) => a.runs.length > 1)) return null;
   const x = [...new Set(list.flatMap((a) => a.iterations))].sort((a, b) => a - b);
   const series = list.map((a) => {
@@ -111,7 +115,7 @@ function OverSeeds() {
       <p className="muted">
         Runs whose settings differ only in the seed form one arm: its mean over the runs per iteration, shaded by the 95% interval (Student t).
       </p>
-      <LineChart x={x} series={series} percent testid="seeds-curve" label={`${metric} over seeds by iteration`} />
+      <LineChart x={x} series={series} percent={rate} testid="seeds-curve" label={`${metric} over seeds by iteration`} />
       <ListTable
         testid="arms"
         columns={["arm", "seeds", "last 5 iterations, mean [95%]", "runs"]}
@@ -120,7 +124,7 @@ function OverSeeds() {
           <tr key={a.label}>
             <td className="mono">{a.label}</td>
             <td>{a.seeds.map((s) => s ?? "?").join(", ")}</td>
-            <td>{meanText(a.final)}</td>
+            <td>{meanText(a.final, rate)}</td>
             <td>
               {a.runs.map((id, i) => (
                 <span key={id}>
