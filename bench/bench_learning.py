@@ -269,6 +269,9 @@ def summarise(seeds: list[int], runs: dict[str, list[dict]], *, plot: Path | Non
     for i in range(min(len(b) for b in bands.values())):
         print(f"{i + 1:>4}  " + "  ".join(f"{label} {b[i].mean:6.1%} [{b[i].low or 0:6.1%}, {b[i].high or 0:6.1%}]"
                                           for label, b in bands.items()))
+    # the training reward (paid progress steps + the result): what a task set no run solves
+    # yet still shows of learning
+    rewards = {label: [[m["mean_episode_reward"] for m in r["metrics"]] for r in rs] for label, rs in runs.items()}
     for label, cs in curves.items():
         reached = [stats.first_above(c, TARGET) for c in cs]
         line(f"learning {label} ({len(cs)} seeds)", final_last5=str(stats.mean_interval([stats.final(c) for c in cs])),
@@ -277,13 +280,16 @@ def summarise(seeds: list[int], runs: dict[str, list[dict]], *, plot: Path | Non
              cpu_minutes_to_60="/".join(cpu_minutes(r, i) for r, i in zip(runs[label], reached, strict=True)),
              largest_fall=max(stats.largest_fall(c) for c in cs),
              largest_fall_of_5_iteration_mean=max(stats.largest_fall(stats.moving_mean(c)) for c in cs),
+             train_reward_last5=str(stats.mean_interval([stats.final(c) for c in rewards[label]])),
              minutes=max(r["seconds"] for r in runs[label]) / 60)
     for a, b in itertools.combinations(curves, 2):
         line(f"learning {a} - {b} (paired)",
              final_last5=str(stats.paired_difference([stats.final(c) for c in curves[a]],
                                                      [stats.final(c) for c in curves[b]])),
              auc=str(stats.paired_difference([stats.area(c) for c in curves[a]],
-                                             [stats.area(c) for c in curves[b]])))
+                                             [stats.area(c) for c in curves[b]])),
+             train_reward_last5=str(stats.paired_difference([stats.final(c) for c in rewards[a]],
+                                                            [stats.final(c) for c in rewards[b]])))
     if plot is not None:
         learning_plot.plot(curves, plot, title=f"held-out success, mean and 95% interval over seeds "
                                                f"{seeds[0]}..{seeds[-1]}", target=TARGET)
