@@ -293,7 +293,12 @@ def summarise(seeds: list[int], runs: dict[str, list[dict]], *, plot: Path | Non
     if plot is not None:
         learning_plot.plot(curves, plot, title=f"held-out success, mean and 95% interval over seeds "
                                                f"{seeds[0]}..{seeds[-1]}", target=TARGET)
-        print(f"plot: {plot}")
+        reward_plot = plot.with_name("learning-reward.png")
+        top = max(v for cs in rewards.values() for c in cs for v in c)
+        learning_plot.plot(rewards, reward_plot, title="training reward (paid progress steps + result), mean "
+                           f"and 95% interval over seeds {seeds[0]}..{seeds[-1]}", target=None,
+                           top_value=max(1.0, float(top)), percent=False)
+        print(f"plots: {plot}, {reward_plot}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Held-out success per iteration over seeds, one band per arm, drawn to a PNG.
+"""A metric per iteration over seeds (held-out success; or the training reward), one band
+per arm, drawn to a PNG.
 
 `bench_learning.py --seeds N --keep DIR` (or `--summarise DIR`) draws DIR/learning.png with
 it. Each arm (an algorithm, with its `--set` changes) is its mean curve and the 95% interval
@@ -19,7 +20,9 @@ MARGIN = (70, 40, 30, 60)  # left, top, right, bottom
 PALETTE = ((31, 119, 180), (214, 96, 39), (44, 160, 44), (148, 103, 189), (90, 90, 90))
 
 
-def plot(curves: dict[str, list[list[float]]], path: Path, *, title: str, target: float = 0.6) -> None:
+def plot(curves: dict[str, list[list[float]]], path: Path, *, title: str, target: float | None = 0.6,
+         top_value: float = 1.0, percent: bool = True) -> None:
+    """`top_value` is the y axis's top (rates: 1.0, drawn as 0-100%); `target` a line across."""
     image = Image.new("RGB", SIZE, "white")
     draw = ImageDraw.Draw(image, "RGBA")
     font = ImageFont.load_default(size=14)
@@ -28,18 +31,21 @@ def plot(curves: dict[str, list[list[float]]], path: Path, *, title: str, target
     iterations = max(len(c) for runs in curves.values() for c in runs)
 
     def xy(i: int, value: float) -> tuple[float, float]:
-        value = min(1.0, max(0.0, value))  # an interval may reach past 0% or 100%
-        return left + width * i / max(iterations - 1, 1), top + height * (1.0 - value)
+        value = min(top_value, max(0.0, value))  # an interval may reach past the axis
+        return left + width * i / max(iterations - 1, 1), top + height * (1.0 - value / top_value)
 
-    for tick in range(0, 101, 20):
-        y = xy(0, tick / 100)[1]
+    for k in range(6):
+        value = top_value * k / 5
+        y = xy(0, value)[1]
         draw.line([(left, y), (left + width, y)], fill=(230, 230, 230))
-        draw.text((left - 8, y), f"{tick}%", fill="black", font=font, anchor="rm")
+        draw.text((left - 8, y), f"{100 * value:.0f}%" if percent else f"{value:.2g}", fill="black",
+                  font=font, anchor="rm")
     for tick in range(0, iterations, 10):
         x = xy(tick, 0)[0]
         draw.text((x, top + height + 8), str(tick + 1), fill="black", font=font, anchor="mt")
-    y = xy(0, target)[1]
-    draw.line([(left, y), (left + width, y)], fill=(0, 0, 0, 90), width=1)
+    if target is not None:
+        y = xy(0, target)[1]
+        draw.line([(left, y), (left + width, y)], fill=(0, 0, 0, 90), width=1)
     draw.rectangle([left, top, left + width, top + height], outline="black")
     for k, runs in enumerate(curves.values()):
         colour = PALETTE[k % len(PALETTE)]
