@@ -18,6 +18,7 @@ algorithm. Targets: held-out success from < 20% to > 60%; GiGPO >= GRPO at equal
                                               # the paired GiGPO - GRPO difference (2 runs at a time)
     python bench/bench_learning.py --seeds 5 --algos gigpo --set target_kl=0.05 --keep B
     python bench/bench_learning.py --summarise A B   # arms of both runs, paired by seed
+    python bench/bench_learning.py --summarise A B --arm gigpo --arm 'gigpo target_kl=0.2'
 
 With `--keep DIR` (and with `--summarise`), every run's iterations are also gathered into the
 lake DIR/runs, one run id per arm and seed, so `elake --lake DIR/runs serve` shows the arms'
@@ -99,12 +100,18 @@ def parse_set(text: str) -> tuple[str, object]:
         return key, value
 
 
-def load(folders: list[Path]) -> tuple[list[int], dict[str, list[dict]]]:
-    """The runs of one or more `--keep` folders by arm, cut to the seeds every arm has."""
+def load(folders: list[Path], arms: list[str] | None = None) -> tuple[list[int], dict[str, list[dict]]]:
+    """The runs of one or more `--keep` folders by arm (only `arms`, when given), cut to the
+    seeds every arm has."""
     by_arm: dict[str, dict[int, dict]] = {}
     for folder in folders:
         for r in kept_runs(folder):
             by_arm.setdefault(r.get("arm", r["algo"]), {})[r["seed"]] = r
+    if arms:
+        if unknown := [a for a in arms if a not in by_arm]:
+            raise SystemExit(f"--arm: {', '.join(map(repr, unknown))} not among the kept arms: "
+                             f"{', '.join(map(repr, by_arm))}")
+        by_arm = {label: by_arm[label] for label in arms}
     seeds = sorted(set.intersection(*(set(runs) for runs in by_arm.values()))) if by_arm else []
     if not seeds:
         raise SystemExit(f"no seed has finished in every arm of {', '.join(map(str, folders))}")
@@ -173,9 +180,12 @@ def main() -> None:
                         help="train nothing: summarise the runs kept in DIR (several DIRs: every arm "
                              "in them, paired by seed) and plot to the first DIR; runs still "
                              "going are left out")
+    parser.add_argument("--arm", action="append", metavar="LABEL",
+                        help="with --summarise: only this arm, e.g. --arm 'gigpo target_kl=0.2' "
+                             "(repeatable; the seeds are those every chosen arm has)")
     args = parser.parse_args()
     if args.summarise:
-        seeds, runs = load(args.summarise)
+        seeds, runs = load(args.summarise, args.arm)
         summarise(seeds, runs, plot=args.summarise[0] / "learning.png")
         report_gathered(args.summarise, args.summarise[0] / "runs")
         return
