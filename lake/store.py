@@ -269,7 +269,8 @@ def location(value: Location | Path | str | None, storage_options: Mapping[str, 
 _CAUSES = (
     (re.compile(r"NoSuchBucket|bucket.{0,40}(does not exist|not found)|specified bucket", re.I),
      "the bucket does not exist: create it first"),
-    (re.compile(r"InvalidAccessKeyId|SignatureDoesNotMatch|AccessDenied|Forbidden|403|"
+    # 403 as a word: an endpoint's port (127.0.0.1:35403) in the text is not a status
+    (re.compile(r"InvalidAccessKeyId|SignatureDoesNotMatch|AccessDenied|Forbidden|(?<![\d:])403\b|"
                 r"ExpiredToken|InvalidToken|credentials", re.I),
      "access denied: check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or the storage options)"),
     (re.compile(r"error sending request|connection refused|connect error|dns error|timed out|"

@@ -11,7 +11,7 @@ from factories import response, screenshot
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Conflict, Lake, layout
-from episodelake.lake.store import StoreUnavailable, location
+from episodelake.lake.store import StoreUnavailable, describe_failure, location
 
 
 def _record(uri, episodes=3, steps=4, prefix="ep"):
@@ -134,3 +134,19 @@ def test_clawgui_drop_in_and_folder_import_into_s3(s3_lake, s3_env, tmp_path):
     lake = Lake(s3_lake)
     got = lake.sql("select episode_id, count(*) n from steps group by 1 order by 1").to_pylist()
     assert got == [{"episode_id": "dropin-1", "n": 3}, {"episode_id": "imported-1", "n": 3}]
+
+
+@pytest.mark.parametrize("text, cause", [
+    ("Generic S3 error: Error after 0 retries in 1ms, max_retries:0: error sending request for url "
+     "(http://127.0.0.1:35403/lake-1/lake/steps.lance/_versions): Connection refused", "cannot be reached"),
+    ("Generic S3 error: request to http://127.0.0.1:4030/b failed: connection reset by peer", "cannot be reached"),
+    ("Generic S3 error: Client error with status 403 Forbidden: <Code>SignatureDoesNotMatch</Code>",
+     "access denied"),
+    ("Object at location lake/steps.lance not found: Client error with status 403: no body", "access denied"),
+])
+def test_a_store_failure_is_named_by_its_cause_not_by_the_endpoint_port(text, cause):
+    """An endpoint whose port holds "403" (random in tests: 127.0.0.1:35403) is unreachable, not denied."""
+    where = location("s3://lake-1/lake", {"aws_endpoint": "http://127.0.0.1:35403"})
+    message = describe_failure(where, OSError(text))
+    prefix = "lake s3://lake-1/lake (endpoint http://127.0.0.1:35403): "
+    assert message.startswith(prefix) and cause in message[len(prefix):], message
