@@ -293,6 +293,10 @@ def step_advantages(lake: Lake, report: RolloutReport, config: TrainConfig,
                response=row["model_response"] or "", advantage=row["advantage"])
         for row in rows.to_pylist()
     ]
+    # In rollout order, not episode-id order: ids are random, and the update's minibatches are
+    # drawn by position, so sorting by id made the same seed train a different policy each run.
+    rank = {episode_id: index for index, episode_id in enumerate(ids)}
+    samples.sort(key=lambda sample: (rank[sample.episode_id], sample.step))
     return result, samples
 
 

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from episodelake.api.cli import main
+from episodelake.lake import Lake
 from episodelake.trainer import checkpoint, loop
 from episodelake.trainer.config import ConfigError, TrainConfig
 
@@ -47,6 +48,20 @@ def test_two_iterations_record_episodes_metrics_and_a_checkpoint(lake):
     assert (newest / "policy" / "model.safetensors").is_file()
     assert (newest / "optimizer.pt").is_file()
     assert [p.name for p in root.glob("iter-*")] == ["iter-000001"]
+
+
+def test_the_same_seed_trains_the_same_policy(tmp_path):
+    """Episode ids are random; the update must not depend on them, or runs "paired by seed"
+    (bench_learning --seeds) compare two different draws instead of two algorithms."""
+    config = small(iterations=3, minibatch_size=2, micro_batch_size=2)
+    weights = []
+    for name in ("a", "b"):
+        result = loop.train(config, Lake(tmp_path / name), progress=False)
+        newest = checkpoint.latest(result.checkpoint_dir)
+        assert newest is not None
+        weights.append((newest / "policy" / "model.safetensors").read_bytes())
+        assert result.metrics[0]["update"]["optimizer_steps"] > 1  # several minibatches to order
+    assert weights[0] == weights[1]
 
 
 def test_samples_join_advantages_to_the_recorded_steps(lake):
