@@ -276,9 +276,13 @@ def summarise(seeds: list[int], runs: dict[str, list[dict]], *, plot: Path | Non
     curves = {label: [[m["eval_success_rate"] for m in r["metrics"]] for r in rs] for label, rs in runs.items()}
     print(f"\nheld-out success per iteration over seeds {seeds[0]}..{seeds[-1]} (mean [95% interval])")
     bands = {label: stats.per_iteration(c) for label, c in curves.items()}
+    def point(band: stats.Interval) -> str:  # one seed has no interval: say so, not [0%, 0%]
+        if band.low is None or band.high is None:
+            return f"{band.mean:6.1%} (one seed)      "
+        return f"{band.mean:6.1%} [{band.low:6.1%}, {band.high:6.1%}]"
+
     for i in range(min(len(b) for b in bands.values())):
-        print(f"{i + 1:>4}  " + "  ".join(f"{label} {b[i].mean:6.1%} [{b[i].low or 0:6.1%}, {b[i].high or 0:6.1%}]"
-                                          for label, b in bands.items()))
+        print(f"{i + 1:>4}  " + "  ".join(f"{label} {point(b[i])}" for label, b in bands.items()))
     # the training reward (paid progress steps + the result): what a task set no run solves
     # yet still shows of learning
     rewards = {label: [[m["mean_episode_reward"] for m in r["metrics"]] for r in rs] for label, rs in runs.items()}
