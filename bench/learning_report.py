@@ -4,7 +4,9 @@ For every run (seed x algorithm) one line per iteration: training and held-out s
 held-out success per task (which task was lost when the curve fell), the update's entropy,
 clip fraction and approximate KL to the rollout policy, the anchor groups' singleton share,
 and the advantage scale (mean |A|, and of the episode and step terms), recomputed from the
-lake with the run's own settings. Then one line per run naming its largest fall.
+lake with the run's own settings. Then one line per run naming its largest fall, and one
+scoring GiGPO's and GRPO's credit on the run's rollouts against the judge's step marks
+(trainer/credit.py: does a paid step get a larger advantage than an unpaid one?).
 
     python bench/learning_report.py DIR               # every run
     python bench/learning_report.py DIR --seed 3      # one seed
@@ -19,6 +21,7 @@ from pathlib import Path
 import duckdb
 
 from episodelake.lake import Lake
+from episodelake.trainer import credit as credit_score
 from episodelake.trainer import learning_stats as stats
 from episodelake.trainer.advantages import (
     EPISODE_COLUMNS,
@@ -57,6 +60,16 @@ def advantage_scale(lake: Lake, run_id: str, config: AdvantageConfig) -> dict[in
     return {row["iteration"]: row for row in rows}
 
 
+def credit(lake: Lake, run_id: str) -> dict[str, credit_score.Credit]:
+    """GiGPO's and GRPO's credit scored on this run's own training batches (the same
+    rollouts for both: trainer/credit.py)."""
+    episodes = lake.sql(f"SELECT {', '.join(EPISODE_COLUMNS)}, policy_version FROM episodes "
+                        f"WHERE run_id = '{run_id}'")
+    steps = lake.sql(f"SELECT {', '.join('s.' + c for c in STEP_COLUMNS)} FROM steps s "
+                     f"JOIN episodes e USING (episode_id) WHERE e.run_id = '{run_id}'")
+    return {algo: credit_score.score(episodes, steps, AdvantageConfig(algo=algo)) for algo in ("gigpo", "grpo")}
+
+
 def metrics(lake: Lake, run_id: str) -> list[dict]:
     """The run's per-iteration metrics as the trainer stored them (runs table), in order."""
     rows = lake.sql(f"SELECT iteration, metrics FROM runs WHERE run_id = '{run_id}' ORDER BY iteration")
@@ -86,6 +99,10 @@ def report(folder: Path, algo: str, seed: int) -> None:
     best = max(range(len(curve)), key=curve.__getitem__)
     print(f"largest fall {100 * stats.largest_fall(curve):.1f} points; best {100 * curve[best]:.1f}% at "
           f"iteration {best}; last 5 {100 * stats.final(curve):.1f}%")
+    scored = credit(lake, run_id)
+    print("credit on these rollouts (a paid step's advantage above an unpaid one's, 0.5 = none): "
+          + "; ".join(f"{algo} {c.overall:.3f} over all steps, {c.within_state:.3f} within a screen state "
+                      f"({c.state_pairs:,} pairs)" for algo, c in scored.items()))
 
 
 def main() -> None:
