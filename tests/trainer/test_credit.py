@@ -87,7 +87,7 @@ def test_grpo_gives_a_paid_step_of_a_failed_episode_no_credit():
         [{"episode_id": e, "step": i, "reward": None, "step_reward": paid, "anchor_key": key,
           "action_valid": True}
          for e, marks in (("a", (1.0, 0.0, 0.0)), ("b", (0.0, 1.0, 0.0)))
-         for i, (paid, key) in enumerate(zip(marks, ("s0", "s1", "s2")))])
+         for i, (paid, key) in enumerate(zip(marks, ("s0", "s1", "s2"), strict=True))])
     grpo = score(episodes, steps, AdvantageConfig(algo="grpo"))
     assert (grpo.overall, grpo.pairs) == (0.5, 4)
     assert (grpo.within_state, grpo.state_pairs) == (0.5, 2)  # s0: a over b (right); s1: b under a
