@@ -269,6 +269,18 @@ def cpu_minutes(run: dict, iteration: int | None) -> str:
     return f"{sum(m['cpu_seconds'] for m in run['metrics'][:iteration + 1]) / 60:.1f}"
 
 
+def credit(runs: list[dict]) -> str:
+    """The arm's credit within a screen state (trainer/credit.py), each run's mean over its
+    iterations, over seeds; runs recorded before the trainer scored credit have none."""
+    means = []
+    for run in runs:
+        scores = [m["credit"]["within_state"] for m in run["metrics"]
+                  if (m.get("credit") or {}).get("within_state") is not None]
+        if scores:
+            means.append(sum(scores) / len(scores))
+    return str(stats.mean_interval(means)) if means else "not recorded"
+
+
 def summarise(seeds: list[int], runs: dict[str, list[dict]], *, plot: Path | None = None) -> None:
     """Per arm over seeds: final (last 5) success, area under the curve, iterations and CPU
     minutes to the target, the largest fall from a run's best; then each pair of arms' paired
@@ -295,6 +307,7 @@ def summarise(seeds: list[int], runs: dict[str, list[dict]], *, plot: Path | Non
              largest_fall=max(stats.largest_fall(c) for c in cs),
              largest_fall_of_5_iteration_mean=max(stats.largest_fall(stats.moving_mean(c)) for c in cs),
              train_reward_last5=str(stats.mean_interval([stats.final(c) for c in rewards[label]])),
+             credit_within_state=credit(runs[label]),
              minutes=max(r["seconds"] for r in runs[label]) / 60)
     for a, b in itertools.combinations(curves, 2):
         line(f"learning {a} - {b} (paired)",

@@ -57,23 +57,36 @@ class Credit:
 
 
 def score(episodes: pa.Table, steps: pa.Table, config: AdvantageConfig, *,
-          batch_column: str = "policy_version") -> Credit:
+          batch_column: str | None = "policy_version") -> Credit:
     """Score `config`'s advantages on recorded episodes and steps (EPISODE_COLUMNS plus
     `batch_column`, which names the batch an episode was trained in; STEP_COLUMNS). Pairs
-    are only formed inside one batch: advantages of different batches are not comparable."""
-    missing = {*EPISODE_COLUMNS, batch_column} - set(episodes.column_names)
-    missing |= set(STEP_COLUMNS) - set(steps.column_names)
-    if missing:
-        raise ValueError(f"credit: the batch lacks the column(s) {', '.join(sorted(missing))}")
+    are only formed inside one batch: advantages of different batches are not comparable.
+    `batch_column` None: the rows are one batch."""
+    _check(episodes, steps, batch_column)
     con = duckdb.connect()
     try:
         con.register("e", episodes)
         con.register("s", steps)
         result = compute_advantages(con, config, steps="s", episodes="e")
-        con.register("adv", result.table)
+    finally:
+        con.close()
+    return score_advantages(result.table, episodes, steps, batch_column=batch_column)
+
+
+def score_advantages(advantages: pa.Table, episodes: pa.Table, steps: pa.Table, *,
+                     batch_column: str | None = None) -> Credit:
+    """Score advantages already computed (`compute_advantages(...).table` of these episodes
+    and steps: its `reward` column, the step reward it paid, is the judge's mark)."""
+    _check(episodes, steps, batch_column)
+    batch = f'e."{batch_column}"' if batch_column else "0"
+    con = duckdb.connect()
+    try:
+        con.register("adv", advantages.select(["episode_id", "step", "advantage", "reward"]))
+        con.register("e", episodes.select(["episode_id", "group_id", *([batch_column] if batch_column else [])]))
+        con.register("s", steps.select(["episode_id", "step", "anchor_key"]))
         con.execute(f"""
             CREATE TEMP TABLE credit_steps AS
-            SELECT e."{batch_column}" AS batch, e.group_id, s.anchor_key,
+            SELECT {batch} AS batch, e.group_id, s.anchor_key,
                    round(adv.advantage, 9) AS advantage,  -- equal up to summation order: a tie
                    adv.reward > 0 AS progress
             FROM adv JOIN e USING (episode_id) JOIN s USING (episode_id, step)
@@ -84,3 +97,10 @@ def score(episodes: pa.Table, steps: pa.Table, config: AdvantageConfig, *,
     finally:
         con.close()
     return Credit(overall, int(pairs), state, int(state_pairs))
+
+
+def _check(episodes: pa.Table, steps: pa.Table, batch_column: str | None) -> None:
+    missing = {*EPISODE_COLUMNS, *([batch_column] if batch_column else [])} - set(episodes.column_names)
+    missing |= set(STEP_COLUMNS) - set(steps.column_names)
+    if missing:
+        raise ValueError(f"credit: the batch lacks the column(s) {', '.join(sorted(missing))}")

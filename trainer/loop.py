@@ -22,6 +22,7 @@ two or more tasks, a `holdout` share of them, chosen by the seed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import random
@@ -44,6 +45,7 @@ from episodelake.lake import Lake
 from episodelake.lake.layout import check_id, local_state
 from episodelake.lake.seeds import derive
 from episodelake.trainer import checkpoint
+from episodelake.trainer import credit as credit_score
 from episodelake.trainer.advantages import AdvantageResult, compute_advantages
 from episodelake.trainer.config import RESUMABLE, ConfigError, TrainConfig
 from episodelake.trainer.engine import Engine, build_engine, deepspeed_usable
@@ -96,9 +98,9 @@ def train(config: TrainConfig, lake: Lake, *, progress: bool = True) -> TrainRes
                              seed=derive(config.seed, "rollout", iteration), progress=progress)
             generation = policy.stats()
         with timer("advantages"):
-            advantages, samples = step_advantages(lake, report, config, policy.history_length)
+            batch = step_advantages(lake, report, config, policy.history_length)
         with timer("update"):
-            update_stats = update(policy, engine, reference, samples, config, iteration=iteration,
+            update_stats = update(policy, engine, reference, batch.samples, config, iteration=iteration,
                                   seed=derive(config.seed, "update", iteration), progress=progress)
         with timer("evaluate"):
             evaluation = evaluate(lake, policy, eval_tasks, config, run_id=run_id,
@@ -106,8 +108,7 @@ def train(config: TrainConfig, lake: Lake, *, progress: bool = True) -> TrainRes
                                   progress=progress)
         with timer("checkpoint"):
             save_checkpoint(root, iteration, policy, engine, config, run_id)
-        metrics = iteration_metrics(report, advantages, update_stats, evaluation, generation,
-                                    timer)
+        metrics = iteration_metrics(report, batch, update_stats, evaluation, generation, timer)
         record_metrics(lake, run_id, iteration, config, metrics)
         result.metrics.append(metrics)
         log.info("run %s iteration %d: success %.1f%%, held-out %s, loss %.4f, %.0f s", run_id,
@@ -261,8 +262,18 @@ ORDER BY b.episode_id, b.step
 """
 
 
+@dataclass
+class LearningBatch:
+    """One iteration's advantages, the steps to learn from, and how well the advantages
+    agree with the judge's step marks (None when the run learns from outcomes only)."""
+
+    advantages: AdvantageResult
+    samples: list[Sample]
+    credit: credit_score.Credit | None
+
+
 def step_advantages(lake: Lake, report: RolloutReport, config: TrainConfig,
-                    history_length: int) -> tuple[AdvantageResult, list[Sample]]:
+                    history_length: int) -> LearningBatch:
     """The batch's advantages (SQL over the batch's rows) and the steps to learn from. Steps
     whose anchor key a recorder left to its background worker are keyed first (the same key
     it would give; steps keyed by a UI tree, as the sim's are, cost nothing)."""
@@ -297,7 +308,9 @@ def step_advantages(lake: Lake, report: RolloutReport, config: TrainConfig,
     # drawn by position, so sorting by id made the same seed train a different policy each run.
     rank = {episode_id: index for index, episode_id in enumerate(ids)}
     samples.sort(key=lambda sample: (rank[sample.episode_id], sample.step))
-    return result, samples
+    credit = (credit_score.score_advantages(result.table, episodes, steps_table)
+              if config.step_rewards else None)
+    return LearningBatch(result, samples, credit)
 
 
 # --- 4. update -------------------------------------------------------------------------------
@@ -406,9 +419,10 @@ def evaluate(lake: Lake, policy: TrainablePolicy, eval_tasks: list[str], config:
 
 # --- 6. metrics and checkpoint ---------------------------------------------------------------
 
-def iteration_metrics(report: RolloutReport, advantages: AdvantageResult,
+def iteration_metrics(report: RolloutReport, batch: LearningBatch,
                       update_stats: dict[str, float], evaluation: RolloutReport | None,
                       generation: dict[str, float], timer: PhaseTimer) -> dict[str, Any]:
+    advantages = batch.advantages
     rewards = advantages.table.group_by("episode_id").aggregate([("reward", "sum")])
     anchor_sizes = advantages.anchor_group_sizes.to_pylist()
     return {
@@ -422,6 +436,8 @@ def iteration_metrics(report: RolloutReport, advantages: AdvantageResult,
         "eval_success_rate": None if evaluation is None else evaluation.success_rate,
         "eval_episodes": 0 if evaluation is None else len(evaluation.episodes),
         "advantages": advantages.stats,
+        # a paid step's advantage above an unpaid one's (trainer/credit.py; 0.5 = no credit)
+        "credit": None if batch.credit is None else dataclasses.asdict(batch.credit),
         "anchor_group_sizes": {str(row["anchor_group_size"]): row["steps"]
                                for row in anchor_sizes},
         "update": update_stats,

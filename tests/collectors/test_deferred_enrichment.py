@@ -70,7 +70,8 @@ def test_gigpo_advantages_with_deferred_keys_equal_those_with_write_time_keys(tm
         lake = Lake(tmp_path / name)
         ids = record_group(lake, **options)
         report = RolloutReport("r", episodes=[SimpleNamespace(episode_id=i) for i in ids])
-        result, samples = loop.step_advantages(lake, report, TrainConfig(), history_length=0)
+        batch = loop.step_advantages(lake, report, TrainConfig(), history_length=0)
+        result, samples = batch.advantages, batch.samples
         advantages[name] = {(r["episode_id"], r["step"]): (r["anchor_group_size"], r["advantage"])
                             for r in result.table.to_pylist()}
         assert len(samples) == 16

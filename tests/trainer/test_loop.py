@@ -34,6 +34,9 @@ def test_two_iterations_record_episodes_metrics_and_a_checkpoint(lake):
     assert metrics["advantages"]["groups"] + metrics["advantages"]["groups_dropped"] == 2
     assert set(metrics["seconds"]) == {"sample", "rollout", "advantages", "update", "evaluate",
                                        "checkpoint"}
+    credit = metrics["credit"]  # scored against the sim judge's step marks (trainer/credit.py)
+    assert set(credit) == {"overall", "pairs", "within_state", "state_pairs"}
+    assert credit["pairs"] == 0 or 0.0 <= credit["overall"] <= 1.0
     assert sum(metrics["anchor_group_sizes"].values()) == \
         metrics["advantages"]["steps"]
     assert json.loads(runs[0]["config"])["advantages"]["algo"] == "gigpo"
@@ -70,7 +73,8 @@ def test_samples_join_advantages_to_the_recorded_steps(lake):
     policy = loop.build_policy(config)
     report = loop.rollout(lake, policy, ["wifi_on"], config, run_id="j", version="0",
                           batch="b", seed=1, progress=False)
-    result, samples = loop.step_advantages(lake, report, config, history_length=1)
+    batch = loop.step_advantages(lake, report, config, history_length=1)
+    result, samples = batch.advantages, batch.samples
     assert len(samples) == report.steps == result.table.num_rows
     rows = {(r["episode_id"], r["step"]): r for r in result.table.to_pylist()}
     for sample in samples:
@@ -86,6 +90,10 @@ def test_samples_join_advantages_to_the_recorded_steps(lake):
         assert sample.screenshot == lake.image(sample.episode_id, sample.step)[0]
         shown = [lake.image(sample.episode_id, sample.step - 1)[0]] if sample.step else []
         assert list(sample.history_images) == shown
+    assert batch.credit is not None and batch.credit.pairs >= batch.credit.state_pairs
+    # learning from outcomes only: the judge's marks are not in the advantages to score
+    outcome = config.model_copy(update={"step_rewards": False})
+    assert loop.step_advantages(lake, report, outcome, history_length=1).credit is None
 
 
 def test_resume_continues_from_the_last_checkpoint_and_refuses_changes(lake):

@@ -31,7 +31,7 @@ def rollouts(tmp_path_factory):
 
 
 def advantages(lake, report, config: TrainConfig) -> dict:
-    result, _ = loop.step_advantages(lake, report, config, history_length=0)
+    result = loop.step_advantages(lake, report, config, history_length=0).advantages
     return {(r["episode_id"], r["step"]): r["advantage"] for r in result.table.to_pylist()}
 
 
