@@ -107,7 +107,8 @@ def test_runs_over_seeds_show_each_arm_with_its_interval(page, web_lake):
     web_lake.upsert("runs", [
         {"run_id": f"seeds-{algo}-{seed}", "iteration": i, "kind": "train",
          "config": json.dumps({"advantages": {"algo": algo}, "seed": seed, "lr": 0.003}),
-         "metrics": json.dumps({"eval_success_rate": value, "success_rate": value}),
+         "metrics": json.dumps({"eval_success_rate": value, "success_rate": value,
+                                "credit": {"within_state": 0.9 if algo == "gigpo" else 0.6}}),
          "created_at": start + timedelta(minutes=i)}
         for (algo, seed), curve in curves.items() for i, value in enumerate(curve)])
     page.goto(page.base + "/training")
@@ -130,6 +131,8 @@ def test_runs_over_seeds_show_each_arm_with_its_interval(page, web_lake):
     assert "0, 1" in row.inner_text() and "35.0%" in row.inner_text()  # runs end at means 0.3 and 0.4
     page.get_by_label("metric over seeds").select_option("success_rate")
     row.get_by_role("link", name="seeds-grpo-1").wait_for()
+    page.get_by_label("metric over seeds").select_option("credit.within_state")  # a nested key
+    row.get_by_text("0.600").wait_for()
     assert axe_violations(page) == []
     shot(page, "training-over-seeds")
 

@@ -71,6 +71,8 @@ const SEED_METRICS: [string, string, boolean][] = [
   ["eval_success_rate", "held-out success", true],
   ["success_rate", "training success", true],
   ["mean_episode_reward", "training reward (progress steps + result)", false],
+  // trainer/credit.py: how often a paid step's advantage tops an unpaid one's (0.5 = none)
+  ["credit.within_state", "credit in one screen state (judge-paid step ranked first)", false],
 ];
 
 /** A mean [low, high]: rates as percentages (the interval cut to 0-100%, where rates lie),
