@@ -304,9 +304,13 @@ def step_advantages(lake: Lake, report: RolloutReport, config: TrainConfig,
                response=row["model_response"] or "", advantage=row["advantage"])
         for row in rows.to_pylist()
     ]
-    # In rollout order, not episode-id order: ids are random, and the update's minibatches are
-    # drawn by position, so sorting by id made the same seed train a different policy each run.
-    rank = {episode_id: index for index, episode_id in enumerate(ids)}
+    # Not in episode-id order: ids are random, and the update's minibatches are drawn by
+    # position, so sorting by id made the same seed train a different policy each run. By group
+    # id (derived from the run, batch and task), then rollout order inside the group (one worker
+    # plays a group in order), whichever worker finished first.
+    order = sorted(range(len(report.episodes)),
+                   key=lambda k: (report.episodes[k].group_id or "", k))
+    rank = {report.episodes[k].episode_id: position for position, k in enumerate(order)}
     samples.sort(key=lambda sample: (rank[sample.episode_id], sample.step))
     credit = (credit_score.score_advantages(result.table, episodes, steps_table)
               if config.step_rewards else None)

@@ -53,10 +53,12 @@ def test_two_iterations_record_episodes_metrics_and_a_checkpoint(lake):
     assert [p.name for p in root.glob("iter-*")] == ["iter-000001"]
 
 
-def test_the_same_seed_trains_the_same_policy(tmp_path):
-    """Episode ids are random; the update must not depend on them, or runs "paired by seed"
-    (bench_learning --seeds) compare two different draws instead of two algorithms."""
-    config = small(iterations=3, minibatch_size=2, micro_batch_size=2)
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_same_seed_trains_the_same_policy(tmp_path, workers):
+    """Episode ids are random and workers finish in any order; the update must depend on
+    neither, or runs "paired by seed" (bench_learning --seeds) compare two different draws
+    instead of two algorithms."""
+    config = small(iterations=3, minibatch_size=2, micro_batch_size=2, workers=workers)
     weights = []
     for name in ("a", "b"):
         result = loop.train(config, Lake(tmp_path / name), progress=False)
