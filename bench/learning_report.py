@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from episodelake.lake import Lake
 from episodelake.trainer import credit as credit_score
@@ -43,12 +44,19 @@ def held_out_by_task(lake: Lake, run_id: str) -> dict[int, dict[str, float]]:
     return out
 
 
-def advantage_scale(lake: Lake, run_id: str, config: AdvantageConfig) -> dict[int, dict[str, float]]:
-    """{iteration: mean |A|, |A^E|, |A^S|} over the iteration's training steps."""
+def training_rows(lake: Lake, run_id: str) -> tuple[pa.Table, pa.Table]:
+    """The run's training episodes (with the batch each was trained in: policy_version) and
+    their steps, in the columns the advantage equations read."""
     episodes = lake.sql(f"SELECT {', '.join(EPISODE_COLUMNS)}, policy_version FROM episodes "
                         f"WHERE run_id = '{run_id}'")
     steps = lake.sql(f"SELECT {', '.join('s.' + c for c in STEP_COLUMNS)} FROM steps s "
                      f"JOIN episodes e USING (episode_id) WHERE e.run_id = '{run_id}'")
+    return episodes, steps
+
+
+def advantage_scale(lake: Lake, run_id: str, config: AdvantageConfig) -> dict[int, dict[str, float]]:
+    """{iteration: mean |A|, |A^E|, |A^S|} over the iteration's training steps."""
+    episodes, steps = training_rows(lake, run_id)
     con = duckdb.connect()
     result = compute_advantages(con, config, steps=steps, episodes=episodes)
     con.register("adv", result.table)
@@ -63,10 +71,7 @@ def advantage_scale(lake: Lake, run_id: str, config: AdvantageConfig) -> dict[in
 def credit(lake: Lake, run_id: str) -> dict[str, credit_score.Credit]:
     """GiGPO's and GRPO's credit scored on this run's own training batches (the same
     rollouts for both: trainer/credit.py)."""
-    episodes = lake.sql(f"SELECT {', '.join(EPISODE_COLUMNS)}, policy_version FROM episodes "
-                        f"WHERE run_id = '{run_id}'")
-    steps = lake.sql(f"SELECT {', '.join('s.' + c for c in STEP_COLUMNS)} FROM steps s "
-                     f"JOIN episodes e USING (episode_id) WHERE e.run_id = '{run_id}'")
+    episodes, steps = training_rows(lake, run_id)
     return {algo: credit_score.score(episodes, steps, AdvantageConfig(algo=algo)) for algo in ("gigpo", "grpo")}
 
 
