@@ -7,7 +7,9 @@ trains on one thread), so each curve is what one core does in the elapsed time; 
 runs them one after the other instead. Before training and after every update, the policy
 plays the held-out easy tasks (unseen parameter values of the same templates) on the same
 phones; the success rate there is the learning curve. Both curves are printed side by side, then one summary line per
-algorithm. Targets: held-out success from < 20% to > 60%; GiGPO >= GRPO at equal episodes.
+algorithm (with `credit_within_state`: how often the run's advantages ranked a judge-paid step above an unpaid one
+taken in the same screen state, trainer/credit.py). Targets: held-out success from < 20% to > 60%; GiGPO >= GRPO at
+equal episodes.
 
     python bench/bench_learning.py            # default budget: about 25 minutes on 2 cores
     python bench/bench_learning.py --quick    # a few minutes: fewer, smaller iterations
