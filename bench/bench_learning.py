@@ -309,6 +309,7 @@ def summarise(seeds: list[int], runs: dict[str, list[dict]], *, plot: Path | Non
              largest_fall=max(stats.largest_fall(c) for c in cs),
              largest_fall_of_5_iteration_mean=max(stats.largest_fall(stats.moving_mean(c)) for c in cs),
              train_reward_last5=str(stats.mean_interval([stats.final(c) for c in rewards[label]])),
+             train_reward_auc=str(stats.mean_interval([stats.area(c) for c in rewards[label]])),
              credit_within_state=credit(runs[label]),
              minutes=max(r["seconds"] for r in runs[label]) / 60)
     for a, b in itertools.combinations(curves, 2):
@@ -318,7 +319,9 @@ def summarise(seeds: list[int], runs: dict[str, list[dict]], *, plot: Path | Non
              auc=str(stats.paired_difference([stats.area(c) for c in curves[a]],
                                              [stats.area(c) for c in curves[b]])),
              train_reward_last5=str(stats.paired_difference([stats.final(c) for c in rewards[a]],
-                                                            [stats.final(c) for c in rewards[b]])))
+                                                            [stats.final(c) for c in rewards[b]])),
+             train_reward_auc=str(stats.paired_difference([stats.area(c) for c in rewards[a]],
+                                                          [stats.area(c) for c in rewards[b]])))
     if plot is not None:
         learning_plot.plot(curves, plot, title=f"held-out success, mean and 95% interval over seeds "
                                                f"{seeds[0]}..{seeds[-1]}", target=TARGET)
