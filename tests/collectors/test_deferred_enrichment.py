@@ -4,14 +4,13 @@ later, with the values the write path would have given, and flags what a full de
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 from factories import response, screenshot
 from test_bad_input import with_damaged_pixels
 
 from episodelake.collectors.jobs.enrich import enrich
 from episodelake.collectors.jobs.rollout import RolloutReport
+from episodelake.collectors.loop import EpisodeSummary
 from episodelake.collectors.record.derived import BackgroundEnricher, enrich_anchor_keys
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
@@ -69,7 +68,7 @@ def test_gigpo_advantages_with_deferred_keys_equal_those_with_write_time_keys(tm
                           "deferred": {"background_enrich": False}}.items():
         lake = Lake(tmp_path / name)
         ids = record_group(lake, **options)
-        report = RolloutReport("r", episodes=[SimpleNamespace(episode_id=i) for i in ids])
+        report = RolloutReport("r", episodes=[EpisodeSummary(i, "wifi", "finished", group_id="g") for i in ids])
         batch = loop.step_advantages(lake, report, TrainConfig(), history_length=0)
         result, samples = batch.advantages, batch.samples
         advantages[name] = {(r["episode_id"], r["step"]): (r["anchor_group_size"], r["advantage"])
