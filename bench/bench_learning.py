@@ -35,6 +35,7 @@ import json
 import logging
 import multiprocessing as mp
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -283,6 +284,11 @@ def credit(runs: list[dict]) -> str:
     return str(stats.mean_interval(means)) if means else "not recorded"
 
 
+def paired(measure: Callable[[list[float]], float], a: list[list[float]], b: list[list[float]]) -> str:
+    """`measure` of each seed's curve in arm a minus the same seed's in arm b, with its interval."""
+    return str(stats.paired_difference([measure(c) for c in a], [measure(c) for c in b]))
+
+
 def summarise(seeds: list[int], runs: dict[str, list[dict]], *, plot: Path | None = None) -> None:
     """Per arm over seeds: final (last 5) success, area under the curve, iterations and CPU
     minutes to the target, the largest fall from a run's best; then each pair of arms' paired
@@ -313,15 +319,10 @@ def summarise(seeds: list[int], runs: dict[str, list[dict]], *, plot: Path | Non
              credit_within_state=credit(runs[label]),
              minutes=max(r["seconds"] for r in runs[label]) / 60)
     for a, b in itertools.combinations(curves, 2):
-        line(f"learning {a} - {b} (paired)",
-             final_last5=str(stats.paired_difference([stats.final(c) for c in curves[a]],
-                                                     [stats.final(c) for c in curves[b]])),
-             auc=str(stats.paired_difference([stats.area(c) for c in curves[a]],
-                                             [stats.area(c) for c in curves[b]])),
-             train_reward_last5=str(stats.paired_difference([stats.final(c) for c in rewards[a]],
-                                                            [stats.final(c) for c in rewards[b]])),
-             train_reward_auc=str(stats.paired_difference([stats.area(c) for c in rewards[a]],
-                                                          [stats.area(c) for c in rewards[b]])))
+        line(f"learning {a} - {b} (paired)", final_last5=paired(stats.final, curves[a], curves[b]),
+             auc=paired(stats.area, curves[a], curves[b]),
+             train_reward_last5=paired(stats.final, rewards[a], rewards[b]),
+             train_reward_auc=paired(stats.area, rewards[a], rewards[b]))
     if plot is not None:
         learning_plot.plot(curves, plot, title=f"held-out success, mean and 95% interval over seeds "
                                                f"{seeds[0]}..{seeds[-1]}", target=TARGET)
