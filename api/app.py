@@ -25,7 +25,7 @@ from episodelake.api.maintenance import AutoCompactor, background_enricher
 from episodelake.api.routes import ROUTERS, docs, exports, web
 from episodelake.api.security import AllowedHosts, BodyLimit, SecurityHeaders, TokenGuard
 from episodelake.api.settings import Settings
-from episodelake.lake.lake import Lake
+from episodelake.lake.core.lake import Lake
 
 LOOPBACK_NAMES = ["127.0.0.1", "localhost", "::1"]
 #: At shutdown, how long to wait for running jobs to stop at their next progress report.

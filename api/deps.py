@@ -10,7 +10,7 @@ from fastapi import Depends, Query, Request
 from episodelake.api.jobs import Jobs
 from episodelake.api.listing import EpisodeFilter
 from episodelake.api.settings import Settings
-from episodelake.lake.lake import Lake
+from episodelake.lake.core.lake import Lake
 
 
 def get_lake(request: Request) -> Lake:

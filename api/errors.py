@@ -1,6 +1,6 @@
 """The one error handler: every failure leaves the API as `{"error": {"type", "message"}}`.
 
-The product's errors (`episodelake.lake.errors`) know nothing of HTTP; `STATUS` gives each
+The product's errors (`episodelake.lake.core.errors`) know nothing of HTTP; `STATUS` gives each
 class its status here, in one table, and the most specific class listed wins (a subclass
 defined outside the product, or at run time, answers as its nearest listed base). Every
 class the product defines is listed: a test walks the packages and fails on one that is not,
@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 from episodelake.collectors.agents.model_client import ModelError
-from episodelake.lake.errors import (
+from episodelake.lake.core.errors import (
     ActionFailed,
     Conflict,
     DeviceError,
@@ -36,16 +36,16 @@ from episodelake.lake.errors import (
     NotFound,
     SqlRefused,
 )
+from episodelake.lake.core.spool import SpoolWriteError
+from episodelake.lake.core.store import StoreUnavailable
+from episodelake.lake.core.tables import CommitContention, DatasetMissing, StorageFull
+from episodelake.lake.core.writer import CommitFailed
 from episodelake.lake.export.errors import (
     EmptySelection,
     ExportFolderNotOurs,
     SetEpisodesMissing,
     UnknownFormat,
 )
-from episodelake.lake.spool import SpoolWriteError
-from episodelake.lake.store import StoreUnavailable
-from episodelake.lake.tables import CommitContention, DatasetMissing, StorageFull
-from episodelake.lake.writer import CommitFailed
 from episodelake.trainer.config import ConfigError
 
 log = logging.getLogger(__name__)

@@ -19,11 +19,11 @@ from datetime import datetime
 
 from pydantic import ConfigDict, Field, field_validator
 
-from episodelake.lake.errors import InvalidInput, NotFound, SqlRefused
-from episodelake.lake.lake import Lake
-from episodelake.lake.layout import check_id
-from episodelake.lake.spec_model import SpecModel
-from episodelake.lake.sql import check_statement
+from episodelake.lake.core.errors import InvalidInput, NotFound, SqlRefused
+from episodelake.lake.core.lake import Lake
+from episodelake.lake.core.layout import check_id
+from episodelake.lake.core.sql import check_statement
+from episodelake.lake.vocab.spec_model import SpecModel
 
 #: Sortable columns and the SQL type their cursor value is cast back to.
 SORTS = {

@@ -27,9 +27,9 @@ import logging
 from collections.abc import Iterable
 
 from episodelake.collectors.record.derived import BATCH_IMAGES, BackgroundEnricher
-from episodelake.lake import schema, tables
-from episodelake.lake.background import BackgroundWorker
-from episodelake.lake.lake import Lake
+from episodelake.lake.core import schema, tables
+from episodelake.lake.core.background import BackgroundWorker
+from episodelake.lake.core.lake import Lake
 
 log = logging.getLogger(__name__)
 

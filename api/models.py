@@ -1,4 +1,4 @@
-"""Request and response models. Row models derive from `lake/schema.py`, never by hand.
+"""Request and response models. Row models derive from `lake/core/schema.py`, never by hand.
 
 `row_model` turns a table's Arrow schema into a pydantic model (nullable columns become
 optional fields), so a column added to the schema shows up in the API and its OpenAPI
@@ -18,10 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from episodelake.api.errors import ErrorDetail
 from episodelake.api.listing import EpisodeFilter
 from episodelake.collectors.jobs.rerun import RerunSpec
-from episodelake.lake import schema
-from episodelake.lake.curation import MAX_NAME, MAX_TEXT
+from episodelake.lake.core import schema
+from episodelake.lake.curation.curation import MAX_NAME, MAX_TEXT
 from episodelake.lake.export.spec import ExportOptions
-from episodelake.lake.overlay import ActionView
+from episodelake.lake.vocab.overlay import ActionView
 
 
 def _py_type(t: pa.DataType) -> Any:

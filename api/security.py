@@ -23,7 +23,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from episodelake.api.errors import BadHost, PayloadTooLarge, Unauthorized, error_json, status_of
-from episodelake.lake.errors import EpisodeLakeError
+from episodelake.lake.core.errors import EpisodeLakeError
 
 COOKIE = "elake_token"
 

@@ -25,9 +25,10 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from episodelake.lake import layout
-from episodelake.lake.errors import InvalidInput
-from episodelake.lake.spec_model import describe
+from episodelake.lake.core import layout
+from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.core.store import DEFAULT_LAKE
+from episodelake.lake.vocab.spec_model import describe
 
 ENV_PREFIX = "ELAKE_"
 DEFAULT_HOST = "127.0.0.1"
@@ -58,7 +59,7 @@ class EnvSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_ignore_empty=True, extra="ignore",
                                       frozen=True)
 
-    lake: LakeLocation = Field(layout.DEFAULT_LAKE, description="the lake (a folder, or a URI such as "
+    lake: LakeLocation = Field(DEFAULT_LAKE, description="the lake (a folder, or a URI such as "
                                "s3://bucket/prefix) when `--lake` is not given")
     token: Token | None = Field(None, description="the API server's bearer token (at least 16 "
                                 "characters); required to bind anything but loopback")

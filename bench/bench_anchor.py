@@ -47,7 +47,7 @@ from episodelake.collectors.record.anchor import (
     ui_tree_hash,
 )
 from episodelake.collectors.record.embedding import embedding_anchor_keys, screen_embedding
-from episodelake.lake.seeds import derive
+from episodelake.lake.vocab.seeds import derive
 
 THRESHOLDS = (0, 2, 4, 8)
 EMBEDDING_THRESHOLDS = (0.0, 0.005, 0.01, 0.02, 0.04)

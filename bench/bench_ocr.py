@@ -27,7 +27,7 @@ from episodelake.collectors.envs.sim.tasks import sample_tasks
 from episodelake.collectors.jobs.enrich import derive, enrich
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.seeds import derive as derive_seed
+from episodelake.lake.vocab.seeds import derive as derive_seed
 
 NOISE = NoiseConfig(grounding=0.12, planning=0.10, premature_terminate=0.0, loop=0.05)
 _TEXT = re.compile(r'\btext="([^"]*)"')

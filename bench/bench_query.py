@@ -18,7 +18,8 @@ import pyarrow as pa
 from common import latencies_ms, line, p50, percentile, workdir
 from screens import phone_screen
 
-from episodelake.lake import Lake, schema, tables
+from episodelake.lake import Lake
+from episodelake.lake.core import schema, tables
 
 TASKS = 40
 POLICIES = 10

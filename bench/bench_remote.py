@@ -34,7 +34,7 @@ from s3_server import S3Server  # noqa: E402  (the tests' launcher)
 
 from episodelake.collectors.record.recorder import Recorder  # noqa: E402
 from episodelake.lake import Lake  # noqa: E402
-from episodelake.lake.writer import WriterOptions  # noqa: E402
+from episodelake.lake.core.writer import WriterOptions  # noqa: E402
 
 
 def ingest(uri: str, screens: list[bytes], episodes: int, steps: int) -> float:

@@ -33,8 +33,10 @@ from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.tasks import sample_tasks
 from episodelake.collectors.jobs.enrich import derive
 from episodelake.collectors.record.embedding import embedding_anchor_keys
-from episodelake.lake import Lake, schema, similar, tables
-from episodelake.lake.seeds import derive as derive_seed
+from episodelake.lake import Lake
+from episodelake.lake.core import schema, tables
+from episodelake.lake.curation import similar
+from episodelake.lake.vocab.seeds import derive as derive_seed
 
 NOISE = NoiseConfig(grounding=0.12, planning=0.10, premature_terminate=0.0, loop=0.05)
 STEPS_PER_EPISODE = 20

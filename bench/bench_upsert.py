@@ -19,7 +19,8 @@ from datetime import UTC, datetime
 
 from common import latencies_ms, line, p50, percentile, workdir
 
-from episodelake.lake import Lake, tables
+from episodelake.lake import Lake
+from episodelake.lake.core import tables
 
 
 def episode(i: int, status: str) -> dict:

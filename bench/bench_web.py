@@ -94,7 +94,7 @@ def actions() -> list[dict]:
 
 def build_lake(path: Path, total_steps: int) -> None:
     from episodelake.lake import Lake, WriterOptions
-    from episodelake.lake.images import sniff_format
+    from episodelake.lake.core.images import sniff_format
 
     images = screens()
     acts = actions()

@@ -47,15 +47,15 @@ from episodelake.collectors.envs.base import (
 )
 from episodelake.collectors.record.actions import ParsedAction, parse_response
 from episodelake.collectors.record.recorder import EpisodeHandle, Recorder
-from episodelake.lake.action_space import action_summary
-from episodelake.lake.errors import (
+from episodelake.lake.core.errors import (
     ActionFailed,
     DeviceError,
     DeviceUnavailable,
     EnvironmentLost,
     InvalidInput,
 )
-from episodelake.lake.prompts import HistoryStep
+from episodelake.lake.vocab.action_space import action_summary
+from episodelake.lake.vocab.prompts import HistoryStep
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from episodelake.lake.errors import InvalidInput
+from episodelake.lake.core.errors import InvalidInput
 from episodelake.trainer.advantages import (
     OUTPUT_COLUMNS,
     REFERENCE_ADVANTAGES,

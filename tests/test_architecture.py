@@ -1,6 +1,7 @@
-"""The layers import in one direction: lake -> collectors -> trainer -> api, and inside the
-collectors record -> envs -> loop -> agents -> jobs | clawgui (the contracts are in
-pyproject.toml under [tool.importlinter]). An upward import, even one inside a function,
+"""The layers import in one direction: lake -> collectors -> trainer -> api; inside the lake
+core -> vocab -> curation -> export; inside the collectors record -> envs -> loop -> agents ->
+jobs | clawgui (the contracts are in pyproject.toml under [tool.importlinter]); and no module
+reaches itself through a ring of imports. An upward import, even one inside a function,
 fails here with the chain of imports that breaks the contract."""
 
 from __future__ import annotations
@@ -22,4 +23,66 @@ def test_imports_follow_the_layers():
     # not kept by default: every package was found and read, and both contracts ran
     analysed = re.search(r"Analyzed (\d+) files", report)
     assert analysed and int(analysed.group(1)) > 100, report
-    assert "Contracts: 2 kept, 0 broken." in report, report
+    contracts = ROOT.joinpath("pyproject.toml").read_text().count("[[tool.importlinter.contracts]]")
+    assert contracts >= 3 and f"Contracts: {contracts} kept, 0 broken." in report, report
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
+    """Tarjan's algorithm, iterative: the groups of modules that import each other in a ring."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    rings: list[set[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    ring = set()
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        ring.add(member)
+                        if member == node:
+                            break
+                    if len(ring) > 1:
+                        rings.append(ring)
+    return rings
+
+
+def test_the_cycle_finder_finds_a_ring_and_only_rings():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert strongly_connected(graph) == [{"a", "b", "c"}]
+    assert strongly_connected({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_imports_itself_through_a_ring():
+    """Every package, lazy imports inside functions included: a ring of imports means neither
+    module can be read, tested or moved without the other."""
+    import grimp
+
+    packages = ("episodelake.lake", "episodelake.collectors", "episodelake.trainer", "episodelake.api")
+    built = grimp.build_graph(*packages, cache_dir=None)
+    graph = {m: set(built.find_modules_directly_imported_by(m)) for m in built.modules}
+    assert len(graph) > 150
+    rings = strongly_connected(graph)
+    assert rings == [], "import rings: " + "; ".join(" <-> ".join(sorted(r)) for r in rings)

@@ -7,7 +7,7 @@ import logging
 import threading
 
 from episodelake.lake import Lake
-from episodelake.lake.background import BackgroundWorker
+from episodelake.lake.core.background import BackgroundWorker
 
 
 class Flaky(BackgroundWorker):
@@ -28,7 +28,7 @@ class Flaky(BackgroundWorker):
 
 def test_a_failing_pass_is_logged_and_the_next_pass_runs(tmp_path, caplog):
     worker = Flaky(Lake(tmp_path / "lake"), failures=2)
-    with caplog.at_level(logging.WARNING, logger="episodelake.lake.background"):
+    with caplog.at_level(logging.WARNING, logger="episodelake.lake.core.background"):
         worker.start().wake()
         assert worker.done.wait(10)
         assert worker.wait_idle(10)

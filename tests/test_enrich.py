@@ -13,9 +13,10 @@ from episodelake.collectors.jobs.enrich import DERIVATIONS, enrich
 from episodelake.collectors.record import derived as enrich_mod
 from episodelake.collectors.record.anchor import phash64
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake import Lake, schema
-from episodelake.lake.errors import InvalidInput
-from episodelake.lake.jobs import list_jobs
+from episodelake.lake import Lake
+from episodelake.lake.core import schema
+from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.core.jobs import list_jobs
 
 PAYMENT = factories.text_screen("Payment", "declined")
 ORDER = factories.text_screen("Order", "placed")

@@ -10,7 +10,7 @@ import pkgutil
 import pytest
 
 from episodelake.api.errors import STATUS, status_of
-from episodelake.lake import errors
+from episodelake.lake.core import errors
 
 PACKAGES = ("episodelake.lake", "episodelake.collectors", "episodelake.trainer", "episodelake.api")
 

@@ -16,8 +16,9 @@ from factories import response, screenshot
 from PIL import Image
 
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake import Lake, curation
-from episodelake.lake.errors import InvalidInput, SqlRefused
+from episodelake.lake import Lake
+from episodelake.lake.core.errors import InvalidInput, SqlRefused
+from episodelake.lake.curation import curation
 from episodelake.lake.export import (
     EmptySelection,
     ExportFolderNotOurs,
@@ -28,7 +29,7 @@ from episodelake.lake.export import (
     run_export,
 )
 from episodelake.lake.export.split import split_of
-from episodelake.lake.prompts import HistoryStep, build_messages
+from episodelake.lake.vocab.prompts import HistoryStep, build_messages
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 TASKS = [f"task-{k}" for k in range(8)]

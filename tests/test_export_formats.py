@@ -23,8 +23,9 @@ from episodelake.api import cli  # noqa: E402
 from episodelake.collectors.clawgui.importer import import_clawgui  # noqa: E402
 from episodelake.collectors.record.recorder import Recorder  # noqa: E402
 from episodelake.lake import Lake  # noqa: E402
-from episodelake.lake.errors import InvalidInput  # noqa: E402
+from episodelake.lake.core.errors import InvalidInput  # noqa: E402
 from episodelake.lake.export import FORMATS, ExportSpec, formats  # noqa: E402
+from episodelake.lake.export.formats import checked  # noqa: E402
 from episodelake.lake.export.samples import episode_chunks  # noqa: E402
 
 SIZE = (108, 240)  # the factories' screenshot size
@@ -229,10 +230,10 @@ def test_openai_examples_carry_at_most_10_images_and_every_step_once(tmp_path):
 
 def test_an_image_limit_is_refused_with_the_limit_named(tmp_path):
     with pytest.raises(InvalidInput, match="openai accepts at most 10 images per sample, not 11"):
-        ExportSpec(format="openai", out=tmp_path, max_images=11)
+        checked(ExportSpec(format="openai", out=tmp_path, max_images=11))
     with pytest.raises(InvalidInput, match="history_images: 10 .* 11 images per sample.*at most 10"):
-        ExportSpec(format="openai", out=tmp_path, history_images=10)
-    assert ExportSpec(format="openai", out=tmp_path, history_images=10, history_length=9).max_images == 10
-    assert ExportSpec(format="swift", out=tmp_path, history_images=30).max_images is None
+        checked(ExportSpec(format="openai", out=tmp_path, history_images=10))
+    assert checked(ExportSpec(format="openai", out=tmp_path, history_images=10, history_length=9)).max_images == 10
+    assert checked(ExportSpec(format="swift", out=tmp_path, history_images=30)).max_images is None
     with pytest.raises(InvalidInput, match="max_images allows at most 4"):
-        ExportSpec(format="swift", out=tmp_path, max_images=4, history_images=4)
+        checked(ExportSpec(format="swift", out=tmp_path, max_images=4, history_images=4))

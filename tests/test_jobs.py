@@ -1,4 +1,4 @@
-"""Job records (`episodelake.lake.jobs`): a job whose process was killed reads `interrupted`
+"""Job records (`episodelake.lake.core.jobs`): a job whose process was killed reads `interrupted`
 at once and `reap` records it, a live process's job is left alone, a job refused before its
 first report leaves no row, progress writes are throttled, Ctrl-C ends a job `interrupted`,
 another machine's job is not judged from here, and a jobs table made before its newer
@@ -20,16 +20,16 @@ import lance
 import pyarrow as pa
 import pytest
 
-from episodelake.lake import layout, schema, tables
-from episodelake.lake.errors import NotFound
-from episodelake.lake.jobs import Job, get_job, list_jobs, reap
-from episodelake.lake.lake import Lake
+from episodelake.lake.core import layout, schema, tables
+from episodelake.lake.core.errors import NotFound
+from episodelake.lake.core.jobs import Job, get_job, list_jobs, reap
+from episodelake.lake.core.lake import Lake
 
 #: A command that runs a job, reports once and then works "forever" (until killed).
 RUNNER = textwrap.dedent("""
     import sys, time
-    from episodelake.lake.jobs import Job
-    from episodelake.lake.lake import Lake
+    from episodelake.lake.core.jobs import Job
+    from episodelake.lake.core.lake import Lake
 
     job = Job(Lake(sys.argv[1]), "import", job_id=sys.argv[2], params={"dir": "somewhere"})
     with job.recording():

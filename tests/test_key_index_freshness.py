@@ -8,8 +8,9 @@ from datetime import UTC, datetime
 
 import lance
 
-from episodelake.lake import Lake, tables
-from episodelake.lake.layout import table_path
+from episodelake.lake import Lake
+from episodelake.lake.core import tables
+from episodelake.lake.core.layout import table_path
 
 
 def episode(i: int, status: str = "running") -> dict:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import fcntl
 
-from episodelake.lake import layout, spool
-from episodelake.lake.jobs import Owner, owner_alive
+from episodelake.lake.core import layout, spool
+from episodelake.lake.core.jobs import Owner, owner_alive
 
 
 def test_writer_and_job_owner_probes_agree_in_every_state(tmp_path):

@@ -8,8 +8,8 @@ import io
 import pytest
 from PIL import Image
 
-from episodelake.lake.errors import InvalidInput
-from episodelake.lake.overlay import (
+from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.vocab.overlay import (
     BADGE_COLOURS,
     BLUE,
     GREEN,

@@ -23,10 +23,10 @@ from episodelake.collectors.jobs.enrich import DERIVATIONS
 from episodelake.collectors.loop import run_episode
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.errors import InvalidInput
+from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.core.updates import update_columns
+from episodelake.lake.curation.redact import TEXT_MASK, RedactRules
 from episodelake.lake.export import ExportSpec, run_export
-from episodelake.lake.redact import TEXT_MASK, RedactRules
-from episodelake.lake.updates import update_columns
 
 NAME, PHONE, EMAIL, CARD, TICKET = "Alice Chen", "+1 (415) 555-0199", "ana.lee@example.com", \
     "4111 1111 1111 1111", "EMP-123456"

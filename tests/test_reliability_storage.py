@@ -15,8 +15,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from factories import screenshot
 
-from episodelake.lake import Lake, LakeWriter, WriterOptions, tables
-from episodelake.lake.spool import SpoolWriteError
+from episodelake.lake import Lake, LakeWriter, WriterOptions
+from episodelake.lake.core import tables
+from episodelake.lake.core.spool import SpoolWriteError
 
 ORPHANS = ("select count(*) from steps s left join episodes e using (episode_id) "
            "where e.episode_id is null")

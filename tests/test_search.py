@@ -9,8 +9,8 @@ from episodelake.api.cli import main
 from episodelake.collectors.jobs.enrich import enrich
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.errors import InvalidInput, SqlRefused
-from episodelake.lake.search import refresh_indexes, search
+from episodelake.lake.core.errors import InvalidInput, SqlRefused
+from episodelake.lake.curation.search import refresh_indexes, search
 
 
 def record(lake: Lake, task: str, goal: str, steps: list[tuple[bytes, str]]) -> str:

@@ -8,8 +8,9 @@ import factories
 from episodelake.api.cli import main
 from episodelake.collectors.jobs.enrich import enrich
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake import Lake, tables
-from episodelake.lake.search import FIELDS, index_name, refresh_indexes, search
+from episodelake.lake import Lake
+from episodelake.lake.core import tables
+from episodelake.lake.curation.search import FIELDS, index_name, refresh_indexes, search
 
 
 def record(lake: Lake, task: str, goal: str, screen: bytes, thinking: str) -> None:

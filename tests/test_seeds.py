@@ -8,7 +8,7 @@ import sys
 from itertools import product
 
 from episodelake.lake.export.split import split_of
-from episodelake.lake.seeds import SEED_BITS, derive, fraction
+from episodelake.lake.vocab.seeds import SEED_BITS, derive, fraction
 
 #: Computed once; a change here means every stored run would replay differently.
 PINNED = {(0, ("rollout", 0, 0)): 8767404863559189, (7, ("episode", 3)): 1061478149638173}
@@ -20,7 +20,7 @@ def test_derived_seeds_are_pinned():
 
 
 def test_the_same_in_another_process_with_another_string_hash():
-    code = "from episodelake.lake.seeds import derive; print(derive(0, 'rollout', 0, 0))"
+    code = "from episodelake.lake.vocab.seeds import derive; print(derive(0, 'rollout', 0, 0))"
     for hash_seed in ("1", "2"):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                              env={**os.environ, "PYTHONHASHSEED": hash_seed}).stdout

@@ -7,7 +7,7 @@ import pytest
 from factories import response, screenshot
 
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake import curation
+from episodelake.lake.curation import curation
 from episodelake.lake.export.errors import EmptySelection
 from episodelake.lake.export.selection import select, select_episodes
 from episodelake.lake.export.spec import ExportSpec

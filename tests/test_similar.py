@@ -23,12 +23,13 @@ from episodelake.collectors.record.embedding import (
     screen_embedding,
 )
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake import Lake, schema
-from episodelake.lake.errors import InvalidInput, NotFound, SqlRefused
+from episodelake.lake import Lake
+from episodelake.lake.core import schema
+from episodelake.lake.core.errors import InvalidInput, NotFound, SqlRefused
+from episodelake.lake.core.updates import update_columns
+from episodelake.lake.curation.similar import INDEX_NAME, has_index, refresh_index, similar
 from episodelake.lake.export.job import run_export
 from episodelake.lake.export.spec import ExportSpec
-from episodelake.lake.similar import INDEX_NAME, has_index, refresh_index, similar
-from episodelake.lake.updates import update_columns
 
 TASKS = ("wifi_on", "bluetooth_on")
 #: (task, seed, policy version) of each recorded episode; seeds move the status-bar clock

@@ -16,8 +16,9 @@ import textwrap
 import pyarrow as pa
 import pytest
 
-from episodelake.lake import Lake, LakeWriter, WriterOptions, schema
-from episodelake.lake.layout import SPOOL_LOCK, spool_root
+from episodelake.lake import Lake, LakeWriter, WriterOptions
+from episodelake.lake.core import schema
+from episodelake.lake.core.layout import SPOOL_LOCK, spool_root
 
 
 def _batch(eid: str, steps: range) -> pa.RecordBatch:
@@ -78,7 +79,7 @@ FAILING_WRITES = textwrap.dedent(
     import os, resource, signal, sys
     from pathlib import Path
     from episodelake.lake import LakeWriter, WriterOptions
-    from episodelake.lake.spool import SpoolWriteError
+    from episodelake.lake.core.spool import SpoolWriteError
 
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
     w = LakeWriter({lake!r}, WriterOptions(batch_rows=10_000, max_age_s=600))

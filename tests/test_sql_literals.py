@@ -8,8 +8,8 @@ import lance
 import pyarrow as pa
 import pytest
 
-from episodelake.lake.errors import InvalidInput
-from episodelake.lake.sql import sql_in, sql_string
+from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.core.sql import sql_in, sql_string
 
 HOSTILE = [
     "a'b", "''", "'", "\\", "\\'", "x\\' OR 1=1 --", "x' OR '1'='1", "'); DROP TABLE t; --",

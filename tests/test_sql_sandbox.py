@@ -10,7 +10,7 @@ import pytest
 from factories import screenshot
 
 from episodelake.lake import Lake, SqlRefused
-from episodelake.lake import sql as lake_sql
+from episodelake.lake.core import sql as lake_sql
 
 #: One of every kind of statement that changes something, or tries to.
 WRITES = [

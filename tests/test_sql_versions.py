@@ -6,7 +6,7 @@ import pytest
 from factories import screenshot
 
 from episodelake.lake import Lake, SqlRefused
-from episodelake.lake.errors import InvalidInput, NotFound
+from episodelake.lake.core.errors import InvalidInput, NotFound
 
 
 @pytest.fixture

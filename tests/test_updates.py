@@ -6,8 +6,8 @@ import factories
 import pytest
 
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.errors import InvalidInput
-from episodelake.lake.updates import update_columns
+from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.core.updates import update_columns
 
 
 def test_update_some_columns_by_key(lake):

@@ -11,7 +11,7 @@ import textwrap
 from factories import screenshot
 
 from episodelake.lake import Lake, LakeWriter, WriterOptions
-from episodelake.lake.layout import spool_root
+from episodelake.lake.core.layout import spool_root
 
 
 def _step(eid: str, n: int) -> dict:

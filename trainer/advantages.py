@@ -88,7 +88,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import ConfigDict, Field
 
-from episodelake.lake.spec_model import SpecModel
+from episodelake.lake.vocab.spec_model import SpecModel
 
 Algo = Literal["gigpo", "grpo"]
 Mode = Literal["mean_norm", "mean_std_norm"]

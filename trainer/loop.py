@@ -42,8 +42,8 @@ from episodelake.collectors.envs.sim import tasks as sim_tasks
 from episodelake.collectors.jobs.rollout import RolloutReport, RolloutSpec, run_rollouts
 from episodelake.collectors.record.derived import enrich_anchor_keys
 from episodelake.lake import Lake
-from episodelake.lake.layout import check_id, local_state
-from episodelake.lake.seeds import derive
+from episodelake.lake.core.layout import check_id, local_state
+from episodelake.lake.vocab.seeds import derive
 from episodelake.trainer import checkpoint
 from episodelake.trainer import credit as credit_score
 from episodelake.trainer.advantages import AdvantageResult, compute_advantages

@@ -31,8 +31,8 @@ import typer
 from episodelake.api.cli import clawgui, collect, enrich, export, lake, rerun, rollout, serve, train
 from episodelake.api.cli.app import Commands, Globals
 from episodelake.api.settings import EnvSettings
-from episodelake.lake.errors import EpisodeLakeError
-from episodelake.lake.layout import DEFAULT_LAKE
+from episodelake.lake.core.errors import EpisodeLakeError
+from episodelake.lake.core.store import DEFAULT_LAKE
 
 DEBUG_FLAG = "--debug"
 

@@ -25,7 +25,7 @@ from episodelake.api.cli.model_options import Fields, with_fields, with_paramete
 from episodelake.api.settings import EnvSettings
 from episodelake.collectors.jobs.bulk import RayOptions
 from episodelake.collectors.record.anchor import DEFAULT_THRESHOLD
-from episodelake.lake.errors import InvalidInput
+from episodelake.lake.core.errors import InvalidInput
 
 # --- options several commands share -----------------------------------------------------------
 
@@ -332,8 +332,8 @@ def cmd_judge(
     from episodelake.collectors.agents.judge import JudgeCache, StepJudge
     from episodelake.collectors.agents.model_client import ModelClient, ModelOptions
     from episodelake.collectors.jobs.backfill import backfill
+    from episodelake.lake.core.lake import Lake
     from episodelake.lake.export.selection import select_episodes
-    from episodelake.lake.lake import Lake
 
     exclusive(ctx, {"--set": set_name, "--where": where}, required=True)
     lake = Lake(globals_of(ctx).lake, create=False)
@@ -375,7 +375,7 @@ def cmd_rekey(
         "screens only), instead of by perceptual hash")] = None,
 ) -> None:
     from episodelake.collectors.jobs.rekey import rekey_anchors
-    from episodelake.lake.lake import Lake
+    from episodelake.lake.core.lake import Lake
 
     exclusive(ctx, {"--set": set_name, "--where": where}, required=False)
     report = rekey_anchors(Lake(globals_of(ctx).lake, create=False), set_name=set_name, where=where,

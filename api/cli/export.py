@@ -12,7 +12,7 @@ import typer
 from episodelake.api.cli.app import Commands, globals_of
 from episodelake.api.cli.model_options import Fields, with_fields
 from episodelake.collectors.jobs.bulk import RayOptions, export_prepare
-from episodelake.lake.export.formats import FORMATS
+from episodelake.lake.export.formats import FORMATS, checked
 from episodelake.lake.export.spec import ExportSpec
 
 _EPILOG = """examples:
@@ -56,9 +56,9 @@ def cmd_export_sft(
 ) -> int:
     from tqdm import tqdm
 
-    from episodelake.lake.errors import InvalidInput
+    from episodelake.lake.core.errors import InvalidInput
+    from episodelake.lake.core.lake import Lake
     from episodelake.lake.export.job import run_export
-    from episodelake.lake.lake import Lake
 
     if list_formats:
         for fmt in FORMATS.values():
@@ -68,7 +68,7 @@ def cmd_export_sft(
         missing = "format" if format is None else "out"
         raise InvalidInput(f"--{missing} is required (see `elake export sft --help`)")
     ray = RayOptions(**{name: given.pop(name) for name in RayOptions.model_fields if name in given})
-    spec = ExportSpec(format=format, out=out, **given)
+    spec = checked(ExportSpec(format=format, out=out, **given))
     lake = Lake(globals_of(ctx).lake, create=False)
     with tqdm(desc=f"export {spec.format}", unit="episode", disable=as_json or None) as bar:
         def progress(done: int, total: int) -> None:

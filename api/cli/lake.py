@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 import typer
 
 from episodelake.api.cli.app import Commands, globals_of
-from episodelake.lake.errors import InvalidInput
-from episodelake.lake.lake import Lake
+from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.core.lake import Lake
 
 commands = Commands()
 
@@ -126,7 +126,7 @@ def cmd_recover(
         help="then release the episode claims of machine HOST on a lake on an object store: for a "
         "machine that is gone with its spool (what it had not committed is lost with it)")] = None,
 ) -> int:
-    from episodelake.lake import claims
+    from episodelake.lake.core import claims
 
     lake = Lake(globals_of(ctx).lake, create=False)
     report = lake.recover(spool)

@@ -9,9 +9,9 @@ from typing import Annotated, Literal
 import typer
 
 from episodelake.api.cli.app import Commands, globals_of
-from episodelake.lake.errors import InvalidInput
-from episodelake.lake.lake import Lake
-from episodelake.lake.seeds import derive
+from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.core.lake import Lake
+from episodelake.lake.vocab.seeds import derive
 
 #: The demo's two "checkpoints": an earlier, noisier policy and a later, better one, so the
 #: stats pages have a success rate that moves across policy_version.
@@ -103,7 +103,7 @@ def cmd_demo(
 
 def curate_failures(lake: Lake, limit: int = 24) -> int:
     """A failure set from the demo's failed episodes, categorised by the mistake behind them."""
-    from episodelake.lake import curation
+    from episodelake.lake.curation import curation
 
     rows = lake.sql(f"""
         select e.episode_id,

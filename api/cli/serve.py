@@ -28,7 +28,7 @@ def cmd_serve(
     import uvicorn
 
     from episodelake.api.app import create_app
-    from episodelake.lake.lake import Lake
+    from episodelake.lake.core.lake import Lake
 
     options = globals_of(ctx)
     names = tuple(n.strip() for n in background_enrich.split(",") if n.strip() not in ("", "none"))

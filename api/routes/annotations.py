@@ -4,7 +4,7 @@ from fastapi import APIRouter, Response
 
 from episodelake.api.deps import LakeDep
 from episodelake.api.models import Annotation, AnnotationCreate
-from episodelake.lake import curation
+from episodelake.lake.curation import curation
 
 router = APIRouter(tags=["annotations"])
 

@@ -15,9 +15,10 @@ from fastapi import APIRouter, Header, Query, Response
 from episodelake.api.deps import FilterDep, LakeDep, SettingsDep
 from episodelake.api.listing import SORTS, list_episodes, queue_position
 from episodelake.api.models import EpisodeDetail, EpisodePage, QueuePosition
-from episodelake.lake import curation, overlay
-from episodelake.lake.lake import Lake
-from episodelake.lake.layout import check_id
+from episodelake.lake.core.lake import Lake
+from episodelake.lake.core.layout import check_id
+from episodelake.lake.curation import curation
+from episodelake.lake.vocab import overlay
 
 router = APIRouter(tags=["episodes"])
 

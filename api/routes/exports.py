@@ -23,7 +23,9 @@ from episodelake.api.deps import JobsDep, LakeDep, SettingsDep, WhoDep
 from episodelake.api.jobs import ACTIVE
 from episodelake.api.models import ExportCreate, ExportDetail, ExportFormatInfo, ExportSummary
 from episodelake.api.settings import Settings
-from episodelake.lake.errors import Conflict, NotFound
+from episodelake.lake.core.errors import Conflict, NotFound
+from episodelake.lake.core.lake import Lake
+from episodelake.lake.core.layout import check_id
 from episodelake.lake.export import (
     FORMATS,
     ExportSpec,
@@ -32,10 +34,9 @@ from episodelake.lake.export import (
     new_export_id,
     run_export,
 )
+from episodelake.lake.export.formats import checked
 from episodelake.lake.export.job import delete_export, mark_interrupted
 from episodelake.lake.export.manifest import read_manifest
-from episodelake.lake.lake import Lake
-from episodelake.lake.layout import check_id
 
 router = APIRouter(tags=["exports"])
 
@@ -138,7 +139,7 @@ def start_export(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, body: Expo
     export_id = new_export_id()
     # Server exports are downloaded as a zip and unpacked elsewhere: image paths must be
     # relative to the export folder, never paths on the server.
-    spec = ExportSpec(out=settings.exports_root / export_id, relative_paths=True, **body.model_dump())
+    spec = checked(ExportSpec(out=settings.exports_root / export_id, relative_paths=True, **body.model_dump()))
     job = jobs.start(KIND, export_id, lambda job: run_export(lake, spec, job=job),
                      wait_s=settings.job_start_wait_s, params=body.model_dump(mode="json"),
                      who=who)

@@ -10,9 +10,9 @@ from fastapi import APIRouter, Query
 
 from episodelake.api.deps import JobsDep
 from episodelake.api.models import JobOut
-from episodelake.lake import schema
-from episodelake.lake.errors import NotFound
-from episodelake.lake.layout import check_id
+from episodelake.lake.core import schema
+from episodelake.lake.core.errors import NotFound
+from episodelake.lake.core.layout import check_id
 
 router = APIRouter(tags=["jobs"])
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 
 from episodelake.api.deps import LakeDep
 from episodelake.api.models import Overview
-from episodelake.lake import curation
+from episodelake.lake.curation import curation
 
 router = APIRouter(tags=["stats"])
 

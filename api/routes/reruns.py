@@ -22,9 +22,9 @@ from episodelake.collectors.jobs.rerun import (
     new_rerun_id,
     run_rerun,
 )
-from episodelake.lake.errors import InvalidInput, NotFound
-from episodelake.lake.lake import Lake
-from episodelake.lake.layout import check_id
+from episodelake.lake.core.errors import InvalidInput, NotFound
+from episodelake.lake.core.lake import Lake
+from episodelake.lake.core.layout import check_id
 
 router = APIRouter(tags=["reruns"])
 

@@ -10,8 +10,8 @@ from pydantic import BaseModel, Field
 
 from episodelake.api.deps import LakeDep
 from episodelake.api.routes.steps import StepsWhere, episode_context
-from episodelake.lake import search as lake_search
-from episodelake.lake.layout import check_id
+from episodelake.lake.core.layout import check_id
+from episodelake.lake.curation import search as lake_search
 
 router = APIRouter(tags=["search"])
 

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Response
 
 from episodelake.api.deps import LakeDep
 from episodelake.api.models import Member, MemberPut, SetCreate, SetRow, SetUpdate
-from episodelake.lake import curation
+from episodelake.lake.curation import curation
 
 router = APIRouter(tags=["sets"])
 

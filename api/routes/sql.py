@@ -22,7 +22,7 @@ from fastapi import APIRouter, Query, Response
 
 from episodelake.api.deps import LakeDep, SettingsDep
 from episodelake.api.models import SqlRequest, SqlResult
-from episodelake.lake.errors import InvalidInput
+from episodelake.lake.core.errors import InvalidInput
 
 router = APIRouter(tags=["sql"])
 MAX_CELL_CHARS = 4000

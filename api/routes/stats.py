@@ -9,7 +9,7 @@ from fastapi import APIRouter
 from episodelake.api.deps import FilterDep, LakeDep, SettingsDep
 from episodelake.api.listing import where_clause
 from episodelake.api.models import Stats
-from episodelake.lake.lake import Lake
+from episodelake.lake.core.lake import Lake
 
 router = APIRouter(tags=["stats"])
 

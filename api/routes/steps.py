@@ -24,14 +24,15 @@ from episodelake.api.deps import LakeDep
 from episodelake.api.images_cache import stored_image
 from episodelake.api.models import StepDetail
 from episodelake.api.routes.episodes import step_out
-from episodelake.lake import layout, overlay
-from episodelake.lake.errors import Conflict, NotFound
+from episodelake.lake.core import layout
+from episodelake.lake.core.errors import Conflict, NotFound
+from episodelake.lake.core.images import MEDIA_TYPES
+from episodelake.lake.core.lake import Lake
+from episodelake.lake.core.layout import check_id
+from episodelake.lake.core.sql import sql_in
+from episodelake.lake.curation.redact import RedactRules, Region
 from episodelake.lake.export.images import export_image
-from episodelake.lake.images import MEDIA_TYPES
-from episodelake.lake.lake import Lake
-from episodelake.lake.layout import check_id
-from episodelake.lake.redact import RedactRules, Region
-from episodelake.lake.sql import sql_in
+from episodelake.lake.vocab import overlay
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["steps"])

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Response
 
 from episodelake.api.deps import LakeDep
 from episodelake.api.models import SavedView, SavedViewCreate
-from episodelake.lake import curation
+from episodelake.lake.curation import curation
 
 router = APIRouter(tags=["views"])
 

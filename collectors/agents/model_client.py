@@ -2,7 +2,7 @@
 
 Agents and the step-reward judge both talk to such servers; this is the one place that knows
 the wire format, the retry policy and the timeouts. Screenshots travel inline as base64 data
-URLs (:func:`~episodelake.lake.prompts.data_url_part`), so the server needs no access
+URLs (:func:`~episodelake.lake.vocab.prompts.data_url_part`), so the server needs no access
 to our files.
 
 Retried, with jittered exponential backoff: connection errors, timeouts, HTTP 429 and 5xx.
@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from episodelake.lake.errors import EpisodeLakeError
+from episodelake.lake.core.errors import EpisodeLakeError
 
 log = logging.getLogger(__name__)
 

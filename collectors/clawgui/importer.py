@@ -29,12 +29,13 @@ from tqdm import tqdm
 
 from episodelake.collectors.record.anchor import AnchorKeyer as DefaultKeyer
 from episodelake.collectors.record.recorder import build_step_row
-from episodelake.lake import Lake, WriterOptions, schema
-from episodelake.lake.errors import InvalidInput
+from episodelake.lake import Lake, WriterOptions
+from episodelake.lake.core import schema
+from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.core.jobs import Job
+from episodelake.lake.core.layout import check_id
+from episodelake.lake.core.writer import LakeWriter
 from episodelake.lake.export.clawgui import EPISODE_FILE, IMAGE_DIR, IMAGE_SUFFIXES
-from episodelake.lake.jobs import Job
-from episodelake.lake.layout import check_id
-from episodelake.lake.writer import LakeWriter
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,12 @@ from episodelake.collectors.envs.base import (
     StepScore,
     Task,
 )
-from episodelake.lake.errors import ActionFailed, DeviceError, DeviceUnavailable, EnvironmentLost
+from episodelake.lake.core.errors import (
+    ActionFailed,
+    DeviceError,
+    DeviceUnavailable,
+    EnvironmentLost,
+)
 
 __all__ = ["ActionFailed", "ActionResult", "Device", "DeviceError", "DeviceUnavailable",
            "EnvironmentLost", "Evaluation", "Screen", "StepJudge", "StepScore", "Task"]

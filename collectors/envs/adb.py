@@ -28,7 +28,7 @@ from episodelake.collectors.envs.base import (
     Screen,
 )
 from episodelake.collectors.record.actions import ParsedAction
-from episodelake.lake.errors import ActionFailed, DeviceUnavailable, EnvironmentLost
+from episodelake.lake.core.errors import ActionFailed, DeviceUnavailable, EnvironmentLost
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ steps table stores: points are fractions of the screenshot (``x``, ``y``, ``x2``
 every implementation converts with its own real screen size instead of assuming 1080x2400 as
 the reference framework does.
 
-Devices fail with the product's device errors (`episodelake.lake.errors.DeviceError` and its
+Devices fail with the product's device errors (`episodelake.lake.core.errors.DeviceError` and its
 kinds `DeviceUnavailable`, `EnvironmentLost`, `ActionFailed`, which say what the loop does
 next); they are siblings of the lake's storage errors, never `LakeError`s.
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from episodelake.collectors.record.actions import ParsedAction
-from episodelake.lake.errors import DeviceUnavailable
+from episodelake.lake.core.errors import DeviceUnavailable
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,12 @@ from episodelake.collectors.envs.base import (
 )
 from episodelake.collectors.envs.jsonaction import to_json_action
 from episodelake.collectors.record.actions import ParsedAction
-from episodelake.lake.errors import ActionFailed, DeviceError, DeviceUnavailable, EnvironmentLost
+from episodelake.lake.core.errors import (
+    ActionFailed,
+    DeviceError,
+    DeviceUnavailable,
+    EnvironmentLost,
+)
 
 log = logging.getLogger(__name__)
 

@@ -73,8 +73,8 @@ from episodelake.collectors.loop import (
 from episodelake.collectors.record.anchor import AnchorKeyer
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.errors import DeviceUnavailable, InvalidInput
-from episodelake.lake.store import Location, location
+from episodelake.lake.core.errors import DeviceUnavailable, InvalidInput
+from episodelake.lake.core.store import Location, location
 
 if TYPE_CHECKING:
     from episodelake.collectors.agents.oracle import NoiseConfig

@@ -25,8 +25,8 @@ from typing import Any, TypeVar
 
 from pydantic import Field
 
-from episodelake.lake.errors import InvalidInput
-from episodelake.lake.spec_model import SpecModel
+from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.vocab.spec_model import SpecModel
 
 log = logging.getLogger(__name__)
 

@@ -25,11 +25,11 @@ from episodelake.collectors.record.derived import (
     enrich_anchor_keys,
     fill,
 )
-from episodelake.lake.errors import InvalidInput
-from episodelake.lake.jobs import Job
-from episodelake.lake.lake import Lake
-from episodelake.lake.search import refresh_indexes
-from episodelake.lake.similar import refresh_index
+from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.core.jobs import Job
+from episodelake.lake.core.lake import Lake
+from episodelake.lake.curation.search import refresh_indexes
+from episodelake.lake.curation.similar import refresh_index
 
 #: The registry and the trainer's and demo's entry points live with the derivations.
 __all__ = ["DERIVATIONS", "EnrichReport", "derive", "enrich", "enrich_anchor_keys"]

@@ -27,11 +27,11 @@ import pyarrow.compute as pc
 from episodelake.collectors.jobs.bulk import RayOptions, run_parts
 from episodelake.collectors.record.anchor import DEFAULT_THRESHOLD, group_anchor_keys, phash64
 from episodelake.collectors.record.embedding import embedding_anchor_keys
-from episodelake.lake.errors import InvalidInput, LakeCorrupt, LakeError
+from episodelake.lake.core.errors import InvalidInput, LakeCorrupt, LakeError
+from episodelake.lake.core.lake import Lake
+from episodelake.lake.core.updates import update_columns
+from episodelake.lake.curation.similar import stored_embeddings
 from episodelake.lake.export.selection import select_episodes
-from episodelake.lake.lake import Lake
-from episodelake.lake.similar import stored_embeddings
-from episodelake.lake.updates import update_columns
 
 _COLUMNS = ["episode_id", "step", "image_sha256", "image_phash", "ui_tree_hash", "anchor_key"]
 

@@ -30,7 +30,7 @@ from episodelake.collectors.envs.sim.tasks import get_task
 from episodelake.collectors.jobs.batch import AgentSpec, OracleSpec, RunSettings, SimSpec, run_batch
 from episodelake.collectors.loop import EpisodeSummary
 from episodelake.lake import Lake
-from episodelake.lake.seeds import derive
+from episodelake.lake.vocab.seeds import derive
 
 #: The episodes ``device`` of every rollout: the phone is rebuilt from each episode's seed,
 #: so which worker ran an episode says nothing about it.

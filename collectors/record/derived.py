@@ -2,7 +2,7 @@
 
 Recording keeps the bytes and cheap checks; what costs a decode or a model per screenshot is
 a *derivation*, filled in later. `DERIVATIONS` is the one registry: a name, a version, the
-`steps` columns it fills (declared in `lake/schema.py`) and a function from one screenshot's
+`steps` columns it fills (declared in `lake/core/schema.py`) and a function from one screenshot's
 bytes to their values. Adding a derivation is one entry there and its columns in the schema.
 
 A step is pending for a derivation while its version column does not hold the derivation's
@@ -40,15 +40,15 @@ import pyarrow as pa
 from episodelake.collectors.record.anchor import DEFAULT_THRESHOLD, phash64, phash_key
 from episodelake.collectors.record.embedding import EMBEDDING_VERSION, screen_embedding
 from episodelake.collectors.record.images import prepare_image
-from episodelake.lake import schema
-from episodelake.lake.background import BackgroundWorker
-from episodelake.lake.errors import InvalidInput, LakeCorrupt
-from episodelake.lake.jobs import Job
-from episodelake.lake.lake import Lake
-from episodelake.lake.overlay import thumbnail
-from episodelake.lake.search import matching_steps
-from episodelake.lake.sql import sql_in
-from episodelake.lake.updates import update_columns
+from episodelake.lake.core import schema
+from episodelake.lake.core.background import BackgroundWorker
+from episodelake.lake.core.errors import InvalidInput, LakeCorrupt
+from episodelake.lake.core.jobs import Job
+from episodelake.lake.core.lake import Lake
+from episodelake.lake.core.sql import sql_in
+from episodelake.lake.core.updates import update_columns
+from episodelake.lake.curation.search import matching_steps
+from episodelake.lake.vocab.overlay import thumbnail
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ import numpy as np
 from PIL import Image
 
 from episodelake.collectors.record.anchor import STATUS_BAR_FRACTION, connected_keys
-from episodelake.lake.schema import EMBEDDING_DIM
+from episodelake.lake.core.schema import EMBEDDING_DIM
 
 #: (columns, rows) of the grey grid: a phone's 9:20 screen in cells about 34 px square.
 EMBEDDING_GRID = (16, 32)

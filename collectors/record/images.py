@@ -34,8 +34,8 @@ import numpy as np
 from PIL import Image
 
 from episodelake.collectors.record.anchor import phash64
-from episodelake.lake.errors import InvalidInput
-from episodelake.lake.images import sniff_format
+from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.core.images import sniff_format
 
 MAX_PIXELS = 50_000_000
 

@@ -19,7 +19,7 @@ after the commit by a background worker (`collectors.record.derived.BackgroundEn
 Episode ids are keys across processes. `start_episode` refuses an id the lake already holds;
 `resume=True` continues a stored, unfinished episode after its last stored step. While a
 recorder holds an episode no other recorder, in any process, can start or resume it (see
-`episodelake.lake.claims`), so only one writer ever numbers an episode's steps, and the episode's rows still
+`episodelake.lake.core.claims`), so only one writer ever numbers an episode's steps, and the episode's rows still
 go to Lance in the writer's batches (no commit per episode, none per step).
 
 Every value is checked against the column it goes to (`field_value`) before anything is
@@ -48,10 +48,11 @@ import pyarrow as pa
 from episodelake.collectors.record.actions import parse_response
 from episodelake.collectors.record.derived import BackgroundEnricher
 from episodelake.collectors.record.images import prepare_image
-from episodelake.lake import Lake, WriterOptions, claims, layout, schema
-from episodelake.lake.errors import Conflict, InvalidInput, NotFound
-from episodelake.lake.layout import check_id
-from episodelake.lake.writer import replay_orphans
+from episodelake.lake import Lake, WriterOptions
+from episodelake.lake.core import claims, layout, schema
+from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
+from episodelake.lake.core.layout import check_id
+from episodelake.lake.core.writer import replay_orphans
 
 log = logging.getLogger(__name__)
 
@@ -440,7 +441,7 @@ class Recorder:
         """Begin an episode; `fields` override the recorder's run_id, policy_version, env,
         device and model_name for this episode.
 
-        The id is taken lake-wide while this recorder holds the episode (see `episodelake.lake.claims`): an
+        The id is taken lake-wide while this recorder holds the episode (see `episodelake.lake.core.claims`): an
         id the lake already holds is a `Conflict`, as is one another recorder (in any
         process) is recording right now. `resume=True` continues a stored episode instead:
         steps are numbered after its last stored step, its stored row is kept (only an
@@ -502,7 +503,7 @@ class Recorder:
         log.info("episode %s: rows of its crashed recorder %s are replayed", episode_id, holder)
 
     def _begin(self, row: dict, claim: claims.Claim, resume: bool, *, minted: bool) -> EpisodeHandle:
-        """Under the claim, the lake holds every row earlier holders wrote (see `episodelake.lake.claims`), so
+        """Under the claim, the lake holds every row earlier holders wrote (see `episodelake.lake.core.claims`), so
         reading it answers whether the id is taken; no commit is needed to take it. An id this
         recorder minted (a fresh uuid4) cannot be taken, and is not looked up: the lookup scans
         the episodes table, a cost that grows with the lake (0.7 s per episode at 5,000 episodes
@@ -545,7 +546,7 @@ class Recorder:
             return self._open.get(episode_id)
 
     def _settle(self, handle: EpisodeHandle) -> None:
-        """A finished episode keeps its claim until its rows are committed (see `episodelake.lake.claims`)."""
+        """A finished episode keeps its claim until its rows are committed (see `episodelake.lake.core.claims`)."""
         with self._lock:
             self._open.pop(handle.episode_id, None)
             if handle.claim is not None:

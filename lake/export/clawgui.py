@@ -20,11 +20,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from episodelake.lake.errors import EpisodeLakeError, InvalidInput
+from episodelake.lake.core.errors import EpisodeLakeError, InvalidInput
+from episodelake.lake.core.lake import Lake
+from episodelake.lake.core.sql import sql_in
 from episodelake.lake.export.base import SPLITS, ExportFormat, WriteContext
 from episodelake.lake.export.samples import Sample
-from episodelake.lake.lake import Lake
-from episodelake.lake.sql import sql_in
 
 #: The folder layout, shared with the importer (:mod:`episodelake.collectors.clawgui.importer`).
 EPISODE_FILE = "episode.json"

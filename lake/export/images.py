@@ -4,7 +4,7 @@ unless asked.
 Images are copied byte for byte as the lake stores them and named by the sha256 of those
 bytes (`images/ab/abcdef....png`), so a screenshot shared by many samples (the history of
 later steps) is one file. Only a `max_pixels` limit or a redaction re-encodes: the image is
-decoded once, downscaled, masked (`episodelake.lake.redact`), saved in its own format, and
+decoded once, downscaled, masked (`episodelake.lake.curation.redact`), saved in its own format, and
 then named by the sha256 of the new bytes.
 """
 
@@ -20,11 +20,11 @@ from pathlib import Path
 import lance
 from PIL import Image
 
-from episodelake.lake.errors import Conflict, LakeCorrupt
+from episodelake.lake.core.errors import Conflict, LakeCorrupt
+from episodelake.lake.core.images import MEDIA_TYPES
+from episodelake.lake.core.lake import Lake
+from episodelake.lake.curation.redact import Redactor, Region, mask_pixels
 from episodelake.lake.export.selection import EpisodeSteps
-from episodelake.lake.images import MEDIA_TYPES
-from episodelake.lake.lake import Lake
-from episodelake.lake.redact import Redactor, Region, mask_pixels
 
 IMAGE_DIR = "images"
 _SUFFIX = {"png": "png", "jpeg": "jpg", "webp": "webp"}

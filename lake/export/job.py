@@ -8,7 +8,7 @@ Callers that show progress (the CLI's bar, the API's job status) pass `progress(
 total)`, called once with done = 0 when the selection is resolved and the folder claimed,
 then after each episode.
 
-An export's record moves running -> finished | failed, and its job (`episodelake.lake.jobs`,
+An export's record moves running -> finished | failed, and its job (`episodelake.lake.core.jobs`,
 the one record of status, progress and who, same id) with it. A process that dies
 mid-export leaves the record running; its job reads `interrupted` at once, and the next
 server marks the record so too (`mark_interrupted`); `delete_export`
@@ -31,21 +31,21 @@ from pathlib import Path
 
 import lance
 
-from episodelake.lake.errors import Conflict, NotFound
+from episodelake.lake.core.errors import Conflict, NotFound
+from episodelake.lake.core.jobs import Job
+from episodelake.lake.core.lake import Lake
+from episodelake.lake.core.layout import check_id
+from episodelake.lake.curation.redact import Redactor
+from episodelake.lake.curation.similar import NearDuplicates
 from episodelake.lake.export import manifest as manifest_mod
 from episodelake.lake.export.base import SPLITS, WriteContext
 from episodelake.lake.export.errors import EmptySelection
-from episodelake.lake.export.formats import get_format
+from episodelake.lake.export.formats import checked, get_format
 from episodelake.lake.export.images import IMAGE_DIR, ExportImage, ImageStore, load_images
 from episodelake.lake.export.samples import Sample, samples
 from episodelake.lake.export.selection import EpisodeSteps, Selection, select
 from episodelake.lake.export.spec import ExportSpec
 from episodelake.lake.export.split import Dedup, split_of
-from episodelake.lake.jobs import Job
-from episodelake.lake.lake import Lake
-from episodelake.lake.layout import check_id
-from episodelake.lake.redact import Redactor
-from episodelake.lake.similar import NearDuplicates
 
 log = logging.getLogger(__name__)
 
@@ -190,10 +190,11 @@ def run_export(lake: Lake, spec: ExportSpec, progress: Progress | None = None, *
     """Export `spec` from `lake` (writable: the export is recorded in it). Raises an
     `EpisodeLakeError` for bad input before anything is written.
 
-    The export is a job (`episodelake.lake.jobs`) whose id is the export's: `job` lets a
+    The export is a job (`episodelake.lake.core.jobs`) whose id is the export's: `job` lets a
     caller that runs it (the API, which names the folder after the id) make it first; by
     default a new one is made. `prepare` says where samples are built and images read (see
     `Prepare`); the files written are the same wherever that is."""
+    spec = checked(spec)
     job = (job or Job(lake, "export", job_id=new_export_id(), params=spec.recorded())).listen(progress)
     with job.recording():
         result = _export(lake, spec, job, prepare)

@@ -1,6 +1,6 @@
 """SFT samples: chat messages rebuilt from steps with the collectors' own prompt builder.
 
-A step sample is exactly what `episodelake.lake.prompts.build_messages` gives for that
+A step sample is exactly what `episodelake.lake.vocab.prompts.build_messages` gives for that
 step (same system prompt, same history lines, same screenshot placement), followed by the
 step's recorded response as the assistant turn; an episode sample is the whole episode as
 one multi-turn conversation (every screenshot, every response). Until a format writes them,
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from episodelake.lake.export.selection import EpisodeSteps
 from episodelake.lake.export.spec import ExportSpec
-from episodelake.lake.prompts import HistoryStep, build_messages, image_placeholder
+from episodelake.lake.vocab.prompts import HistoryStep, build_messages, image_placeholder
 
 IMAGE_TOKEN = "<image>"
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from episodelake.lake.errors import InvalidInput, NotFound, SqlRefused
+from episodelake.lake.core.errors import InvalidInput, NotFound, SqlRefused
+from episodelake.lake.core.lake import Lake
+from episodelake.lake.core.sql import sql_in
 from episodelake.lake.export.errors import EmptySelection, SetEpisodesMissing
 from episodelake.lake.export.spec import ExportSpec
-from episodelake.lake.lake import Lake
-from episodelake.lake.sql import sql_in
 
 #: Step columns that samples are built from (images are read separately, as blobs).
 STEP_COLUMNS = ["episode_id", "step", "model_response", "action_type", "action", "action_valid",

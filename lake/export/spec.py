@@ -14,12 +14,12 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from episodelake.lake.curation import MAX_NAME
-from episodelake.lake.errors import InvalidInput
-from episodelake.lake.layout import check_id
-from episodelake.lake.prompts import Style
-from episodelake.lake.redact import Redactor, RedactRules, load_rules
-from episodelake.lake.spec_model import SpecModel
+from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.core.layout import check_id
+from episodelake.lake.curation.curation import MAX_NAME
+from episodelake.lake.curation.redact import Redactor, RedactRules, load_rules
+from episodelake.lake.vocab.prompts import Style
+from episodelake.lake.vocab.spec_model import SpecModel
 
 Granularity = Literal["step", "episode"]
 RedactMissing = Literal["fail", "skip"]
@@ -53,7 +53,7 @@ class ExportOptions(SpecModel):
         "step", description="step: one sample per step; episode: one multi-turn conversation "
         "per episode")
     style: Style = Field(
-        "mai-ui", description="prompt layout (`episodelake.lake.prompts`); granularity "
+        "mai-ui", description="prompt layout (`episodelake.lake.vocab.prompts`); granularity "
         "episode needs mai-ui")
     history_length: int | None = Field(None, ge=0, le=1000,
                                        description="previous steps shown in a step sample (as "
@@ -124,41 +124,7 @@ class ExportOptions(SpecModel):
         if not self.redact and (self.redact_rules is not None or self.redact_missing != "fail"):
             name = "redact_rules" if self.redact_rules is not None else "redact_missing"
             raise InvalidInput(f"{name}: says how to redact, but redact is off; set redact (--redact)")
-        self._check_redactable()
-        self._resolve_max_images()
         return self
-
-    def _check_redactable(self) -> None:
-        from episodelake.lake.export.formats import FORMATS  # the formats import this module
-
-        fmt = FORMATS.get(self.format)
-        if self.redact and fmt is not None and not fmt.redacts:
-            redacting = ", ".join(name for name, f in FORMATS.items() if f.redacts)
-            raise InvalidInput(f"redact: the {self.format} format writes episodes as stored, so it "
-                               f"cannot mask them; export one of {redacting} with --redact")
-
-    def _resolve_max_images(self) -> None:
-        """Take the format's image limit when none is given; refuse what breaks either limit."""
-        from episodelake.lake.export.formats import FORMATS  # the formats import this module
-
-        fmt = FORMATS.get(self.format)
-        limit = fmt.max_images if fmt is not None else None
-        if self.max_images is None:
-            object.__setattr__(self, "max_images", limit)
-        elif limit is not None and self.max_images > limit:
-            raise InvalidInput(f"max_images: {self.format} accepts at most {limit} images per "
-                               f"sample, not {self.max_images}; use {limit} or less")
-        if self.max_images is None or self.granularity != "step":
-            return
-        shown = self.history_images if self.history_length is None else \
-            min(self.history_images, self.history_length)
-        if shown + 1 > self.max_images:
-            where = f"{self.format} accepts" if self.max_images == limit else "max_images allows"
-            raise InvalidInput(
-                f"history_images: {shown} history screenshots plus the step's own make "
-                f"{shown + 1} images per sample, and {where} at most {self.max_images}; "
-                f"use --history-images {self.max_images - 1} or less")
-
 
 class ExportSpec(ExportOptions):
     """An export: its options and the folder it writes."""

@@ -7,7 +7,7 @@ export, so validation tasks cannot leak into a later training set.
 
 from __future__ import annotations
 
-from episodelake.lake.seeds import fraction
+from episodelake.lake.vocab.seeds import fraction
 
 
 def split_of(task: str, seed: int, val_fraction: float) -> str:

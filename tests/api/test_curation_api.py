@@ -131,8 +131,8 @@ def test_step_annotations(client):
 
 def test_curation_survives_a_restart(lake, tmp_path):
     """Durable: a fresh Lake (a new server process) reads what the API wrote."""
-    from episodelake.lake import curation
-    from episodelake.lake.lake import Lake
+    from episodelake.lake.core.lake import Lake
+    from episodelake.lake.curation import curation
 
     s = curation.create_set(lake, "durable-check")
     curation.add_member(lake, s["set_id"], "wifi_on-2", failure_category="perception", failing_step=0)

@@ -8,7 +8,7 @@ import pytest
 from webapp_support import ServerThread
 
 from episodelake.api.settings import Settings
-from episodelake.lake.errors import ActionFailed, DeviceError, DeviceUnavailable, LakeCorrupt
+from episodelake.lake.core.errors import ActionFailed, DeviceError, DeviceUnavailable, LakeCorrupt
 
 
 @pytest.mark.parametrize("error, status", [

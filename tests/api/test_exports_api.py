@@ -16,7 +16,7 @@ from test_read_api import error_of
 from test_security import raw_get
 
 from episodelake.api.jobs import Jobs
-from episodelake.lake.errors import Conflict, InvalidInput
+from episodelake.lake.core.errors import Conflict, InvalidInput
 from episodelake.lake.export import ExportSpec, run_export
 from episodelake.lake.export.spec import ExportOptions
 

@@ -16,8 +16,9 @@ from webapp_support import ServerThread, build_lake, screen
 from episodelake.api.settings import Settings
 from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake import curation, layout
-from episodelake.lake.lake import Lake
+from episodelake.lake.core import layout
+from episodelake.lake.core.lake import Lake
+from episodelake.lake.curation import curation
 
 
 def ids(client, **params) -> list[str]:

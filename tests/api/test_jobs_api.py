@@ -30,8 +30,9 @@ from episodelake.collectors.jobs.rerun import RerunSpec, run_rerun
 from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake import curation, schema, tables
-from episodelake.lake.lake import Lake
+from episodelake.lake.core import schema, tables
+from episodelake.lake.core.lake import Lake
+from episodelake.lake.curation import curation
 
 EPISODES, STEPS = 100, 10
 #: Every sample, every screenshot downscaled: seconds of work, so a test can act while it runs.

@@ -11,8 +11,8 @@ from webapp_support import TASKS, screen
 
 from episodelake.api.listing import EpisodeFilter, list_episodes
 from episodelake.api.models import ActionView
-from episodelake.lake.errors import InvalidInput
-from episodelake.lake.overlay import draw_action
+from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.vocab.overlay import draw_action
 
 
 def error_of(response) -> dict:

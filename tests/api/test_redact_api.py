@@ -15,8 +15,8 @@ from episodelake.api.settings import Settings
 from episodelake.collectors.jobs.enrich import DERIVATIONS
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.redact import MASK
-from episodelake.lake.updates import update_columns
+from episodelake.lake.core.updates import update_columns
+from episodelake.lake.curation.redact import MASK
 
 SIZE = (200, 100)
 #: Two text lines: a phone number (top half) and a word (bottom half).

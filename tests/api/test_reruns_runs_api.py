@@ -18,7 +18,7 @@ from episodelake.api.settings import Settings
 from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.lake import Lake
+from episodelake.lake.core.lake import Lake
 
 TRAIN_RUN = "train-api-1"
 

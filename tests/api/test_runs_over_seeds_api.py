@@ -13,7 +13,7 @@ import pytest
 from webapp_support import ServerThread
 
 from episodelake.api.settings import Settings
-from episodelake.lake.lake import Lake
+from episodelake.lake.core.lake import Lake
 from episodelake.trainer.config import TrainConfig
 
 #: held-out success per iteration of each run: (algo, lr_decay_to, seed, threads) -> curve

@@ -12,7 +12,7 @@ from episodelake.api.settings import Settings
 from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake import search as lake_search
+from episodelake.lake.curation import search as lake_search
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from test_read_api import error_of
 from webapp_support import ServerThread
 
 from episodelake.api.settings import Settings
-from episodelake.lake.errors import InvalidInput
+from episodelake.lake.core.errors import InvalidInput
 
 TOKEN = "s3cret-token-0123456789"
 

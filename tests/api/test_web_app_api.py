@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from PIL import Image
 from test_read_api import error_of
 
-from episodelake.lake import layout
+from episodelake.lake.core import layout
 
 
 def test_thumbnail_is_generated_once_and_cached_on_disk(client, lake):

@@ -22,7 +22,7 @@ from episodelake.api.app import create_app
 from episodelake.api.settings import Settings
 from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.lake import Lake
+from episodelake.lake.core.lake import Lake
 
 TASKS = {
     "wifi_on": "Turn on Wi-Fi",

@@ -14,7 +14,7 @@ from webapp_support import screen
 
 from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake import curation
+from episodelake.lake.curation import curation
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -15,8 +15,8 @@ from episodelake.collectors.record.actions import (
     parse_response,
     register_format,
 )
-from episodelake.lake.action_space import ACTION_TYPES, action_summary
-from episodelake.lake.prompts import (
+from episodelake.lake.vocab.action_space import ACTION_TYPES, action_summary
+from episodelake.lake.vocab.prompts import (
     GUI_OWL_SYSTEM_PROMPT,
     MAI_UI_SYSTEM_PROMPT,
     HistoryStep,
@@ -546,7 +546,7 @@ def test_register_format_extension_point():
 
 
 def test_to_row_fills_the_steps_columns():
-    from episodelake.lake.schema import STEPS
+    from episodelake.lake.core.schema import STEPS
 
     row = parse_response(
         mai({"action": "drag", "start_coordinate": [1, 2], "end_coordinate": [3, 4]})

@@ -12,7 +12,7 @@ import pytest
 from episodelake.collectors.envs import adb
 from episodelake.collectors.envs.base import Screen
 from episodelake.collectors.record.actions import format_tool_call, parse_response
-from episodelake.lake.errors import ActionFailed, DeviceUnavailable, EnvironmentLost
+from episodelake.lake.core.errors import ActionFailed, DeviceUnavailable, EnvironmentLost
 
 PORTRAIT = Screen(1080, 2400)
 

@@ -18,7 +18,7 @@ from episodelake.collectors.envs import adb
 from episodelake.collectors.envs.base import Task
 from episodelake.collectors.loop import run_episode
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.errors import DeviceUnavailable
+from episodelake.lake.core.errors import DeviceUnavailable
 
 pytestmark = pytest.mark.skipif(shutil.which("adb") is None, reason="adb is not installed "
                                 "(apt-get install adb)")

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.errors import Conflict, InvalidInput, NotFound
+from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
 
 
 @pytest.fixture(params=["decode", "structure"])

@@ -12,7 +12,7 @@ from episodelake.collectors.envs.base import Task
 from episodelake.collectors.envs.remote import RemoteOptions
 from episodelake.collectors.jobs import batch
 from episodelake.collectors.loop import EpisodeSummary
-from episodelake.lake.errors import DeviceUnavailable, InvalidInput
+from episodelake.lake.core.errors import DeviceUnavailable, InvalidInput
 
 TASKS = [Task("wifi_on"), Task("bluetooth_on"), Task("wifi_off"), Task("bluetooth_off"),
          Task("wifi_on", group_id="g"), Task("wifi_on", group_id="g")]

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from episodelake.collectors.clawgui import importer
 from episodelake.lake import Lake
-from episodelake.lake.errors import InvalidInput
+from episodelake.lake.core.errors import InvalidInput
 
 SCALARS = st.one_of(
     st.none(), st.booleans(), st.text(max_size=12),

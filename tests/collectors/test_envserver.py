@@ -13,7 +13,7 @@ from episodelake.collectors.envs.jsonaction import from_json_action, to_json_act
 from episodelake.collectors.envs.server import create_app, is_loopback, serve
 from episodelake.collectors.envs.sim.device import SimDevice, task_infos
 from episodelake.collectors.record.actions import format_tool_call, parse_response
-from episodelake.lake.errors import InvalidInput
+from episodelake.lake.core.errors import InvalidInput
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from episodelake.collectors.envs.sim.device import SimDevice, SimJudge
 from episodelake.collectors.jobs.tasks import load_tasks
 from episodelake.collectors.loop import Reply, run_episode
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.errors import InvalidInput
+from episodelake.lake.core.errors import InvalidInput
 
 
 @pytest.fixture

@@ -24,9 +24,9 @@ from episodelake.collectors.clawgui.importer import import_clawgui
 from episodelake.collectors.jobs.backfill import backfill
 from episodelake.collectors.jobs.rerun import RerunSpec, get_rerun, list_reruns, run_rerun
 from episodelake.lake import Lake
-from episodelake.lake.errors import DeviceUnavailable, NotFound
+from episodelake.lake.core.errors import DeviceUnavailable, NotFound
+from episodelake.lake.core.jobs import list_jobs
 from episodelake.lake.export import ExportSpec, run_export
-from episodelake.lake.jobs import list_jobs
 
 
 def rows(lake: Lake, kind: str) -> list[dict]:

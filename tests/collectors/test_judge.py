@@ -18,8 +18,8 @@ from episodelake.collectors.agents.judge import (
 from episodelake.collectors.agents.model_client import ModelClient, ModelOptions
 from episodelake.collectors.jobs.backfill import backfill
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake import curation
-from episodelake.lake.errors import InvalidInput, NotFound, SqlRefused
+from episodelake.lake.core.errors import InvalidInput, NotFound, SqlRefused
+from episodelake.lake.curation import curation
 from episodelake.lake.export.selection import select_episodes
 
 QUICK = ModelOptions(timeout_s=2, max_retries=0)

@@ -11,7 +11,7 @@ from factories import response, screenshot
 from PIL import Image
 
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.errors import Conflict, InvalidInput
+from episodelake.lake.core.errors import Conflict, InvalidInput
 
 
 @pytest.fixture

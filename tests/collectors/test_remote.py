@@ -16,7 +16,7 @@ from episodelake.collectors.envs.server import create_app
 from episodelake.collectors.envs.sim.device import SimDevice, task_infos
 from episodelake.collectors.loop import collect_one, run_episode
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.errors import DeviceError, DeviceUnavailable
+from episodelake.lake.core.errors import DeviceError, DeviceUnavailable
 
 FAST = RemoteOptions(health_timeout_s=2, init_timeout_s=5, screenshot_timeout_s=2,
                      step_timeouts_s=(2,), eval_timeout_s=2, tear_down_timeout_s=2,

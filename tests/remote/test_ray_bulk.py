@@ -15,7 +15,7 @@ from episodelake.collectors.jobs.bulk import RayOptions, chunks, run_parts
 from episodelake.collectors.jobs.rekey import rekey_anchors
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.errors import InvalidInput
+from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.export import ExportSpec, run_export
 
 pytestmark = [needs_ray, pytest.mark.slow, pytest.mark.usefixtures("ray_cluster"),

@@ -9,8 +9,8 @@ from test_export import tree
 from test_redact import NAMES, record_screens, store_ui_text
 
 from episodelake.api.cli import main
+from episodelake.lake.curation.redact import RedactRules
 from episodelake.lake.export import ExportSpec, run_export
-from episodelake.lake.redact import RedactRules
 
 pytestmark = [needs_ray, pytest.mark.slow, pytest.mark.usefixtures("ray_cluster"),
               pytest.mark.filterwarnings("ignore:lance is not fork-safe")]

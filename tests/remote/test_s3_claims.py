@@ -11,7 +11,8 @@ from factories import response, screenshot
 
 from episodelake.api.cli import main
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake import Conflict, Lake, claims, layout, tables
+from episodelake.lake import Conflict, Lake
+from episodelake.lake.core import claims, layout, tables
 
 
 def claim_rows(lake: Lake) -> list[dict]:

@@ -10,8 +10,9 @@ import pytest
 from factories import response, screenshot
 
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake import Conflict, Lake, layout
-from episodelake.lake.store import StoreUnavailable, describe_failure, location
+from episodelake.lake import Conflict, Lake
+from episodelake.lake.core import layout
+from episodelake.lake.core.store import StoreUnavailable, describe_failure, location
 
 
 def _record(uri, episodes=3, steps=4, prefix="ep"):

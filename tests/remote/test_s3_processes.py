@@ -15,7 +15,8 @@ from pathlib import Path
 from factories import race, response, screenshot
 
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake import Conflict, Lake, layout
+from episodelake.lake import Conflict, Lake
+from episodelake.lake.core import layout
 
 TESTS = str(Path(__file__).resolve().parents[1])
 

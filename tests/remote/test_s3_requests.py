@@ -11,8 +11,9 @@ import pickle
 from factories import response, screenshot
 
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake import Lake, schema
-from episodelake.lake.store import location
+from episodelake.lake import Lake
+from episodelake.lake.core import schema
+from episodelake.lake.core.store import location
 
 #: Opening a lake: one listing of the lake, then each table's versions listed and its
 #: manifest read (Lance's own open); nothing else.

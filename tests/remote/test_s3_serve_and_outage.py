@@ -19,7 +19,7 @@ from factories import free_port, response, screenshot
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake, WriterOptions
-from episodelake.lake.writer import CommitFailed
+from episodelake.lake.core.writer import CommitFailed
 
 TESTS = str(Path(__file__).resolve().parents[1])
 

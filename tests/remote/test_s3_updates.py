@@ -8,8 +8,8 @@ from factories import response, screenshot
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.store import StoreUnavailable, location
-from episodelake.lake.updates import update_columns
+from episodelake.lake.core.store import StoreUnavailable, location
+from episodelake.lake.core.updates import update_columns
 
 
 def test_update_columns_uses_the_lakes_storage_options(s3_lake, s3_server, monkeypatch):

@@ -13,7 +13,7 @@ from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.tasks import get_task
 from episodelake.collectors.loop import Observation
 from episodelake.collectors.record.actions import parse_response
-from episodelake.lake.prompts import HistoryStep
+from episodelake.lake.vocab.prompts import HistoryStep
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.policies.tiny import (
     CELLS,

@@ -9,7 +9,7 @@ import torch
 from episodelake.collectors.envs.sim.device import SimDevice
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.loop import Observation
-from episodelake.lake.prompts import HistoryStep
+from episodelake.lake.vocab.prompts import HistoryStep
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.policies.vlm import IMAGE_TOKEN, VLMPolicy
 from episodelake.trainer.ppo import ppo_loss

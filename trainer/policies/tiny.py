@@ -43,7 +43,7 @@ from episodelake.collectors.envs.base import Device
 from episodelake.collectors.envs.sim.state import APPS
 from episodelake.collectors.loop import Observation, Reply
 from episodelake.collectors.record.actions import ParsedAction, format_tool_call, parse_response
-from episodelake.lake.action_space import GRID
+from episodelake.lake.vocab.action_space import GRID
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.ppo import TokenLogProbs
 

@@ -1,7 +1,7 @@
 """VLMPolicy: a Hugging Face image-text model (Qwen2-VL / Qwen2.5-VL family) as a trainable
 phone agent.
 
-Prompts come from :func:`episodelake.lake.prompts.build_messages` (MAI-UI style): the
+Prompts come from :func:`episodelake.lake.vocab.prompts.build_messages` (MAI-UI style): the
 goal, the earlier actions as text, the last `history_length` screenshots, the current one.
 Acting and learning build the same prompt: acting gets the episode's earlier screenshots from
 the episode loop's observation, learning reads them back from the lake.
@@ -36,8 +36,8 @@ from PIL import Image
 from episodelake.collectors.jobs.batch import InProcessAgent
 from episodelake.collectors.loop import Observation, Reply
 from episodelake.collectors.record.actions import history_step
-from episodelake.lake.prompts import build_messages
-from episodelake.lake.seeds import derive
+from episodelake.lake.vocab.prompts import build_messages
+from episodelake.lake.vocab.seeds import derive
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.ppo import TokenLogProbs
 

@@ -32,7 +32,7 @@ from episodelake.collectors.envs.sim.judge import RuleJudge
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.state import PhoneState
 from episodelake.collectors.record.actions import ParsedAction
-from episodelake.lake.errors import ActionFailed, DeviceError, InvalidInput
+from episodelake.lake.core.errors import ActionFailed, DeviceError, InvalidInput
 
 
 class SimDevice(Device):

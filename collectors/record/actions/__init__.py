@@ -7,7 +7,7 @@ instead of being guessed into a ``wait`` as the reference framework does.
 
 The action record
 -----------------
-Responses become the stored action record described in :mod:`episodelake.lake.action_space`
+Responses become the stored action record described in :mod:`episodelake.lake.vocab.action_space`
 (``action_type``, ``action`` in the MAI-UI vocabulary on the 0-999 grid, ``x, y, x2, y2`` as
 fractions of the screenshot). A coordinate outside its format's range makes the action
 invalid, with the reason in ``error``; the clamped point is kept so a viewer can still show

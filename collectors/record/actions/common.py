@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from episodelake.lake.action_space import (
+from episodelake.lake.vocab.action_space import (
     ACTION_TYPES,
     BUTTONS,
     DIRECTIONS,
@@ -26,7 +26,7 @@ from episodelake.lake.action_space import (
     number_text,
     to_number,
 )
-from episodelake.lake.prompts import HistoryStep
+from episodelake.lake.vocab.prompts import HistoryStep
 
 #: Other agents' names for our actions (Qwen-VL, GUI-Owl, common variants).
 _ACTION_ALIASES = {

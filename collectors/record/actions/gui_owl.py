@@ -11,7 +11,7 @@ from episodelake.collectors.record.actions.common import (
     outside_thinking,
     parse_tool_call_text,
 )
-from episodelake.lake.action_space import GRID
+from episodelake.lake.vocab.action_space import GRID
 
 GUI_OWL_SCALE = CoordinateScale(GRID, GRID, 1000, 1000)
 _ACTION_LINE = re.compile(r"^\s*Action\s*:", re.MULTILINE)

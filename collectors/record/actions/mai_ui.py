@@ -13,7 +13,7 @@ from episodelake.collectors.record.actions.common import (
     ParsedAction,
     parse_tool_call_text,
 )
-from episodelake.lake.action_space import GRID
+from episodelake.lake.vocab.action_space import GRID
 
 MAI_UI_SCALE = CoordinateScale(GRID, GRID, GRID, GRID)
 

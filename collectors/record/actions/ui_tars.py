@@ -12,7 +12,7 @@ from episodelake.collectors.record.actions.common import (
     normalise_arguments,
     unparsed,
 )
-from episodelake.lake.action_space import NUMBER, POINT_ACTIONS, to_number
+from episodelake.lake.vocab.action_space import NUMBER, POINT_ACTIONS, to_number
 
 UI_TARS_SCALE = CoordinateScale(1000, 1000, 1000, 1000)
 

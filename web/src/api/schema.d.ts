@@ -1125,7 +1125,7 @@ export interface components {
             set?: string | null;
             /**
              * Style
-             * @description prompt layout (`episodelake.lake.prompts`); granularity episode needs mai-ui
+             * @description prompt layout (`episodelake.lake.vocab.prompts`); granularity episode needs mai-ui
              * @default mai-ui
              * @enum {string}
              */

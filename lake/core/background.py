@@ -14,7 +14,7 @@ import logging
 import threading
 from typing import Self
 
-from episodelake.lake.lake import Lake
+from episodelake.lake.core.lake import Lake
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ import threading
 import uuid
 from datetime import UTC, datetime
 
-from episodelake.lake import layout, schema
-from episodelake.lake.errors import Conflict, InvalidInput, NotFound
-from episodelake.lake.lake import Lake
+from episodelake.lake.core import layout, schema
+from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
+from episodelake.lake.core.lake import Lake
 
 MAX_NAME = 200
 MAX_TEXT = 10_000

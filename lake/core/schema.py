@@ -264,7 +264,7 @@ def conform(table: str, rows: list[dict]) -> pa.Table:
     column, and must not reach a caller raw. Callers that take values from users check them
     first (`collectors.record.recorder.field_value`); this is the net under every write.
     """
-    from episodelake.lake.errors import InvalidInput
+    from episodelake.lake.core.errors import InvalidInput
 
     schema = TABLES[table]
     names = set(schema.names)

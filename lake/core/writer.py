@@ -28,9 +28,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from episodelake.lake import claims, layout, schema, spool, tables
-from episodelake.lake.errors import LakeError
-from episodelake.lake.store import Location, location
+from episodelake.lake.core import claims, layout, schema, spool, tables
+from episodelake.lake.core.errors import LakeError
+from episodelake.lake.core.store import Location, location
 
 log = logging.getLogger(__name__)
 

@@ -35,8 +35,8 @@ import duckdb
 import lance
 import pyarrow as pa
 
-from episodelake.lake import schema
-from episodelake.lake.errors import InvalidInput, SqlRefused
+from episodelake.lake.core import schema
+from episodelake.lake.core.errors import InvalidInput, SqlRefused
 
 DEFAULT_MAX_ROWS = 10_000
 DEFAULT_TIMEOUT_S = 10.0

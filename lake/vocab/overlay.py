@@ -29,8 +29,8 @@ from typing import Any, Literal
 from PIL import Image, ImageDraw, ImageFont
 from pydantic import BaseModel, Field
 
-from episodelake.lake.action_space import action_summary
-from episodelake.lake.errors import InvalidInput
+from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.vocab.action_space import action_summary
 
 MarkerKind = Literal["click", "long_press", "double_tap", "swipe", "drag", "none"]
 BadgeKind = Literal["text", "button", "finish", "wait", "problem"]

@@ -19,13 +19,13 @@ import lance
 import pyarrow as pa
 from lance.dataset import Version
 
-from episodelake.lake import layout, schema, tables
-from episodelake.lake import sql as lake_sql
-from episodelake.lake.errors import InvalidInput, LakeCorrupt, LakeError, NotFound
-from episodelake.lake.images import sniff_format
-from episodelake.lake.sql import sql_in, sql_string
-from episodelake.lake.store import Location, location, store_errors
-from episodelake.lake.writer import LakeWriter, WriterOptions, replay_orphans
+from episodelake.lake.core import layout, schema, tables
+from episodelake.lake.core import sql as lake_sql
+from episodelake.lake.core.errors import InvalidInput, LakeCorrupt, LakeError, NotFound
+from episodelake.lake.core.images import sniff_format
+from episodelake.lake.core.sql import sql_in, sql_string
+from episodelake.lake.core.store import Location, location, store_errors
+from episodelake.lake.core.writer import LakeWriter, WriterOptions, replay_orphans
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ class Lake:
     def __init__(self, path: Location | Path | str | None = None, *, tag: str | None = None,
                  create: bool = True, refresh_s: float = 0.0,
                  storage_options: dict[str, str] | None = None):
-        #: a folder or an object store (`s3://bucket/prefix`, ...; see `episodelake.lake.store`)
+        #: a folder or an object store (`s3://bucket/prefix`, ...; see `episodelake.lake.core.store`)
         self.location = location(path, storage_options)
         #: the lake folder; for a lake on an object store, its `Location`
         self.path: Path | Location = self.location.local if self.location.is_local else self.location
@@ -138,7 +138,7 @@ class Lake:
             return self._sql
 
     def sql(self, query: str, params: list | dict | None = None) -> pa.Table:
-        """Trusted SQL over every table (see `episodelake.lake.sql`)."""
+        """Trusted SQL over every table (see `episodelake.lake.core.sql`)."""
         return self.sql_engine.run(self.datasets(), query, params)
 
     def sql_sandboxed(self, query: str, *, max_rows: int = lake_sql.DEFAULT_MAX_ROWS,

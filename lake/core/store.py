@@ -6,7 +6,7 @@ and answers the few questions the lake asks of its storage (does this exist, how
 what is under it). Local folders are plain `pathlib` paths underneath; object stores go
 through Lance (datasets) and `pyarrow.fs` (listing, sizes). Lance commits on object stores
 with conditional writes, so nothing here locks: what needs a lock on a remote lake uses a
-Lance commit instead (`episodelake.lake.claims`).
+Lance commit instead (`episodelake.lake.core.claims`).
 
 Credentials and endpoint come from an explicit `storage_options` mapping or the standard
 variables (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
@@ -29,9 +29,12 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from episodelake.lake.errors import InvalidInput, LakeError
+from episodelake.lake.core.errors import InvalidInput, LakeError
 
 #: Schemes Lance opens as object stores (with the same storage options).
+#: where a lake is when none is named, and the variable that names it
+DEFAULT_LAKE = "./elake-data"
+LAKE_ENV = "ELAKE_LAKE"
 REMOTE_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss")
 #: Shorter waits than the object-store client's defaults (10 retries over up to 3 minutes), so
 #: a wrong endpoint is an error in seconds; a writer retries failed commits on its own anyway.
@@ -87,7 +90,7 @@ class Location:
         self._filesystem = _filesystem
         #: tables of this lake found with the columns this release writes; the product never
         #: removes a table, so once known, a table needs no listing or schema check again in
-        #: this process (`episodelake.lake.tables.ensure_tables`)
+        #: this process (`episodelake.lake.core.tables.ensure_tables`)
         self.known_tables: set[str] = set()
 
     def __reduce__(self):
@@ -237,8 +240,6 @@ def location(value: Location | Path | str | None, storage_options: Mapping[str, 
             return Location(value.uri, value.scheme, {**value.storage_options, **storage_options})
         return value
     if value is None:
-        from episodelake.lake.layout import DEFAULT_LAKE, LAKE_ENV
-
         value = (os.environ if environ is None else environ).get(LAKE_ENV) or DEFAULT_LAKE
     if isinstance(value, Path):
         return Location(str(value), "file", {})

@@ -34,10 +34,8 @@ import os
 import re
 from pathlib import Path
 
-from episodelake.lake.store import Location, location
+from episodelake.lake.core.store import Location, location
 
-DEFAULT_LAKE = "./elake-data"
-LAKE_ENV = "ELAKE_LAKE"
 SPOOL_ENV = "ELAKE_SPOOL"
 DEFAULT_SPOOL = "~/.cache/episodelake/spool"
 SPOOL_DIR = "_spool"
@@ -51,10 +49,6 @@ SPOOL_SUFFIX = ".arrows"
 LAKE_NOTE = "lake.txt"
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,199}$")
-
-
-def default_lake_path() -> Location:
-    return location(None)
 
 
 def table_path(lake: Location | Path | str, table: str) -> Location:
@@ -142,7 +136,7 @@ def check_id(value: object, field: str) -> str:
     Ids never contain path separators, `..`, quotes or whitespace, so no id taken from a
     request or a file can reach the filesystem or break out of a query.
     """
-    from episodelake.lake.errors import InvalidInput
+    from episodelake.lake.core.errors import InvalidInput
 
     if not isinstance(value, str) or not _ID.match(value) or ".." in value:
         raise InvalidInput(

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from episodelake.lake.action_space import action_summary
+from episodelake.lake.vocab.action_space import action_summary
 
 Style = Literal["mai-ui", "gui-owl"]
 STYLES: tuple[Style, ...] = get_args(Style)
@@ -94,7 +94,7 @@ ImagePart = Callable[[Any], dict[str, Any]]
 class HistoryStep:
     """A step already taken: what the model said and the screenshot it said it about.
 
-    `summary` is the one-line action (see :func:`~episodelake.lake.action_space.action_summary`)
+    `summary` is the one-line action (see :func:`~episodelake.lake.vocab.action_space.action_summary`)
     that text histories show; `response` the raw model text, shown as the assistant turn of
     MAI-UI prompts (the summary stands in without it). `from_step` takes the summary from a
     stored row; from a raw response, the parser derives it

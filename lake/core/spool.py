@@ -28,8 +28,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from episodelake.lake import layout, schema
-from episodelake.lake.errors import LakeError
+from episodelake.lake.core import layout, schema
+from episodelake.lake.core.errors import LakeError
 
 log = logging.getLogger(__name__)
 

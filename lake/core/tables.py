@@ -37,9 +37,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from lance.commit import CommitConflictError
 
-from episodelake.lake import layout, schema
-from episodelake.lake.errors import LakeError
-from episodelake.lake.store import Location, location, store_errors
+from episodelake.lake.core import layout, schema
+from episodelake.lake.core.errors import LakeError
+from episodelake.lake.core.store import Location, location, store_errors
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -21,11 +21,11 @@ import lance
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from episodelake.lake import schema, tables
-from episodelake.lake.errors import InvalidInput
-from episodelake.lake.lake import Lake
-from episodelake.lake.sql import sql_in
-from episodelake.lake.store import store_errors
+from episodelake.lake.core import schema, tables
+from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.core.lake import Lake
+from episodelake.lake.core.sql import sql_in
+from episodelake.lake.core.store import store_errors
 
 
 def update_columns(lake: Lake, table: str, rows: pa.Table | list[dict]) -> int:

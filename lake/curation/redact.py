@@ -30,8 +30,8 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from episodelake.lake.errors import InvalidInput
-from episodelake.lake.spec_model import SpecModel, describe
+from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.vocab.spec_model import SpecModel, describe
 
 #: The mask's colour: solid black, the conventional "removed" block.
 MASK = (0, 0, 0)

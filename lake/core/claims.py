@@ -45,10 +45,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from episodelake.lake import layout, spool, tables
-from episodelake.lake.errors import Conflict, InvalidInput
-from episodelake.lake.sql import sql_in, sql_string
-from episodelake.lake.store import Location, location, store_errors
+from episodelake.lake.core import layout, spool, tables
+from episodelake.lake.core.errors import Conflict, InvalidInput
+from episodelake.lake.core.sql import sql_in, sql_string
+from episodelake.lake.core.store import Location, location, store_errors
 
 log = logging.getLogger(__name__)
 

@@ -42,14 +42,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from episodelake.lake import layout
-from episodelake.lake.errors import EpisodeLakeError
-from episodelake.lake.layout import check_id
-from episodelake.lake.store import location
+from episodelake.lake.core import layout
+from episodelake.lake.core.errors import EpisodeLakeError
+from episodelake.lake.core.layout import check_id
+from episodelake.lake.core.store import location
 
 if TYPE_CHECKING:
-    from episodelake.lake.lake import Lake
-    from episodelake.lake.store import Location
+    from episodelake.lake.core.lake import Lake
+    from episodelake.lake.core.store import Location
 
 log = logging.getLogger(__name__)
 

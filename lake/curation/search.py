@@ -27,10 +27,10 @@ from dataclasses import dataclass
 import lance
 from lance.query import FullTextOperator, MatchQuery
 
-from episodelake.lake import schema, tables
-from episodelake.lake.errors import InvalidInput, SqlRefused
-from episodelake.lake.lake import Lake
-from episodelake.lake.sql import check_statement, sql_in
+from episodelake.lake.core import schema, tables
+from episodelake.lake.core.errors import InvalidInput, SqlRefused
+from episodelake.lake.core.lake import Lake
+from episodelake.lake.core.sql import check_statement, sql_in
 
 #: Searchable fields: the name a hit reports -> (table, column).
 FIELDS: dict[str, tuple[str, str]] = {
