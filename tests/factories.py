@@ -7,14 +7,27 @@ import importlib.util
 import io
 import json
 import multiprocessing
+import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
 from PIL import Image, ImageDraw
 
 from episodelake.lake.export.clawgui import task_dir_name
+
+#: The repository: a child Python process finds the `tests` package (and these helpers) here.
+REPO = Path(__file__).resolve().parents[1]
+
+
+def child_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a `python -c` child that imports `tests.factories`: `base` (by
+    default this process's) with the repository put first on PYTHONPATH."""
+    env = dict(os.environ if base is None else base)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    return env
+
 
 #: For the tests that start Ray (a local cluster, or actors through the command line).
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,

@@ -11,7 +11,7 @@ Registered formats (each module's docstring is its full description):
 To add one: write a module in this package defining ``FORMAT = ExportFormat(name=...,
 summary=..., doc=__doc__, open=...)`` whose `open(ctx)` returns a writer with `write(split,
 sample)` and `close() -> [top-level names]` (see `base.py`), add it to `_BUILT_IN` below (or
-call `register` from your own package), and list it here; `tests/test_export_formats.py`
+call `register` from your own package), and list it here; `tests/lake/export/test_export_formats.py`
 checks that every registered format is documented and round-trips through `datasets`.
 """
 

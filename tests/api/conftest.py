@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from webapp_support import ServerThread, build_lake
 
 from episodelake.api.settings import Settings
+from tests.api.webapp_support import ServerThread, build_lake
 
 
 @pytest.fixture(scope="module")

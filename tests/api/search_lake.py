@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from factories import response, text_screen
-
 from episodelake.collectors.jobs.enrich import enrich
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
+from tests.factories import response, text_screen
 
 SCREENS = [("Cart", "Checkout"), ("Payment failed", "Call 555-0102"), ("Order placed",)]
 THINKING = ["open the cart", "the card was declined, pay again", "the order is done"]

@@ -7,11 +7,11 @@ from __future__ import annotations
 import time
 
 import httpx
-from webapp_support import ServerThread, build_lake
 
 from episodelake.api.maintenance import MAX_FRAGMENTS
 from episodelake.api.settings import Settings
 from episodelake.lake.core import tables
+from tests.api.webapp_support import ServerThread, build_lake
 
 EPISODES = [f"{task}-{i}" for task in ("wifi_on", "set_alarm", "send_message") for i in range(3)]
 

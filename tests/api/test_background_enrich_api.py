@@ -8,14 +8,14 @@ from __future__ import annotations
 import time
 
 import httpx
-from factories import response, screenshot
-from webapp_support import ServerThread
 
 from episodelake.api.cli import main
 from episodelake.api.settings import Settings
 from episodelake.collectors.record.anchor import phash64, phash_key
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
+from tests.api.webapp_support import ServerThread
+from tests.factories import response, screenshot
 
 QUERY = "SELECT episode_id, step, image_phash, anchor_key FROM steps ORDER BY episode_id, step"
 

@@ -4,7 +4,8 @@ SQL at once, soft deletes, and errors that name the field."""
 from __future__ import annotations
 
 import pytest
-from test_read_api import error_of
+
+from tests.api.webapp_support import error_of
 
 
 def sql(client, query: str) -> list[list]:

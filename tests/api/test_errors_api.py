@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from webapp_support import ServerThread
 
 from episodelake.api.settings import Settings
 from episodelake.lake.core.errors import ActionFailed, DeviceError, DeviceUnavailable, LakeCorrupt
+from tests.api.webapp_support import ServerThread
 
 
 @pytest.mark.parametrize("error, status", [

@@ -12,13 +12,13 @@ import zipfile
 
 import httpx
 import pytest
-from test_read_api import error_of
-from test_security import raw_get
 
 from episodelake.api.jobs import Jobs
 from episodelake.lake.core.errors import Conflict, InvalidInput
 from episodelake.lake.export import ExportSpec, run_export
 from episodelake.lake.export.spec import ExportOptions
+from tests.api.test_security import raw_get
+from tests.api.webapp_support import error_of
 
 
 def wait_finished(client: httpx.Client, url: str, timeout_s: float = 60) -> dict:

@@ -10,8 +10,6 @@ from datetime import UTC, datetime
 
 import httpx
 import pytest
-from test_read_api import error_of
-from webapp_support import ServerThread, build_lake, screen
 
 from episodelake.api.settings import Settings
 from episodelake.collectors.record.actions import format_tool_call
@@ -19,6 +17,7 @@ from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.core import layout
 from episodelake.lake.core.lake import Lake
 from episodelake.lake.curation import curation
+from tests.api.webapp_support import ServerThread, build_lake, error_of, screen
 
 
 def ids(client, **params) -> list[str]:

@@ -10,14 +10,13 @@ from html.parser import HTMLParser
 
 import httpx
 import pytest
-from test_read_api import error_of
-from test_security import raw_get
-from test_sql_sandbox import WRAPPED
-from webapp_support import ServerThread
 
 from episodelake.api.cli.serve import url_of
 from episodelake.api.security import CONTENT_SECURITY_POLICY
 from episodelake.api.settings import Settings
+from tests.api.test_security import raw_get
+from tests.api.webapp_support import ServerThread, error_of
+from tests.lake.core.test_sql_sandbox import WRAPPED
 
 FINGERPRINT = """
     SELECT upper('x') AS upper, lower('X') AS lower,

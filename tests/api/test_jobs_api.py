@@ -13,13 +13,9 @@ import threading
 import time
 from pathlib import Path
 
-import factories
 import httpx
 import pytest
 from PIL import Image, ImageDraw
-from test_jobs import start_runner
-from test_read_api import error_of
-from webapp_support import ServerThread
 
 from episodelake.api.settings import Settings
 from episodelake.collectors.agents.judge import StepJudge
@@ -33,6 +29,9 @@ from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.core import schema, tables
 from episodelake.lake.core.lake import Lake
 from episodelake.lake.curation import curation
+from tests import factories
+from tests.api.webapp_support import ServerThread, error_of
+from tests.lake.core.test_jobs import start_runner
 
 EPISODES, STEPS = 100, 10
 #: Every sample, every screenshot downscaled: seconds of work, so a test can act while it runs.

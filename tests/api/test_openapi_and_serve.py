@@ -12,11 +12,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from factories import free_port
 
 from episodelake.api.app import create_app
 from episodelake.api.routes import groups
 from episodelake.api.settings import Settings
+from tests.factories import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 ELAKE = [sys.executable, "-m", "episodelake.api.cli"]

@@ -7,18 +7,12 @@ import io
 
 import pytest
 from PIL import Image
-from webapp_support import TASKS, screen
 
 from episodelake.api.listing import EpisodeFilter, list_episodes
 from episodelake.api.models import ActionView
 from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.vocab.overlay import draw_action
-
-
-def error_of(response) -> dict:
-    body = response.json()
-    assert set(body) == {"error"} and set(body["error"]) == {"type", "message"}, body
-    return body["error"]
+from tests.api.webapp_support import TASKS, error_of, screen
 
 
 def test_health_names_the_lake(client, lake):

@@ -7,9 +7,7 @@ import json
 import time
 
 import httpx
-from factories import response
 from PIL import Image, ImageChops
-from webapp_support import ServerThread
 
 from episodelake.api.settings import Settings
 from episodelake.collectors.jobs.enrich import DERIVATIONS
@@ -17,6 +15,8 @@ from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
 from episodelake.lake.core.updates import update_columns
 from episodelake.lake.curation.redact import MASK
+from tests.api.webapp_support import ServerThread
+from tests.factories import response
 
 SIZE = (200, 100)
 #: Two text lines: a phone number (top half) and a word (bottom half).

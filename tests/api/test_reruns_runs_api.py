@@ -10,15 +10,14 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from test_exports_api import wait_finished
-from test_read_api import error_of
-from webapp_support import ServerThread, screen
 
 from episodelake.api.settings import Settings
 from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.core.lake import Lake
+from tests.api.test_exports_api import wait_finished
+from tests.api.webapp_support import ServerThread, error_of, screen
 
 TRAIN_RUN = "train-api-1"
 

@@ -10,11 +10,11 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from webapp_support import ServerThread
 
 from episodelake.api.settings import Settings
 from episodelake.lake.core.lake import Lake
 from episodelake.trainer.config import TrainConfig
+from tests.api.webapp_support import ServerThread
 
 #: held-out success per iteration of each run: (algo, lr_decay_to, seed, threads) -> curve
 CURVES = {

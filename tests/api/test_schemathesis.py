@@ -15,9 +15,9 @@ from schemathesis.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
-from webapp_support import ServerThread, build_lake
 
 from episodelake.api.settings import Settings
+from tests.api.webapp_support import ServerThread, build_lake
 
 pytestmark = pytest.mark.slow
 

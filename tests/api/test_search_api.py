@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import factories
 import httpx
 import pytest
-from webapp_support import ServerThread
 
 from episodelake.api.settings import Settings
 from episodelake.collectors.jobs.enrich import enrich
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
+from tests import factories
+from tests.api.webapp_support import ServerThread
 
 
 @pytest.fixture(scope="module")

@@ -3,14 +3,14 @@ server runs, and after `Lake.optimize` compacted the lake under it."""
 
 from __future__ import annotations
 
-import factories
 import httpx
-from webapp_support import ServerThread
 
 from episodelake.api.settings import Settings
 from episodelake.collectors.jobs.enrich import enrich
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
+from tests import factories
+from tests.api.webapp_support import ServerThread
 
 
 def record(lake: Lake, task: str, screen: bytes) -> None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from search_lake import PAYMENT_STEP, build_search_lake
-from webapp_support import ServerThread, screen
 
 from episodelake.api.settings import Settings
 from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
 from episodelake.lake.curation import search as lake_search
+from tests.api.search_lake import PAYMENT_STEP, build_search_lake
+from tests.api.webapp_support import ServerThread, screen
 
 
 @pytest.fixture(scope="module")

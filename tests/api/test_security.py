@@ -7,11 +7,10 @@ import socket
 
 import httpx
 import pytest
-from test_read_api import error_of
-from webapp_support import ServerThread
 
 from episodelake.api.settings import Settings
 from episodelake.lake.core.errors import InvalidInput
+from tests.api.webapp_support import ServerThread, error_of
 
 TOKEN = "s3cret-token-0123456789"
 

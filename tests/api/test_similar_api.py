@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import factories
 import httpx
 import pytest
-from webapp_support import ServerThread
 
 from episodelake.api.settings import Settings
 from episodelake.collectors.agents.oracle import DemoPolicy, NoiseConfig
@@ -14,6 +12,8 @@ from episodelake.collectors.envs.sim.tasks import get_task
 from episodelake.collectors.jobs.enrich import enrich
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
+from tests import factories
+from tests.api.webapp_support import ServerThread
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ import time
 
 import pyarrow.parquet as pq
 from PIL import Image
-from test_read_api import error_of
 
 from episodelake.lake.core import layout
+from tests.api.webapp_support import error_of
 
 
 def test_thumbnail_is_generated_once_and_cached_on_disk(client, lake):

@@ -109,3 +109,10 @@ class ServerThread:
         self.server.should_exit = True
         self.thread.join(timeout=10)
         self.sock.close()
+
+
+def error_of(response) -> dict:
+    """The API's one error shape, `{"error": {"type", "message"}}`, checked and unwrapped."""
+    body = response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"type", "message"}, body
+    return body["error"]

@@ -6,16 +6,12 @@ ELAKE_SCREENSHOTS=1), so an ordinary run leaves the tracked files alone."""
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))  # the shared lake and server
-
-from webapp_support import ServerThread, build_lake  # noqa: E402
-
 from episodelake.api.settings import Settings, default_static_dir  # noqa: E402
+from tests.api.webapp_support import ServerThread, build_lake  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"

@@ -9,8 +9,9 @@ import re
 
 import httpx
 import pytest
-from conftest import axe_violations
 from playwright.sync_api import expect
+
+from tests.browser.conftest import axe_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

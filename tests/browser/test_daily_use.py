@@ -14,12 +14,12 @@ from urllib.parse import quote
 import httpx
 import pyarrow.parquet as pq
 import pytest
-from conftest import readme_shot, shot
-from webapp_support import ServerThread, screen
 
 from episodelake.api.settings import Settings, default_static_dir
 from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.recorder import Recorder
+from tests.api.webapp_support import ServerThread, screen
+from tests.browser.conftest import readme_shot, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import axe_violations
+
+from tests.browser.conftest import axe_violations
 
 pytestmark = pytest.mark.browser
 

@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from conftest import axe_violations, shot
 
 from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
+from tests.browser.conftest import axe_violations, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -8,13 +8,13 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from conftest import axe_violations
 from playwright.sync_api import expect
-from webapp_support import screen
 
 from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.curation import curation
+from tests.api.webapp_support import screen
+from tests.browser.conftest import axe_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

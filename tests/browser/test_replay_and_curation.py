@@ -7,12 +7,12 @@ import re
 
 import httpx
 import pytest
-from conftest import shot
-from webapp_support import ServerThread, screen
 
 from episodelake.api.settings import Settings, default_static_dir
 from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.recorder import Recorder
+from tests.api.webapp_support import ServerThread, screen
+from tests.browser.conftest import shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -10,10 +10,11 @@ import re
 
 import httpx
 import pytest
-from conftest import shot
 from playwright.sync_api import expect
-from search_lake import PAYMENT_STEP, build_search_lake
-from test_accessibility import axe_violations
+
+from tests.api.search_lake import PAYMENT_STEP, build_search_lake
+from tests.browser.conftest import shot
+from tests.browser.test_accessibility import axe_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

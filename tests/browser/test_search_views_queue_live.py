@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 from playwright.sync_api import expect
-from webapp_support import screen
 
 from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.recorder import Recorder
+from tests.api.webapp_support import screen
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from device_support import FakeModel, LiveServer
 from fastapi import FastAPI
 
 from episodelake.collectors.envs.server import create_app
 from episodelake.collectors.envs.sim.device import SimDevice, task_infos
+from tests.collectors.device_support import FakeModel, LiveServer
 
 
 @pytest.fixture

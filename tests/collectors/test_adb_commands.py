@@ -6,13 +6,13 @@ from __future__ import annotations
 import base64
 from types import SimpleNamespace
 
-import factories
 import pytest
 
 from episodelake.collectors.envs import adb
 from episodelake.collectors.envs.base import Screen
 from episodelake.collectors.record.actions import format_tool_call, parse_response
 from episodelake.lake.core.errors import ActionFailed, DeviceUnavailable, EnvironmentLost
+from tests import factories
 
 PORTRAIT = Screen(1080, 2400)
 

@@ -9,16 +9,16 @@ import shutil
 import socket
 import subprocess
 
-import factories
 import pytest
-from device_support import ScriptedPolicy, elake
-from fake_adbd import FakeAdbd
 
 from episodelake.collectors.envs import adb
 from episodelake.collectors.envs.base import Task
 from episodelake.collectors.loop import run_episode
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.core.errors import DeviceUnavailable
+from tests import factories
+from tests.collectors.device_support import ScriptedPolicy, elake
+from tests.collectors.fake_adbd import FakeAdbd
 
 pytestmark = pytest.mark.skipif(shutil.which("adb") is None, reason="adb is not installed "
                                 "(apt-get install adb)")

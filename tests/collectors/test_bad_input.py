@@ -12,13 +12,13 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import numpy as np
 import pytest
-from factories import response, screenshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
+from tests.factories import response, screenshot
 
 
 @pytest.fixture(params=["decode", "structure"])

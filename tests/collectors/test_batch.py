@@ -5,14 +5,14 @@ groups are split into units the way anchor keys need."""
 from __future__ import annotations
 
 import pytest
-from device_support import elake
-from factories import needs_ray
 
 from episodelake.collectors.envs.base import Task
 from episodelake.collectors.envs.remote import RemoteOptions
 from episodelake.collectors.jobs import batch
 from episodelake.collectors.loop import EpisodeSummary
 from episodelake.lake.core.errors import DeviceUnavailable, InvalidInput
+from tests.collectors.device_support import elake
+from tests.factories import needs_ray
 
 TASKS = [Task("wifi_on"), Task("bluetooth_on"), Task("wifi_off"), Task("bluetooth_off"),
          Task("wifi_on", group_id="g"), Task("wifi_on", group_id="g")]

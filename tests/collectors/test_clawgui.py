@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-from factories import response, screenshot, write_reference_episode
 
 from episodelake.collectors import clawgui
 from episodelake.collectors.clawgui import dropin, importer
@@ -17,6 +16,7 @@ from episodelake.collectors.record.derived import enrich_anchor_keys
 from episodelake.lake import Lake
 from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.export import clawgui as clawgui_folders
+from tests.factories import response, screenshot, write_reference_episode
 
 
 def test_drop_in_functions_record_into_the_lake(tmp_path, monkeypatch):

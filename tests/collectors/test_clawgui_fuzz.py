@@ -10,13 +10,13 @@ import json
 import tempfile
 from pathlib import Path
 
-from factories import response, screenshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from episodelake.collectors.clawgui import importer
 from episodelake.lake import Lake
 from episodelake.lake.core.errors import InvalidInput
+from tests.factories import response, screenshot
 
 SCALARS = st.one_of(
     st.none(), st.booleans(), st.text(max_size=12),

@@ -5,8 +5,6 @@ later, with the values the write path would have given, and flags what a full de
 from __future__ import annotations
 
 import pytest
-from factories import response, screenshot
-from test_bad_input import with_damaged_pixels
 
 from episodelake.collectors.jobs.enrich import enrich
 from episodelake.collectors.jobs.rollout import RolloutReport
@@ -16,6 +14,8 @@ from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
 from episodelake.trainer import loop
 from episodelake.trainer.config import TrainConfig
+from tests.collectors.test_bad_input import with_damaged_pixels
+from tests.factories import response, screenshot
 
 TREE = ('<hierarchy><node resource-id="com.android.systemui:id/clock" text="{clock}"/>'
         '<node resource-id="app:id/list" text="Settings"/></hierarchy>')

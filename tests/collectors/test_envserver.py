@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 
 import pytest
-from device_support import elake
 from fastapi.testclient import TestClient
 
 from episodelake.collectors.envs.base import Screen
@@ -14,6 +13,7 @@ from episodelake.collectors.envs.server import create_app, is_loopback, serve
 from episodelake.collectors.envs.sim.device import SimDevice, task_infos
 from episodelake.collectors.record.actions import format_tool_call, parse_response
 from episodelake.lake.core.errors import InvalidInput
+from tests.collectors.device_support import elake
 
 
 @pytest.fixture

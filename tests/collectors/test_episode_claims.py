@@ -10,13 +10,13 @@ import os
 import signal
 
 import pytest
-from factories import race, response, screenshot
 
 from episodelake.collectors import clawgui
 from episodelake.collectors.clawgui import dropin
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake, WriterOptions
 from episodelake.lake.core.errors import Conflict
+from tests.factories import race, response, screenshot
 
 #: Rows stay in the spool until close: what a crash leaves behind.
 NEVER_COMMIT = WriterOptions(batch_rows=1_000_000, max_age_s=3600)

@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 import threading
 
-import factories
 import pytest
-from device_support import elake
 
 from episodelake.collectors.agents.model import ModelPolicy
 from episodelake.collectors.agents.model_client import ModelClient, ModelOptions
@@ -21,6 +19,8 @@ from episodelake.collectors.jobs.tasks import load_tasks
 from episodelake.collectors.loop import Reply, run_episode
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.core.errors import InvalidInput
+from tests import factories
+from tests.collectors.device_support import elake
 
 
 @pytest.fixture

@@ -12,10 +12,7 @@ import os
 import socket
 from datetime import UTC, datetime
 
-import factories
 import pytest
-from test_judge import QUICK, record, yes
-from test_rerun import record_set
 
 from episodelake.collectors.agents.judge import StepJudge
 from episodelake.collectors.agents.model_client import ModelClient
@@ -27,6 +24,9 @@ from episodelake.lake import Lake
 from episodelake.lake.core.errors import DeviceUnavailable, NotFound
 from episodelake.lake.core.jobs import list_jobs
 from episodelake.lake.export import ExportSpec, run_export
+from tests import factories
+from tests.collectors.test_judge import QUICK, record, yes
+from tests.collectors.test_rerun import record_set
 
 
 def rows(lake: Lake, kind: str) -> list[dict]:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 
-import factories
 import pytest
-from device_support import elake
 
 from episodelake.collectors.agents.judge import (
     JudgeCache,
@@ -21,6 +19,8 @@ from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.core.errors import InvalidInput, NotFound, SqlRefused
 from episodelake.lake.curation import curation
 from episodelake.lake.export.selection import select_episodes
+from tests import factories
+from tests.collectors.device_support import elake
 
 QUICK = ModelOptions(timeout_s=2, max_retries=0)
 

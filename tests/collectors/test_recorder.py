@@ -7,11 +7,11 @@ import io
 
 import numpy as np
 import pytest
-from factories import response, screenshot
 from PIL import Image
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.core.errors import Conflict, InvalidInput
+from tests.factories import response, screenshot
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from device_support import ScriptedPolicy, oracle_script
 from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse
 
@@ -17,6 +16,7 @@ from episodelake.collectors.envs.sim.device import SimDevice, task_infos
 from episodelake.collectors.loop import collect_one, run_episode
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.core.errors import DeviceError, DeviceUnavailable
+from tests.collectors.device_support import ScriptedPolicy, oracle_script
 
 FAST = RemoteOptions(health_timeout_s=2, init_timeout_s=5, screenshot_timeout_s=2,
                      step_timeouts_s=(2,), eval_timeout_s=2, tear_down_timeout_s=2,

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import re
 
-from test_cli import elake
-
 from episodelake.collectors.envs.sim.device import SimJudge
 from episodelake.collectors.jobs.batch import RunSettings, SimSpec, run_batch
 from episodelake.collectors.jobs.rollout import (
@@ -17,6 +15,7 @@ from episodelake.collectors.jobs.rollout import (
     task_ids,
 )
 from episodelake.lake import Lake
+from tests.api.test_cli import elake
 
 
 def test_rollouts_record_groups_rewards_and_anchor_keys(lake):

@@ -44,7 +44,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from s3_server import S3Server
+
+from tests.remote.s3_server import S3Server
 
 
 class _RequestParser:
@@ -257,7 +258,8 @@ def ray_on_s3(s3_lake) -> Iterator[str]:
     """A local Ray cluster started with the S3 lake's variables set (workers read the store
     with them), the tests' Ray support module shipped to the workers by value."""
     import ray
-    import ray_cluster
+
+    from tests.remote import ray_cluster
 
     ray.shutdown()  # a cluster of another module started without the S3 variables
     ray.cloudpickle.register_pickle_by_value(ray_cluster)

@@ -6,9 +6,6 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from factories import needs_ray, response, screenshot
-from ray_cluster import ray_cluster  # noqa: F401
-from test_export import build_lake, tree
 
 from episodelake.api.cli import main
 from episodelake.collectors.jobs.bulk import RayOptions, chunks, run_parts
@@ -17,6 +14,9 @@ from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
 from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.export import ExportSpec, run_export
+from tests.factories import needs_ray, response, screenshot
+from tests.lake.export.test_export import build_lake, tree
+from tests.remote.ray_cluster import ray_cluster  # noqa: F401
 
 pytestmark = [needs_ray, pytest.mark.slow, pytest.mark.usefixtures("ray_cluster"),
               pytest.mark.filterwarnings("ignore:lance is not fork-safe")]

@@ -5,12 +5,12 @@ costs nobody else a row; the trainer's rollouts on Ray actors."""
 from __future__ import annotations
 
 import pytest
-from factories import needs_ray
-from ray_cluster import CRASH_SEED, CrashingOracle, ray_cluster  # noqa: F401
 
 from episodelake.collectors.envs.base import Task
 from episodelake.collectors.jobs.batch import OracleSpec, RunSettings, SimSpec, run_batch
 from episodelake.lake import Lake
+from tests.factories import needs_ray
+from tests.remote.ray_cluster import CRASH_SEED, CrashingOracle, ray_cluster  # noqa: F401
 
 pytestmark = [needs_ray, pytest.mark.slow, pytest.mark.usefixtures("ray_cluster"),
               pytest.mark.filterwarnings("ignore:lance is not fork-safe")]  # Ray forks its workers

@@ -5,12 +5,12 @@ is what one process computes on a local copy of the same steps."""
 from __future__ import annotations
 
 import pytest
-from factories import needs_ray, response, screenshot
 
 from episodelake.api.cli import main
 from episodelake.collectors.jobs.enrich import enrich
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
+from tests.factories import needs_ray, response, screenshot
 
 pytestmark = [needs_ray, pytest.mark.slow,
               pytest.mark.filterwarnings("ignore:lance is not fork-safe")]

@@ -12,7 +12,6 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from factories import needs_ray, response, screenshot
 
 from episodelake.api.cli import main
 from episodelake.collectors.agents.judge import JudgeCache, StepJudge
@@ -20,6 +19,7 @@ from episodelake.collectors.agents.model_client import ModelClient, ModelOptions
 from episodelake.collectors.jobs.backfill import JudgeSpec, backfill
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
+from tests.factories import needs_ray, response, screenshot
 
 pytestmark = [needs_ray, pytest.mark.slow, pytest.mark.filterwarnings("ignore:lance is not fork-safe")]
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from factories import needs_ray
-from ray_cluster import ray_cluster  # noqa: F401
-from test_export import tree
-from test_redact import NAMES, record_screens, store_ui_text
 
 from episodelake.api.cli import main
 from episodelake.lake.curation.redact import RedactRules
 from episodelake.lake.export import ExportSpec, run_export
+from tests.factories import needs_ray
+from tests.lake.curation.test_redact import NAMES, record_screens, store_ui_text
+from tests.lake.export.test_export import tree
+from tests.remote.ray_cluster import ray_cluster  # noqa: F401
 
 pytestmark = [needs_ray, pytest.mark.slow, pytest.mark.usefixtures("ray_cluster"),
               pytest.mark.filterwarnings("ignore:lance is not fork-safe")]

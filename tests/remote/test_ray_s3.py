@@ -9,17 +9,17 @@ import os
 import sys
 
 import pytest
-import ray_cluster as support
-from factories import needs_ray
-from s3_server import ACCESS_KEY, REGION, SECRET_KEY
-from test_export import tree
-from test_ray_collect import TASKS, assert_complete, steps_per_episode
 
 from episodelake.collectors.envs.base import Task
 from episodelake.collectors.jobs.batch import OracleSpec, RunSettings, SimSpec, run_batch
 from episodelake.collectors.jobs.bulk import RayOptions, export_prepare
 from episodelake.lake import Lake
 from episodelake.lake.export import ExportSpec, run_export
+from tests.factories import needs_ray
+from tests.lake.export.test_export import tree
+from tests.remote import ray_cluster as support
+from tests.remote.s3_server import ACCESS_KEY, REGION, SECRET_KEY
+from tests.remote.test_ray_collect import TASKS, assert_complete, steps_per_episode
 
 pytestmark = [needs_ray, pytest.mark.slow,
               pytest.mark.filterwarnings("ignore:lance is not fork-safe")]

@@ -7,12 +7,12 @@ from __future__ import annotations
 import socket
 
 import pytest
-from factories import response, screenshot
 
 from episodelake.api.cli import main
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Conflict, Lake
 from episodelake.lake.core import claims, layout, tables
+from tests.factories import response, screenshot
 
 
 def claim_rows(lake: Lake) -> list[dict]:

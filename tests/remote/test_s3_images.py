@@ -5,20 +5,15 @@ newer version of the lake, is served."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import httpx
 import pytest
-from factories import response, screenshot
 
 from episodelake.api.images_cache import ImageCache, cache_of, stored_image
 from episodelake.api.settings import Settings
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake, NotFound
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
-from webapp_support import ServerThread  # noqa: E402  (the API tests' server thread)
+from tests.api.webapp_support import ServerThread  # noqa: E402  (the API tests' server thread)
+from tests.factories import response, screenshot
 
 
 def record(uri: str, episode_id: str, screens: list[int]) -> None:

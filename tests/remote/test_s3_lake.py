@@ -7,12 +7,12 @@ import subprocess
 import sys
 
 import pytest
-from factories import response, screenshot
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Conflict, Lake
 from episodelake.lake.core import layout
 from episodelake.lake.core.store import StoreUnavailable, describe_failure, location
+from tests.factories import response, screenshot
 
 
 def _record(uri, episodes=3, steps=4, prefix="ep"):
@@ -119,10 +119,9 @@ def test_a_wrong_store_is_one_line_naming_the_uri(case, s3_server, s3_env):
 def test_clawgui_drop_in_and_folder_import_into_s3(s3_lake, s3_env, tmp_path):
     import base64
 
-    from factories import write_reference_episode
-
     from episodelake.collectors import clawgui
     from episodelake.collectors.clawgui import dropin
+    from tests.factories import write_reference_episode
 
     for n in range(3):
         clawgui.save_episode_to_json([base64.b64encode(screenshot(n)).decode()], [response()],

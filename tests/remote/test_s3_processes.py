@@ -10,20 +10,14 @@ import signal
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
-
-from factories import race, response, screenshot
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Conflict, Lake
 from episodelake.lake.core import layout
-
-TESTS = str(Path(__file__).resolve().parents[1])
+from tests.factories import child_env, race, response, screenshot
 
 WRITER = textwrap.dedent("""
-    import sys
-    sys.path.insert(0, {tests!r})
-    from factories import response, screenshot
+    from tests.factories import response, screenshot
     from episodelake.collectors.record.recorder import Recorder
     from episodelake.lake import WriterOptions
     with Recorder({lake!r}, image_checks="structure", options=WriterOptions(batch_rows=20, max_age_s=0.5)) as rec:
@@ -36,8 +30,8 @@ WRITER = textwrap.dedent("""
 
 def test_four_processes_write_one_s3_lake_exactly_once(s3_lake, s3_env):
     Lake(s3_lake)  # the tables exist before the writers start
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER.format(tests=TESTS, lake=s3_lake, worker=k)],
-                              env=s3_env, stderr=subprocess.PIPE, text=True) for k in range(4)]
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER.format(lake=s3_lake, worker=k)],
+                              env=child_env(s3_env), stderr=subprocess.PIPE, text=True) for k in range(4)]
     for p in procs:
         _, err = p.communicate(timeout=600)
         assert p.returncode == 0, err
@@ -48,9 +42,7 @@ def test_four_processes_write_one_s3_lake_exactly_once(s3_lake, s3_env):
 
 
 KILLED = textwrap.dedent("""
-    import sys
-    sys.path.insert(0, {tests!r})
-    from factories import response, screenshot
+    from tests.factories import response, screenshot
     from episodelake.collectors.record.recorder import Recorder
     from episodelake.lake import WriterOptions
     rec = Recorder({lake!r}, image_checks="structure", options=WriterOptions(batch_rows=7, max_age_s=3600))
@@ -63,7 +55,7 @@ KILLED = textwrap.dedent("""
 
 def test_sigkill_mid_episode_then_recover_from_the_local_spool(s3_lake, s3_env, tmp_path):
     Lake(s3_lake)
-    proc = subprocess.Popen([sys.executable, "-c", KILLED.format(tests=TESTS, lake=s3_lake)], env=s3_env,
+    proc = subprocess.Popen([sys.executable, "-c", KILLED.format(lake=s3_lake)], env=child_env(s3_env),
                             stdout=subprocess.PIPE, text=True)
     acknowledged = -1
     for line in proc.stdout:
@@ -80,7 +72,7 @@ def test_sigkill_mid_episode_then_recover_from_the_local_spool(s3_lake, s3_env, 
     carried = tmp_path / "from-node-a"
     shutil.move(layout.local_spool_base(), carried)
     out = subprocess.run([sys.executable, "-m", "episodelake.api.cli", "recover", "--spool", str(carried)],
-                         env=s3_env, capture_output=True, text=True, timeout=300)
+                         env=child_env(s3_env), capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and "replayed" in out.stdout and " 0 row" not in out.stdout, out.stderr
     lake = Lake(s3_lake)
     rows = lake.sql("select count(*) n, count(distinct step) d, max(step) hi from steps "

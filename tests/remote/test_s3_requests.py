@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import pickle
 
-from factories import response, screenshot
-
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
 from episodelake.lake.core import schema
 from episodelake.lake.core.store import location
+from tests.factories import response, screenshot
 
 #: Opening a lake: one listing of the lake, then each table's versions listed and its
 #: manifest read (Lance's own open); nothing else.

@@ -11,17 +11,14 @@ import textwrap
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import httpx
 import pytest
-from factories import free_port, response, screenshot
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake, WriterOptions
 from episodelake.lake.core.writer import CommitFailed
-
-TESTS = str(Path(__file__).resolve().parents[1])
+from tests.factories import child_env, free_port, response, screenshot
 
 
 @contextmanager
@@ -90,9 +87,7 @@ def test_store_unreachable_mid_run_loses_nothing(s3_proxied_lake, s3_proxy):
 
 
 DIES = textwrap.dedent("""
-    import sys
-    sys.path.insert(0, {tests!r})
-    from factories import response, screenshot
+    from tests.factories import response, screenshot
     from episodelake.collectors.record.recorder import Recorder
     from episodelake.lake import WriterOptions
     rec = Recorder({lake!r}, image_checks="structure", options=WriterOptions(batch_rows=4, max_age_s=0.3))
@@ -107,7 +102,7 @@ DIES = textwrap.dedent("""
 
 
 def test_writer_killed_during_an_outage_is_replayed_once_the_store_is_back(s3_proxied_lake, s3_proxy, s3_env):
-    proc = subprocess.Popen([sys.executable, "-c", DIES.format(tests=TESTS, lake=s3_proxied_lake)], env=s3_env,
+    proc = subprocess.Popen([sys.executable, "-c", DIES.format(lake=s3_proxied_lake)], env=child_env(s3_env),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "started"

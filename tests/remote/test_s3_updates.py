@@ -4,12 +4,12 @@ environment names."""
 from __future__ import annotations
 
 import pytest
-from factories import response, screenshot
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
 from episodelake.lake.core.store import StoreUnavailable, location
 from episodelake.lake.core.updates import update_columns
+from tests.factories import response, screenshot
 
 
 def test_update_columns_uses_the_lakes_storage_options(s3_lake, s3_server, monkeypatch):

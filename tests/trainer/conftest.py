@@ -1,10 +1,7 @@
 import os
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -13,6 +10,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 @pytest.fixture(scope="session")
 def tiny_vlm(tmp_path_factory) -> Path:
     """A tiny random Qwen2-VL model folder (see tiny_vlm.py), built once per session."""
-    from tiny_vlm import build_tiny_vlm
+    from tests.trainer.tiny_vlm import build_tiny_vlm
 
     return build_tiny_vlm(tmp_path_factory.mktemp("tiny-vlm"))

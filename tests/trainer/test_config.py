@@ -1,5 +1,5 @@
 """TrainConfig: defaults, the conflicts it refuses (naming the fix), and the settings its CLI
-flags give (`TrainConfig.from_settings`; the flags themselves: tests/test_cli_options.py)."""
+flags give (`TrainConfig.from_settings`; the flags themselves: tests/api/test_cli_options.py)."""
 
 from __future__ import annotations
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import factories
 import pytest
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.core.updates import update_columns
+from tests import factories
 
 
 def test_update_some_columns_by_key(lake):

@@ -7,10 +7,10 @@ import re
 
 import duckdb
 import pytest
-from factories import screenshot
 
 from episodelake.lake import Lake, SqlRefused
 from episodelake.lake.core import sql as lake_sql
+from tests.factories import screenshot
 
 #: One of every kind of statement that changes something, or tries to.
 WRITES = [

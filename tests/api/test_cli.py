@@ -12,9 +12,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from factories import write_reference_episode
 
 from episodelake.api import cli
+from tests.factories import write_reference_episode
 
 
 def elake(*args, lake=None, check=True):

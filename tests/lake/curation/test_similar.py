@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import json
 
-import factories
 import numpy as np
 import pytest
 
@@ -30,6 +29,7 @@ from episodelake.lake.core.updates import update_columns
 from episodelake.lake.curation.similar import INDEX_NAME, has_index, refresh_index, similar
 from episodelake.lake.export.job import run_export
 from episodelake.lake.export.spec import ExportSpec
+from tests import factories
 
 TASKS = ("wifi_on", "bluetooth_on")
 #: (task, seed, policy version) of each recorded episode; seeds move the status-bar clock

@@ -13,11 +13,11 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from factories import screenshot
 
 from episodelake.lake import Lake, LakeWriter, WriterOptions
 from episodelake.lake.core import tables
 from episodelake.lake.core.spool import SpoolWriteError
+from tests.factories import child_env, screenshot
 
 ORPHANS = ("select count(*) from steps s left join episodes e using (episode_id) "
            "where e.episode_id is null")
@@ -210,10 +210,8 @@ def test_cached_snapshots_stay_consistent(tmp_path):
 
 RECORDING_PROCESS = textwrap.dedent(
     """
-    import sys
-    sys.path.insert(0, {tests!r})
     from datetime import UTC, datetime
-    from factories import screenshot
+    from tests.factories import screenshot
     from episodelake.lake import LakeWriter, WriterOptions
     with LakeWriter({lake!r}, WriterOptions(batch_rows=8, max_age_s=0.1)) as w:
         for e in range({episodes}):
@@ -235,8 +233,8 @@ def test_optimize_while_writers_record_finishes_and_loses_nothing(lake):
     episodes, steps = 30, 6
     procs = [subprocess.Popen(
         [sys.executable, "-c", RECORDING_PROCESS.format(
-            tests=os.path.dirname(__file__), lake=str(lake.path), worker=k, episodes=episodes, steps=steps)],
-        stderr=subprocess.PIPE, text=True) for k in range(2)]
+            lake=str(lake.path), worker=k, episodes=episodes, steps=steps)],
+        stderr=subprocess.PIPE, text=True, env=child_env()) for k in range(2)]
     runs = 0
     while runs < 3 or any(p.poll() is None for p in procs):
         lake.optimize(prune_older_than=timedelta(days=7))

@@ -11,7 +11,6 @@ import json
 import re
 from pathlib import Path
 
-import factories
 import pyarrow.parquet as pq
 import pytest
 
@@ -27,6 +26,7 @@ from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.core.updates import update_columns
 from episodelake.lake.curation.redact import TEXT_MASK, RedactRules
 from episodelake.lake.export import ExportSpec, run_export
+from tests import factories
 
 NAME, PHONE, EMAIL, CARD, TICKET = "Alice Chen", "+1 (415) 555-0199", "ana.lee@example.com", \
     "4111 1111 1111 1111", "EMP-123456"

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from factories import screenshot
 
 from episodelake.lake import Lake, SqlRefused
 from episodelake.lake.core.errors import InvalidInput, NotFound
+from tests.factories import screenshot
 
 
 @pytest.fixture

@@ -4,13 +4,13 @@ with the export's selection: a set, a condition over `episodes e JOIN steps s`, 
 from __future__ import annotations
 
 import pytest
-from factories import response, screenshot
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.curation import curation
 from episodelake.lake.export.errors import EmptySelection
 from episodelake.lake.export.selection import select, select_episodes
 from episodelake.lake.export.spec import ExportSpec
+from tests.factories import response, screenshot
 
 
 def _record(lake) -> list[str]:

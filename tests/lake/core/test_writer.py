@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import textwrap
 
-from factories import screenshot
-
 from episodelake.lake import Lake, LakeWriter, WriterOptions
 from episodelake.lake.core.layout import spool_root
+from tests.factories import child_env, screenshot
 
 
 def _step(eid: str, n: int) -> dict:
@@ -78,9 +76,7 @@ def test_replay_after_commit_does_not_duplicate(lake, tmp_path):
 
 WRITER_CHILD = textwrap.dedent(
     """
-    import sys
-    sys.path.insert(0, {tests!r})
-    from factories import screenshot
+    from tests.factories import screenshot
     from episodelake.lake import LakeWriter, WriterOptions
     w = LakeWriter({lake!r}, WriterOptions(batch_rows=7, max_age_s=60))
     for n in range(10_000):
@@ -92,8 +88,8 @@ WRITER_CHILD = textwrap.dedent(
 
 
 def test_sigkill_mid_episode_keeps_every_acknowledged_step(lake):
-    code = WRITER_CHILD.format(tests=os.path.dirname(__file__), lake=str(lake.path))
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    code = WRITER_CHILD.format(lake=str(lake.path))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=child_env())
     acknowledged = -1
     for line in proc.stdout:
         acknowledged = int(line)
@@ -116,9 +112,7 @@ def test_sigkill_mid_episode_keeps_every_acknowledged_step(lake):
 
 CONCURRENT_CHILD = textwrap.dedent(
     """
-    import sys
-    sys.path.insert(0, {tests!r})
-    from factories import screenshot
+    from tests.factories import screenshot
     from episodelake.lake import LakeWriter, WriterOptions
     image = screenshot({worker})
     with LakeWriter({lake!r}, WriterOptions(batch_rows=25, max_age_s=0.5)) as w:
@@ -132,7 +126,7 @@ CONCURRENT_CHILD = textwrap.dedent(
 def test_four_processes_write_one_lake(lake):
     procs = [
         subprocess.Popen([sys.executable, "-c", CONCURRENT_CHILD.format(
-            tests=os.path.dirname(__file__), lake=str(lake.path), worker=k)], stderr=subprocess.PIPE, text=True)
+            lake=str(lake.path), worker=k)], stderr=subprocess.PIPE, text=True, env=child_env())
         for k in range(4)
     ]
     for p in procs:

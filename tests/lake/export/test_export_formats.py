@@ -17,7 +17,6 @@ datasets = pytest.importorskip("datasets", reason="each export is loaded with `d
                                                  "pip install -e '.[dev]'")
 
 from PIL import Image  # noqa: E402
-from test_export import TASKS, build_lake, export, jsonl, record  # noqa: E402
 
 from episodelake.api import cli  # noqa: E402
 from episodelake.collectors.clawgui.importer import import_clawgui  # noqa: E402
@@ -27,6 +26,7 @@ from episodelake.lake.core.errors import InvalidInput  # noqa: E402
 from episodelake.lake.export import FORMATS, ExportSpec, formats  # noqa: E402
 from episodelake.lake.export.formats import checked  # noqa: E402
 from episodelake.lake.export.samples import episode_chunks  # noqa: E402
+from tests.lake.export.test_export import TASKS, build_lake, export, jsonl, record  # noqa: E402
 
 SIZE = (108, 240)  # the factories' screenshot size
 

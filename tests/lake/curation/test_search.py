@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import factories
 import pytest
 
 from episodelake.api.cli import main
@@ -11,6 +10,7 @@ from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
 from episodelake.lake.core.errors import InvalidInput, SqlRefused
 from episodelake.lake.curation.search import refresh_indexes, search
+from tests import factories
 
 
 def record(lake: Lake, task: str, goal: str, steps: list[tuple[bytes, str]]) -> str:

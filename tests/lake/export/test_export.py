@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from factories import response, screenshot
 from PIL import Image
 
 from episodelake.collectors.record.recorder import Recorder
@@ -30,6 +29,7 @@ from episodelake.lake.export import (
 )
 from episodelake.lake.export.split import split_of
 from episodelake.lake.vocab.prompts import HistoryStep, build_messages
+from tests.factories import response, screenshot
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 TASKS = [f"task-{k}" for k in range(8)]

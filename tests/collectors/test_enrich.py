@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 
-import factories
 import lance
 import pyarrow as pa
 import pytest
@@ -17,6 +16,7 @@ from episodelake.lake import Lake
 from episodelake.lake.core import schema
 from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.core.jobs import list_jobs
+from tests import factories
 
 PAYMENT = factories.text_screen("Payment", "declined")
 ORDER = factories.text_screen("Order", "placed")

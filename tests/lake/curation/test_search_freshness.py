@@ -3,14 +3,13 @@ built them are folded in by `elake optimize` (and by every compaction), on real 
 
 from __future__ import annotations
 
-import factories
-
 from episodelake.api.cli import main
 from episodelake.collectors.jobs.enrich import enrich
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
 from episodelake.lake.core import tables
 from episodelake.lake.curation.search import FIELDS, index_name, refresh_indexes, search
+from tests import factories
 
 
 def record(lake: Lake, task: str, goal: str, screen: bytes, thinking: str) -> None:

@@ -20,7 +20,6 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from factories import response
 from PIL import Image, ImageChops
 
 from episodelake.api import cli
@@ -36,6 +35,7 @@ from episodelake.lake.core.updates import update_columns
 from episodelake.lake.curation.redact import MASK, RedactRules, load_rules, luhn_ok
 from episodelake.lake.export import ExportSpec, run_export
 from episodelake.lake.export.job import ExportResult, prepare_episode
+from tests.factories import response
 
 # --- planted personal data -------------------------------------------------------------------
 
