@@ -216,6 +216,24 @@ SAVED_VIEWS = pa.schema(
     ]
 )
 
+#: Lineage: what each training run, export and dataset read (lake versions or tag, the
+#: selection, the episodes) and what it produced (a checkpoint, an export, a dataset);
+#: written by `episodelake.lake.core.lineage.record`, read by `elake lineage`.
+LINEAGE = pa.schema(
+    [
+        pa.field("lineage_id", pa.string(), nullable=False),
+        pa.field("kind", pa.string()),  # export | dataset | train
+        pa.field("output", pa.string()),  # the export id, checkpoint path or dataset name made
+        pa.field("run_id", pa.string()),  # the training run, when there is one
+        pa.field("tag", pa.string()),  # the lake tag read, when one was
+        pa.field("lake_versions", pa.string()),  # JSON text: table -> version read
+        pa.field("selection", pa.string()),  # JSON text: set, where, view, options
+        pa.field("counts", pa.string()),  # JSON text: episodes, steps, samples
+        pa.field("episode_ids", pa.list_(pa.string())),  # every episode read
+        pa.field("created_at", _ts),
+    ]
+)
+
 TABLES: dict[str, pa.Schema] = {
     "episodes": EPISODES,
     "steps": STEPS,
@@ -226,6 +244,7 @@ TABLES: dict[str, pa.Schema] = {
     "runs": RUNS,
     "jobs": JOBS,
     "saved_views": SAVED_VIEWS,
+    "lineage": LINEAGE,
 }
 
 #: The key of each table: rows with the same key are the same row (upserts, replays, dedup).
@@ -239,6 +258,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "runs": ("run_id", "iteration"),
     "jobs": ("job_id",),
     "saved_views": ("view_id",),
+    "lineage": ("lineage_id",),
 }
 
 #: Tables whose rows are written once and never updated: appends, deduplicated on replay.

@@ -1,0 +1,195 @@
+"""`sft_dataset`: the export's samples, sharded by episode, shuffled, resumable, processed.
+
+Real lakes (Recorder -> Lance) in tmp folders; the comparison is with a real llamafactory
+export of the same selection; the processor is a tiny Qwen2-VL's own tokenizer and image
+processor (built offline, tests/trainer/tiny_vlm.py), and its tensors go through the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from episodelake.collectors.record.recorder import Recorder
+from episodelake.lake import Lake
+from episodelake.lake.core.errors import InvalidInput, NotFound
+from episodelake.lake.core.lineage import lineage_of
+from episodelake.lake.export.samples import with_image_tokens
+from episodelake.trainer.data import sft_dataset
+from tests.lake.export.test_export import build_lake, export, jsonl, record
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory) -> Lake:
+    return build_lake(tmp_path_factory.mktemp("data") / "lake")
+
+
+def _line(sample: dict) -> tuple[str, list[str]]:
+    """A sample as the export writes it: messages with <image> tokens, images by sha256."""
+    return (json.dumps(with_image_tokens(sample["messages"]), sort_keys=True), sample["image_sha256"])
+
+
+@pytest.mark.parametrize("options", [
+    {"history_images": 2, "include_failed": True},
+    {"history_images": 0, "history_length": 1},
+    {"granularity": "episode", "include_failed": True},
+    {"where": "task_name IN ('task-1', 'task-2')", "good_steps_only": True},
+])
+def test_every_sample_is_the_llamafactory_exports(lake, tmp_path, options):
+    export(lake, tmp_path / "out", "llamafactory", val_fraction=0, **options)
+    lines = jsonl(tmp_path / "out" / "train.jsonl")
+    expected = sorted((json.dumps(line["messages"], sort_keys=True), [Path(p).stem for p in line["images"]])
+                      for line in lines)
+    ds = sft_dataset(lake, seed=5, **options)
+    got = [_line(sample) for sample in ds]
+    assert len(ds) == len(got) == len(lines)
+    assert sorted(got) == expected
+
+
+def test_images_are_the_screenshots_decoded_lazily(lake):
+    sample = next(iter(sft_dataset(lake, where="episode_id = 'ep-003' AND step = 2", history_images=2)))
+    assert len(sample["images"]) == 3 and sample["step"] == 2
+    steps = lake.steps("ep-003").to_pylist()
+    assert sample["image_sha256"] == [steps[0]["image_sha256"], steps[1]["image_sha256"], steps[2]["image_sha256"]]
+    image = sample["images"][-1]
+    assert image._im is None  # opened, not yet decoded
+    data, _ = lake.image("ep-003", 2)
+    assert hashlib.sha256(data).hexdigest() == sample["image_sha256"][-1]
+    assert image.convert("RGB").size == (108, 240)
+
+
+def test_two_ranks_read_every_sample_exactly_once(lake):
+    whole = [s["key"] for s in sft_dataset(lake, include_failed=True, history_images=2)]
+    ranks = [[s["key"] for s in sft_dataset(lake, include_failed=True, history_images=2, rank=r,
+                                             world_size=2, seed=9)] for r in range(2)]
+    assert all(ranks) and sorted(ranks[0] + ranks[1]) == sorted(whole)
+    assert not set(ranks[0]) & set(ranks[1])
+    episodes = [{s["episode_id"] for s in sft_dataset(lake, include_failed=True, rank=r, world_size=2,
+                                                      seed=9)} for r in range(2)]
+    assert not episodes[0] & episodes[1]  # sharded by episode: no episode on two ranks
+
+
+def test_order_is_stable_for_a_seed_and_shuffled_by_another(lake):
+    def keys(seed: int, buffer: int = 1000) -> list[str]:
+        return [s["key"] for s in sft_dataset(lake, seed=seed, shuffle_buffer=buffer)]
+
+    assert keys(1) == keys(1)
+    assert keys(1) != keys(2) and sorted(keys(1)) == sorted(keys(2))
+    # without a buffer, each episode's samples come together, in step order
+    read = [(s["episode_id"], s["step"]) for s in sft_dataset(lake, seed=1, shuffle_buffer=1)]
+    runs = [eid for i, (eid, _) in enumerate(read) if i == 0 or read[i - 1][0] != eid]
+    assert len(runs) == len(set(runs))
+    assert all(a[1] < b[1] for a, b in zip(read, read[1:], strict=False) if a[0] == b[0])
+
+
+def test_resuming_yields_exactly_the_samples_not_yet_yielded(lake):
+    full = [s["key"] for s in sft_dataset(lake, seed=3, shuffle_buffer=16)]
+    ds = sft_dataset(lake, seed=3, shuffle_buffer=16)
+    it = iter(ds)
+    head = [next(it)["key"] for _ in range(11)]
+    state = json.loads(json.dumps(ds.state_dict()))  # survives a checkpoint file
+    again = sft_dataset(lake, seed=3, shuffle_buffer=16)
+    again.load_state_dict(state)
+    assert head + [s["key"] for s in again] == full
+    other = sft_dataset(lake, seed=4, shuffle_buffer=16)
+    with pytest.raises(InvalidInput, match="state"):
+        other.load_state_dict(state)
+
+
+def test_a_tag_or_a_steps_version_reads_the_lake_as_it_was(tmp_path):
+    lake = build_lake(tmp_path / "lake", episodes_per_task=1, steps=2)
+    before = len(sft_dataset(lake))
+    version = lake.dataset("steps").version
+    lake.create_tag("v1")
+    with Recorder(lake, anchor=None) as rec:
+        record(rec, "task-new", 2, seed=77, episode_id="ep-new")
+    lake.invalidate()
+    assert len(sft_dataset(lake)) == before + 2
+    assert len(sft_dataset(lake, version="v1")) == before
+    assert len(sft_dataset(lake, version=version)) == before
+    with pytest.raises(NotFound, match="version"):
+        sft_dataset(lake, version="no-such-tag")
+    with pytest.raises(NotFound, match="version"):
+        sft_dataset(lake, version=10_000)
+
+
+def test_bad_arguments_are_named(lake):
+    with pytest.raises(InvalidInput, match="rank"):
+        sft_dataset(lake, rank=2, world_size=2)
+    with pytest.raises(InvalidInput, match="world_size"):
+        sft_dataset(lake, world_size=0)
+    with pytest.raises(NotFound, match="selection"):
+        sft_dataset(lake, where="task_name = 'no-such-task'")
+    with pytest.raises(InvalidInput, match="processor"):
+        sft_dataset(lake, processor="not a processor")
+    with pytest.raises(InvalidInput, match="history_images"):
+        sft_dataset(lake, history_images=-1)
+
+
+def test_lineage_records_what_the_dataset_reads(tmp_path):
+    lake = build_lake(tmp_path / "lake", episodes_per_task=1, steps=2)
+    ds = sft_dataset(lake, where="task_name = 'task-3'", lineage="warmup-v1")
+    (row,) = lineage_of(lake, "warmup-v1")
+    assert row["kind"] == "dataset" and row["counts"]["samples"] == len(ds)
+    assert row["episode_ids"] == sorted({s["episode_id"] for s in ds})
+    assert row["lake_versions"]["steps"] == lake.dataset("steps").version
+    assert row["selection"]["options"]["where"] == "task_name = 'task-3'"
+
+
+# -- with a processor ---------------------------------------------------------------------------
+class TinyProcessor:
+    """The tiny Qwen2-VL's tokenizer and image processor behind the processor interface
+    (`apply_chat_template`, `__call__(text=, images=)`): transformers' Qwen2VLProcessor
+    itself needs torchvision for its video half, which this install leaves out."""
+
+    def __init__(self, folder: Path):
+        from transformers import AutoImageProcessor, AutoTokenizer
+
+        self.tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+        self.image_processor = AutoImageProcessor.from_pretrained(folder, local_files_only=True)
+
+    def apply_chat_template(self, messages, **kwargs):
+        return self.tokenizer.apply_chat_template(messages, **kwargs)
+
+    def __call__(self, text, images=None, return_tensors="pt"):
+        vision = self.image_processor(images=images, return_tensors="pt")
+        merge = self.image_processor.merge_size ** 2
+        pieces = text[0].split("<|image_pad|>")
+        expanded = pieces[0]
+        for grid, piece in zip(vision["image_grid_thw"], pieces[1:], strict=True):
+            expanded += "<|image_pad|>" * (int(grid.prod()) // merge) + piece
+        tokens = self.tokenizer([expanded], return_tensors="pt", add_special_tokens=False)
+        return {**tokens, "pixel_values": vision["pixel_values"], "image_grid_thw": vision["image_grid_thw"]}
+
+
+def test_a_processor_gets_tensors_that_train_the_model(lake, tiny_vlm):
+    from transformers import AutoModelForImageTextToText
+
+    processor = TinyProcessor(tiny_vlm)
+    ds = sft_dataset(lake, where="episode_id = 'ep-003'", history_images=1, processor=processor)
+    model = AutoModelForImageTextToText.from_pretrained(tiny_vlm, local_files_only=True)
+    image_token = model.config.image_token_id
+    for item in ds:
+        assert item["input_ids"].dim() == 1 and item["labels"].shape == item["input_ids"].shape
+        trained = item["labels"] != -100
+        assert 0 < int(trained.sum()) < len(item["labels"])
+        assert not bool((item["input_ids"][trained] == image_token).any())  # only the answer
+        ids = item["input_ids"][None]
+        out = model(input_ids=ids, attention_mask=item["attention_mask"][None],
+                    mm_token_type_ids=(ids == image_token).long(), pixel_values=item["pixel_values"],
+                    image_grid_thw=item["image_grid_thw"], labels=item["labels"][None])
+        assert torch.isfinite(out.loss)
+
+
+def test_a_processor_that_refuses_an_image_is_named(lake, tiny_vlm):
+    class Refusing(TinyProcessor):
+        def __call__(self, text, images=None, return_tensors="pt"):
+            raise ValueError("image too small")
+
+    ds = sft_dataset(lake, where="episode_id = 'ep-003'", processor=Refusing(tiny_vlm))
+    with pytest.raises(InvalidInput, match="processor: Refusing refused the sample of episode ep-003"):
+        next(iter(ds))
