@@ -7,6 +7,8 @@ Registered formats (each module's docstring is its full description):
 - ``trl``: TRL vision SFT Parquet, content parts, images embedded
 - ``openai``: OpenAI-style chat JSONL, images as data URLs
 - ``clawgui``: ClawGUI-RL episode folders
+- ``dpo``: TRL DPO pairs of steps from the same anchor state, chosen outranking rejected
+- ``prm``: every step with the judge's verdict and reason (TRL prompt/completion/label)
 
 To add one: write a module in this package defining ``FORMAT = ExportFormat(name=...,
 summary=..., doc=__doc__, open=...)`` whose `open(ctx)` returns a writer with `write(split,
@@ -20,14 +22,15 @@ from __future__ import annotations
 from typing import TypeVar
 
 from episodelake.lake.core.errors import InvalidInput
-from episodelake.lake.export import clawgui, llamafactory, openai, swift, trl
+from episodelake.lake.export import clawgui, dpo, llamafactory, openai, prm, swift, trl
 from episodelake.lake.export.base import ExportFormat
 from episodelake.lake.export.errors import UnknownFormat
 from episodelake.lake.export.spec import ExportOptions
 
 Options = TypeVar("Options", bound=ExportOptions)
 
-_BUILT_IN = (llamafactory.FORMAT, swift.FORMAT, trl.FORMAT, openai.FORMAT, clawgui.FORMAT)
+_BUILT_IN = (llamafactory.FORMAT, swift.FORMAT, trl.FORMAT, openai.FORMAT, clawgui.FORMAT, dpo.FORMAT,
+             prm.FORMAT)
 
 FORMATS: dict[str, ExportFormat] = {f.name: f for f in _BUILT_IN}
 

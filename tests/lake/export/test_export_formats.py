@@ -119,7 +119,7 @@ def test_every_format_is_documented(capsys):
 
     assert cli.main(["export", "sft", "--list-formats"]) == 0
     listing = capsys.readouterr().out
-    assert set(FORMATS) == {"llamafactory", "swift", "trl", "openai", "clawgui"}
+    assert set(FORMATS) == {"llamafactory", "swift", "trl", "openai", "clawgui", "dpo", "prm"}
     for name, fmt in FORMATS.items():
         assert fmt.summary.strip() and len(fmt.doc.strip().splitlines()) >= 3, name
         assert f"``{name}``" in formats.__doc__, f"{name} is missing from the registry's docstring"
