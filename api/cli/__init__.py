@@ -28,7 +28,18 @@ from typing import Annotated
 
 import typer
 
-from episodelake.api.cli import clawgui, collect, enrich, export, lake, rerun, rollout, serve, train
+from episodelake.api.cli import (
+    clawgui,
+    collect,
+    edit,
+    enrich,
+    export,
+    lake,
+    rerun,
+    rollout,
+    serve,
+    train,
+)
 from episodelake.api.cli.app import Commands, Globals
 from episodelake.api.settings import EnvSettings
 from episodelake.lake.core.errors import EpisodeLakeError
@@ -82,6 +93,7 @@ app.add_typer(collect.kinds, name="collect")
 app.add_typer(collect.commands)
 app.add_typer(rerun.commands)
 app.add_typer(enrich.commands)
+app.add_typer(edit.purges)
 app.add_typer(train.commands)
 app.add_typer(serve.commands)
 

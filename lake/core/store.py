@@ -176,6 +176,13 @@ class Location:
             return pafs.S3FileSystem(**kwargs)
         return pafs.FileSystem.from_uri(self.uri)[0]
 
+    def filesystem(self):
+        """(pyarrow filesystem, path inside it) of a remote location, for listing and reading
+        every object under it (a purge's proof)."""
+        if self.is_local:
+            raise InvalidInput(f"{self.uri} is a local folder: read it with pathlib")
+        return self._fs()
+
     def exists(self) -> bool:
         if self.is_local:
             return Path(self.uri).exists()
