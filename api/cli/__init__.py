@@ -35,6 +35,7 @@ from episodelake.api.cli import (
     enrich,
     export,
     lake,
+    lineage,
     rerun,
     rollout,
     serve,
@@ -95,6 +96,7 @@ app.add_typer(rerun.commands)
 app.add_typer(enrich.commands)
 app.add_typer(edit.purges)
 app.add_typer(train.commands)
+app.add_typer(lineage.commands)
 app.add_typer(serve.commands)
 
 

@@ -49,7 +49,15 @@ def cmd_train(
     config = TrainConfig.from_settings(given, reference_defaults=reference_defaults)
     # Which advantage equations a run used decides what its curves mean: say it up front.
     print(config.advantage_summary(), flush=True)
-    result = train(config, Lake(globals_of(ctx).lake), progress=not no_progress)
+    lake = Lake(globals_of(ctx).lake)
+    result = train(config, lake, progress=not no_progress)
+    # lineage: each checkpoint this session wrote, with the episodes that trained it
+    from episodelake.lake.core.lineage import record_training
+    from episodelake.trainer.checkpoint import iteration_folder
+
+    for iteration in range(config.iterations - len(result.metrics), config.iterations):
+        record_training(lake, result.run_id, iteration, str(iteration_folder(result.checkpoint_dir, iteration)),
+                        config=config.model_dump(mode="json"))
     last = result.metrics[-1] if result.metrics else None
     print(f"run {result.run_id}: {len(result.metrics)} iteration(s) this session; "
           f"checkpoints in {result.checkpoint_dir}")

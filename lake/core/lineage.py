@@ -64,6 +64,25 @@ def record(lake, kind: str, output: str, **fields) -> dict:
     return row
 
 
+#: The episodes behind checkpoint N of a training run: its own rollouts of iterations 0..N
+#: (recorded with policy_version = the iteration; held-out evaluations have their own run id).
+TRAINED_ON = ("run_id = ? AND TRY_CAST(policy_version AS INTEGER) IS NOT NULL "
+              "AND TRY_CAST(policy_version AS INTEGER) <= ?")
+
+
+def record_training(lake, run_id: str, iteration: int, output: str, *, config: dict | None = None) -> dict:
+    """The lineage row of checkpoint `output`, made by iteration `iteration` of run `run_id`:
+    every rollout episode of the run up to that iteration trained it."""
+    ids = [r["episode_id"] for r in lake.sql(
+        f"SELECT episode_id FROM episodes WHERE {TRAINED_ON} ORDER BY episode_id", [run_id, iteration]).to_pylist()]
+    steps = lake.sql(f"SELECT count(*) AS n FROM steps WHERE episode_id IN "
+                     f"(SELECT episode_id FROM episodes WHERE {TRAINED_ON})", [run_id, iteration]).to_pylist()[0]["n"]
+    return record(lake, "train", output, run_id=run_id, lake_versions=lake.current_versions(),
+                  selection={"run_id": run_id, "iteration": iteration,
+                             "where": f"episodes: {TRAINED_ON}", "config": config},
+                  counts={"episodes": len(ids), "steps": steps}, episode_ids=ids)
+
+
 def _parsed(row: dict) -> dict:
     for key in ("lake_versions", "selection", "counts"):
         row[key] = json.loads(row[key]) if row[key] else None

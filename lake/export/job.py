@@ -31,6 +31,7 @@ from pathlib import Path
 
 import lance
 
+from episodelake.lake.core import lineage
 from episodelake.lake.core.errors import Conflict, NotFound
 from episodelake.lake.core.jobs import Job
 from episodelake.lake.core.lake import Lake
@@ -222,6 +223,9 @@ def _export(lake: Lake, spec: ExportSpec, job: Job, prepare: Prepare) -> ExportR
     _record(lake, {**row, "status": "finished", "finished_at": datetime.now(UTC),
                    "samples": sum(doc["counts"]["samples"].values()),
                    "manifest": json.dumps(doc, sort_keys=True)})
+    lineage.record(lake, "export", job.job_id, tag=selection.tag, lake_versions=selection.versions,
+                   selection=json.loads(row["selection"]), counts=doc["counts"],
+                   episode_ids=[ep.episode_id for ep in selection.episodes])
     log.info("export %s: %s samples to %s", job.job_id, doc["counts"]["samples"], out)
     return ExportResult(job.job_id, out, doc)
 
