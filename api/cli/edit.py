@@ -78,3 +78,116 @@ def cmd_purge(
         return
     report = purge.purge(lake, ids, where=where, delete_exports=delete_exports)
     _print(report, as_json)
+
+
+def _lake(ctx: typer.Context):
+    from episodelake.lake.core.lake import Lake
+
+    return Lake(globals_of(ctx).lake, create=False)
+
+
+def _done(report: dict, as_json: bool, line: str) -> None:
+    if as_json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        print(f"{line} (job {report['job_id']}; `elake episode undo {report['job_id']}` puts it back)")
+
+
+_Json = Annotated[bool, typer.Option("--json", help="print JSON")]
+
+
+@episodes.command("retask", summary="give an episode another task name and/or goal")
+def cmd_retask(
+    ctx: typer.Context,
+    episode_id: Annotated[str, typer.Argument(metavar="ID", show_default=False, help="the episode")],
+    task: Annotated[str | None, typer.Option(metavar="NAME", help="the task name")] = None,
+    goal: Annotated[str | None, typer.Option(metavar="TEXT", help="the task goal")] = None,
+    group: Annotated[str | None, typer.Option(
+        metavar="GROUP", help="put it in this group (default: out of its group when the task changes)")] = None,
+    as_json: _Json = False,
+) -> None:
+    from episodelake.lake.core import edits
+
+    report = edits.retask(_lake(ctx), episode_id, task=task, goal=goal, group=group)
+    line = f"retasked {episode_id}: {', '.join(report['fields'])}"
+    if report.get("group_left"):
+        line += f"; it left group {report['group_left']}"
+    _done(report, as_json, line)
+
+
+@episodes.command("delete", summary="delete episodes from the current version (older versions keep them "
+                  "until a purge)")
+def cmd_delete(
+    ctx: typer.Context,
+    episode_ids: Annotated[list[str] | None, typer.Argument(metavar="ID...", show_default=False,
+                                                            help="the episodes (or --where)")] = None,
+    where: Annotated[str | None, typer.Option(metavar="SQL", help="the episodes matching this condition "
+                                              "over `episodes`")] = None,
+    as_json: _Json = False,
+) -> None:
+    from episodelake.lake.core import edits
+
+    report = edits.delete(_lake(ctx), episode_ids or (), where=where)
+    _done(report, as_json, f"deleted {len(report['episode_ids'])} episode(s): "
+          + ", ".join(f"{n} {t}" for t, n in report["rows_removed"].items() if n))
+
+
+@episodes.command("split", summary="cut an episode before step STEP: the rest becomes a new episode")
+def cmd_split(
+    ctx: typer.Context,
+    episode_id: Annotated[str, typer.Argument(metavar="ID", show_default=False, help="the episode to cut")],
+    at: Annotated[int, typer.Option("--at", metavar="STEP", help="the first step of the new episode")],
+    new_id: Annotated[str | None, typer.Option(metavar="ID", help="the new episode's id (default ID.STEP)")] = None,
+    as_json: _Json = False,
+) -> None:
+    from episodelake.lake.core import edits
+
+    report = edits.split(_lake(ctx), episode_id, at, new_id=new_id)
+    first, second = report["episode_ids"]
+    _done(report, as_json, f"split {first} ({report['steps'][0]} steps) and {second} ({report['steps'][1]} steps)")
+
+
+@episodes.command("merge", summary="append episode ID2's steps to ID1 and remove ID2")
+def cmd_merge(
+    ctx: typer.Context,
+    first: Annotated[str, typer.Argument(metavar="ID1", show_default=False, help="the episode that goes on")],
+    second: Annotated[str, typer.Argument(metavar="ID2", show_default=False, help="the episode appended to it")],
+    force: Annotated[bool, typer.Option("--force", help="merge episodes of different runs or tasks")] = False,
+    as_json: _Json = False,
+) -> None:
+    from episodelake.lake.core import edits
+
+    report = edits.merge(_lake(ctx), first, second, force=force)
+    _done(report, as_json, f"merged {second} into {first} ({report['steps']} steps)")
+
+
+@episodes.command("undo", summary="put the episodes an edit touched back as they were before it")
+def cmd_undo(
+    ctx: typer.Context,
+    job_id: Annotated[str, typer.Argument(metavar="JOB_ID", show_default=False,
+                                          help="the edit's job id (each edit prints it)")],
+    as_json: _Json = False,
+) -> None:
+    from episodelake.lake.core import edits
+
+    report = edits.undo(_lake(ctx), job_id)
+    _done(report, as_json, f"undid {job_id}: {', '.join(report['episode_ids'])}")
+
+
+@steps.command("delete", summary="delete steps of an episode; later steps are renumbered down")
+def cmd_steps_delete(
+    ctx: typer.Context,
+    episode_id: Annotated[str, typer.Argument(metavar="ID", show_default=False, help="the episode")],
+    numbers: Annotated[str, typer.Option("--steps", metavar="N,M", help="the step numbers, e.g. 3,4")],
+    as_json: _Json = False,
+) -> None:
+    from episodelake.lake.core import edits
+    from episodelake.lake.core.errors import InvalidInput
+
+    try:
+        chosen = [int(n) for n in numbers.split(",") if n.strip()]
+    except ValueError:
+        raise InvalidInput(f"--steps: give step numbers separated by commas, e.g. 3,4 (not {numbers!r})") from None
+    report = edits.delete_steps(_lake(ctx), episode_id, chosen)
+    _done(report, as_json, f"deleted step(s) {','.join(map(str, report['steps_deleted']))} of {episode_id}; "
+          f"{report['steps']} left, numbered 0..{report['steps'] - 1}")
