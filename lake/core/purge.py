@@ -184,9 +184,16 @@ class Rewrite:
     indexes_dropped: list[str] = field(default_factory=list)
 
 
-def _rewrite_latest(loc: Location, table: str, ids: list[str]) -> Rewrite:
+#: A fragment (its metadata as JSON: data files and deletions) -> the new fragments that
+#: hold its kept rows, so a fragment shared by the current version and a tagged one is
+#: copied once, and both versions refer to the same new files.
+Copies = dict[str, list[lance.FragmentMetadata]]
+
+
+def _rewrite_latest(loc: Location, table: str, ids: list[str], copies: Copies | None = None) -> Rewrite:
     """Rewrite the fragments of `table`'s latest version that hold rows of `ids`, without
     those rows, as one commit (retried on conflicts, planned again each time)."""
+    copies = {} if copies is None else copies
 
     def attempt() -> Rewrite:
         ds = tables.open_table(loc, table)
@@ -202,11 +209,16 @@ def _rewrite_latest(loc: Location, table: str, ids: list[str]) -> Rewrite:
             live = fragment.count_rows()
             kept = fragment.count_rows(filter=keep)
             done.rows_removed += live - kept
+            key = json.dumps(fragment.metadata.to_json(), sort_keys=True, default=str)
+            if key in copies:
+                new_fragments += copies[key]
+                continue
+            done.fragments += 1
             done.rows_copied += kept
-            if kept:
-                new_fragments += _copy_rows(loc, ds, fragment, keep, target)
-        done.fragments = len(hit)
-        done.bytes_written = sum(_fragment_bytes(loc, table, f) for f in new_fragments)
+            copied = _copy_rows(loc, ds, fragment, keep, target) if kept else []
+            done.bytes_written += sum(_fragment_bytes(loc, table, f) for f in copied)
+            copies[key] = copied
+            new_fragments += copied
         op = lance.LanceOperation.Update(removed_fragment_ids=sorted(hit), new_fragments=new_fragments)
         lance.LanceDataset.commit(ds, op, read_version=ds.version)
         done.indexes_dropped = _drop_content_indexes(loc, table, set(hit))
@@ -282,7 +294,8 @@ def _tags_holding(ds: lance.LanceDataset, ids: list[str]) -> dict[int, list[str]
             if v != ds.version and _affected(ds.checkout_version(v), ids)}
 
 
-def _recreate_tags(loc: Location, table: str, ids: list[str], main: int) -> tuple[dict[str, int], Rewrite]:
+def _recreate_tags(loc: Location, table: str, ids: list[str], main: int,
+                   copies: Copies | None = None) -> tuple[dict[str, int], Rewrite]:
     """Re-create each tag of `table` pinning purged rows on its content minus them, then put
     `main` (the purged current version) back on top. Returns tag -> new version."""
     moved: dict[str, int] = {}
@@ -291,7 +304,7 @@ def _recreate_tags(loc: Location, table: str, ids: list[str], main: int) -> tupl
     for version, names in _tags_holding(ds, ids).items():
         with store_errors(loc):
             tables.open_table(loc, table, version=version).restore()
-        done = _rewrite_latest(loc, table, ids)
+        done = _rewrite_latest(loc, table, ids, copies)
         total.fragments += done.fragments
         total.rows_removed += done.rows_removed
         total.bytes_written += done.bytes_written
@@ -631,15 +644,17 @@ def _run(lake: Lake, ids: list[str], delete_exports: bool, job: jobs.Job) -> dic
             del report["indexes_dropped"][table]
 
     for table in EPISODE_TABLES:
+        copies: Copies = {}
         if table not in main:
-            current = _rewrite_latest(loc, table, ids)
+            current = _rewrite_latest(loc, table, ids, copies)
             report["rows_removed"][table] = current.rows_removed
             report["fragments_rewritten"][table] = current.fragments
             note(current, table)
             main[table] = tables.open_table(loc, table).version
         done += 1
         job.progress(done, total)  # records the purged current version before tags move away from it
-        moved, rewrite = _recreate_tags(loc, table, ids, main[table])
+        moved, rewrite = _recreate_tags(loc, table, ids, main[table], copies)
+        report["fragments_rewritten"][table] = report["fragments_rewritten"].get(table, 0) + rewrite.fragments
         for name, version in moved.items():
             report["tags_recreated"].setdefault(name, {})[table] = version
         note(rewrite, table)
@@ -658,7 +673,9 @@ def _run(lake: Lake, ids: list[str], delete_exports: bool, job: jobs.Job) -> dic
         report["exports_deleted"] = sorted(holding)
     done += 1
     job.progress(done, total)
+    proving = time.monotonic()
     proof = prove(lake, ids, needles)
+    report["proof_s"] = round(time.monotonic() - proving, 3)
     kept_exports = [] if delete_exports else [str(f) for f in holding.values()]
     leftovers = [h for h in proof.hits if not any(h.startswith(f) for f in kept_exports)]
     report["shared_kept"] = {"screenshots": len(needles.shared_digests), "goal_texts": needles.shared_texts}
