@@ -134,7 +134,7 @@ def _view(lake: Lake, version: str | int | None) -> tuple[Lake, str | None]:
         if version not in lake.tags():
             raise NotFound(f"version: no tag {version!r}; `elake tag --list` shows the tags")
         return lake.at(version), version
-    steps = {v["version"]: v["timestamp"] for v in lake.dataset("steps").versions()}
+    steps: dict[int, Any] = {v["version"]: v["timestamp"] for v in lake.dataset("steps").versions()}
     if version not in steps:
         raise NotFound(f"version: the steps table has no version {version} (it has "
                        f"{min(steps)}..{max(steps)}; older ones may have been pruned)")
@@ -206,8 +206,10 @@ def rank_order(lake: Lake, plan_: Plan, rank: int, world_size: int, seed: int) -
     if rank not in splits:  # LanceDB refuses to read an empty split
         return []
     reader = Permutation.from_tables(table, permutation, rank).select_columns(["episode_id"])
-    order = [row["episode_id"] for batch in reader.iter(_READ_BATCH, skip_last_batch=False)
-             for row in batch]
+    order: list[str] = []
+    for batch in reader.iter(_READ_BATCH, skip_last_batch=False):
+        rows: list[dict[str, Any]] = batch  # type: ignore[assignment]  # typed as one row; a batch is a list of them
+        order += [row["episode_id"] for row in rows]
     if len(set(order)) != len(order):
         raise InvalidInput("the episodes table holds an episode twice; run `elake optimize`")
     return order
@@ -220,7 +222,7 @@ class LazyImages:
         self.steps = steps
 
     def read(self, episode: EpisodeSteps, shas: list[str]) -> list[bytes]:
-        rowid = {}
+        rowid: dict[str, int] = {}
         for rid, row in zip(episode.rowids, episode.steps, strict=True):
             rowid.setdefault(row["image_sha256"], rid)
         ids = [rowid[sha] for sha in shas]
@@ -269,7 +271,9 @@ def processed(processor: Any, sample: Sample, images: list[Image.Image]) -> dict
         raise InvalidInput(f"processor: its chat template does not end the prompt where the "
                            f"answer starts ({where}); give a processor whose template supports "
                            "add_generation_prompt")
-    out = {key: value[0] if key in ("input_ids", "attention_mask") else value
+    length = encoded["input_ids"].shape[-1]
+    # per-token tensors (input_ids, attention_mask, mm_token_type_ids...) lose the batch axis
+    out = {key: value[0] if value.dim() == 2 and value.shape == (1, length) else value
            for key, value in encoded.items() if isinstance(value, torch.Tensor)}
     labels = out["input_ids"].clone()
     labels[: max(0, labels.numel() - len(answer))] = -100
@@ -298,6 +302,26 @@ class LakeSftDataset(IterableDataset):
 
     def __len__(self) -> int:
         return len(self.refs)
+
+    def collate(self, batch: list[dict[str, Any]]) -> dict[str, Any]:
+        """A DataLoader `collate_fn` for processed samples: per-token tensors right-padded
+        (labels with -100, attention with 0, the rest with the pad token) and stacked; image
+        tensors concatenated, as Qwen2-VL-style models take them. Without a processor, the
+        list of samples as it is (PIL images do not stack)."""
+        if self.processor is None:
+            return {"samples": batch}
+        tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        pad = getattr(tokenizer, "pad_token_id", None) or 0
+        width = max(len(item["input_ids"]) for item in batch)
+        out: dict[str, Any] = {}
+        for key in batch[0]:
+            values = [item[key] for item in batch]
+            if all(v.dim() == 1 and len(v) == len(item["input_ids"]) for v, item in zip(values, batch, strict=True)):
+                fill = -100 if key == "labels" else 0 if key == "attention_mask" else pad
+                out[key] = torch.stack([torch.nn.functional.pad(v, (0, width - len(v)), value=fill) for v in values])
+            else:
+                out[key] = torch.cat(values)
+        return out
 
     def set_epoch(self, epoch: int) -> None:
         """Another shuffle of the buffer for the next pass (the episodes' ranks stay)."""
@@ -411,8 +435,9 @@ def sft_dataset(lake: Lake | str | Path, *, where: str | None = None, set: str |
     split by `split_seed` and `val_fraction` exactly as an export with `seed=split_seed`
     splits them (default: every task). Sharding and order: `rank` of `world_size`, `seed`
     (order of episodes, shuffle buffer of `shuffle_buffer` samples; 1 reads in order).
-    `lineage`: a name for this dataset; when given, a `lineage` row records what it reads
-    (the lake must be writable; `elake lineage NAME` prints it).
+    `lineage`: a name for this dataset; when given, rank 0 records in `lineage` what the
+    whole dataset reads, every rank's episodes (the lake must be writable; `elake lineage
+    NAME` prints it).
     """
     if isinstance(lake, str | Path):
         lake = Lake(lake, create=False)
@@ -429,7 +454,7 @@ def sft_dataset(lake: Lake | str | Path, *, where: str | None = None, set: str |
     if processor is not None and not (hasattr(processor, "apply_chat_template") and callable(processor)):
         raise InvalidInput("processor: give a Hugging Face processor (apply_chat_template and "
                            f"__call__(text=, images=)), not a {type(processor).__name__}")
-    options = {"where": where, "set": set, "granularity": granularity, "history_images": history_images,
+    options: dict[str, Any] = {"where": where, "set": set, "granularity": granularity, "history_images": history_images,
                "history_length": history_length, "include_failed": include_failed,
                "good_steps_only": good_steps_only, "include_invalid": include_invalid, "style": style,
                "max_images": max_images, "dedup": dedup, "val_fraction": val_fraction, "seed": split_seed}
@@ -448,7 +473,7 @@ def sft_dataset(lake: Lake | str | Path, *, where: str | None = None, set: str |
     if not dataset.refs:
         log.warning("rank %s of %s: no sample (%s episodes for %s ranks)", rank, world_size,
                     len(plan_.episodes), world_size)
-    if lineage is not None:
+    if lineage is not None and rank == 0:  # one row for the dataset, not one per rank
         record_lineage(lake, plan_, lineage, options={**options, "version": version, "split": split,
                                                       "seed": seed, "world_size": world_size})
     return dataset

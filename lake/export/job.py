@@ -224,7 +224,7 @@ def _export(lake: Lake, spec: ExportSpec, job: Job, prepare: Prepare) -> ExportR
                    "samples": sum(doc["counts"]["samples"].values()),
                    "manifest": json.dumps(doc, sort_keys=True)})
     lineage.record(lake, "export", job.job_id, tag=selection.tag, lake_versions=selection.versions,
-                   selection=json.loads(row["selection"]), counts=doc["counts"],
+                   selection={**spec.recorded(), **selection.recorded()}, counts=doc["counts"],
                    episode_ids=[ep.episode_id for ep in selection.episodes])
     log.info("export %s: %s samples to %s", job.job_id, doc["counts"]["samples"], out)
     return ExportResult(job.job_id, out, doc)

@@ -183,6 +183,14 @@ def test_a_processor_gets_tensors_that_train_the_model(lake, tiny_vlm):
                     mm_token_type_ids=(ids == image_token).long(), pixel_values=item["pixel_values"],
                     image_grid_thw=item["image_grid_thw"], labels=item["labels"][None])
         assert torch.isfinite(out.loss)
+    items = list(ds)[:3]
+    batch = ds.collate(items)  # samples of different lengths, padded
+    assert batch["input_ids"].shape == batch["labels"].shape == batch["attention_mask"].shape
+    assert batch["input_ids"].shape[0] == 3
+    assert batch["image_grid_thw"].shape[0] == sum(item["image_grid_thw"].shape[0] for item in items)
+    assert bool((batch["labels"][batch["attention_mask"] == 0] == -100).all())
+    out = model(**batch, mm_token_type_ids=(batch["input_ids"] == image_token).long())
+    assert torch.isfinite(out.loss)
 
 
 def test_a_processor_that_refuses_an_image_is_named(lake, tiny_vlm):
