@@ -2,6 +2,7 @@
 
 from episodelake.api.routes import (
            annotations,
+           edits,
            episodes,
            exports,
            groups,
@@ -22,4 +23,4 @@ from episodelake.api.routes import (
 
 ROUTERS = [health.router, tasks.router, episodes.router, steps.router, stats.router, overview.router, sql.router,
            sets.router, annotations.router, groups.router, exports.router, reruns.router, runs.router,
-           jobs.router, views.router, search.router, similar.router]
+           jobs.router, views.router, search.router, similar.router, edits.router]
