@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch.utils.data import DataLoader
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
 from episodelake.lake.core.errors import InvalidInput, NotFound
 from episodelake.lake.core.lineage import lineage_of
+from episodelake.lake.curation import curation
 from episodelake.lake.export.samples import with_image_tokens
 from episodelake.trainer.data import sft_dataset
 from tests.lake.export.test_export import build_lake, export, jsonl, record
@@ -48,6 +50,29 @@ def test_every_sample_is_the_llamafactory_exports(lake, tmp_path, options):
     got = [_line(sample) for sample in ds]
     assert len(ds) == len(got) == len(lines)
     assert sorted(got) == expected
+
+
+def test_a_set_pinned_to_a_tag_reads_its_members_as_tagged(tmp_path):
+    lake = build_lake(tmp_path / "lake", episodes_per_task=1, steps=2)
+    lake.create_tag("v1")
+    good = curation.create_set(lake, "good", kind="sft", pinned_tag="v1")
+    for eid in ("ep-001", "ep-002"):
+        curation.add_member(lake, good["set_id"], eid)
+    export(lake, tmp_path / "out", "llamafactory", set="good", val_fraction=0)
+    lines = jsonl(tmp_path / "out" / "train.jsonl")
+    ds = sft_dataset(lake, set="good")
+    assert sorted(_line(s) for s in ds) == sorted(
+        (json.dumps(line["messages"], sort_keys=True), [Path(p).stem for p in line["images"]]) for line in lines)
+    assert {s["episode_id"] for s in ds} == {"ep-001", "ep-002"}
+    with pytest.raises(NotFound, match="set"):
+        sft_dataset(lake, set="no-such-set")
+
+
+def test_dataloader_workers_share_the_rank_without_overlap(lake):
+    ds = sft_dataset(lake, include_failed=True, seed=2)
+    whole = sorted(s["key"] for s in ds)
+    loader = DataLoader(ds, batch_size=3, num_workers=2, collate_fn=ds.collate)
+    assert sorted(s["key"] for batch in loader for s in batch["samples"]) == whole
 
 
 def test_images_are_the_screenshots_decoded_lazily(lake):

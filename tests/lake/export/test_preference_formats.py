@@ -161,3 +161,60 @@ def test_redact_masks_both_formats(lake, tmp_path, fmt):
 def test_episode_granularity_is_refused(lake, tmp_path):
     with pytest.raises(InvalidInput, match="granularity"):
         export(lake, tmp_path / "out", "prm", granularity="episode", include_failed=True, val_fraction=0)
+
+
+class BatchProcessor:
+    """The tiny Qwen2-VL's tokenizer and image processor behind the processor interface TRL's
+    collator calls (lists of texts, padding sides); transformers' Qwen2VLProcessor needs
+    torchvision, which this install leaves out."""
+
+    def __init__(self, folder: Path):
+        from transformers import AutoImageProcessor, AutoTokenizer
+
+        self.tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+        self.image_processor = AutoImageProcessor.from_pretrained(folder, local_files_only=True)
+
+    def apply_chat_template(self, messages, **kwargs):
+        return self.tokenizer.apply_chat_template(messages, **kwargs)
+
+    def __call__(self, text, images=None, padding=True, padding_side="right", return_tensors="pt",
+                 add_special_tokens=False):
+        out = {}
+        if images is not None:
+            vision = self.image_processor(images=[i.convert("RGB") for group in images for i in group],
+                                          return_tensors="pt")
+            grids = iter(vision["image_grid_thw"])
+            merge = self.image_processor.merge_size ** 2
+            expanded = []
+            for t in text:
+                first, *rest = t.split("<|image_pad|>")
+                expanded.append(first + "".join("<|image_pad|>" * (int(next(grids).prod()) // merge) + piece
+                                                for piece in rest))
+            text = expanded
+            out.update(pixel_values=vision["pixel_values"], image_grid_thw=vision["image_grid_thw"])
+        self.tokenizer.padding_side = padding_side
+        tokens = self.tokenizer(text, padding=padding, return_tensors=return_tensors,
+                                add_special_tokens=add_special_tokens)
+        return {**out, "input_ids": tokens["input_ids"], "attention_mask": tokens["attention_mask"]}
+
+
+def test_trls_vision_preference_collator_takes_the_pairs(lake, tmp_path):
+    """Where TRL is installed (not a dependency of the project): its DPO collator batches the
+    rows, and a tiny Qwen2-VL (built offline) runs on the batch."""
+    collator_module = pytest.importorskip("trl.trainer.dpo_trainer", reason="TRL is not installed")
+    from transformers import AutoModelForImageTextToText
+
+    from tests.trainer.tiny_vlm import build_tiny_vlm
+
+    export(lake, tmp_path / "out", "dpo", include_failed=True, val_fraction=0, history_images=1)
+    ds = load(tmp_path / "out", tmp_path / "hf")["train"].cast_column("images", datasets.Sequence(datasets.Image()))
+    folder = build_tiny_vlm(tmp_path / "tiny-vlm")
+    collator = collator_module.DataCollatorForVisionPreference(processor=BatchProcessor(folder))
+    batch = collator([dict(ds[i]) for i in range(3)])
+    assert batch["input_ids"].shape[0] == 6  # chosen and rejected of each pair
+    assert int(batch["completion_mask"].sum()) > 0
+    model = AutoModelForImageTextToText.from_pretrained(folder, local_files_only=True)
+    ids = batch["input_ids"]
+    out = model(input_ids=ids, attention_mask=batch["attention_mask"], pixel_values=batch["pixel_values"],
+                image_grid_thw=batch["image_grid_thw"], mm_token_type_ids=(ids == model.config.image_token_id).long())
+    assert out.logits.shape[:2] == ids.shape
