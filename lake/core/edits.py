@@ -128,7 +128,7 @@ def retask(lake: Lake, episode_id: str, *, task: str | None = None, goal: str | 
         raise InvalidInput("--task: the task name cannot be empty")
     if group is not None:
         layout.check_id(group, "group")
-    changed = {}
+    changed: dict[str, str | None] = {}
     if task is not None and task != row["task_name"]:
         changed["task_name"] = task
     if goal is not None and goal != row["task_goal"]:

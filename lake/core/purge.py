@@ -104,7 +104,7 @@ class Needles:
 
 # -- selection ---------------------------------------------------------------------------
 def select(lake: Lake, *, where: str | None = None, episode_ids: Iterable[str] = ()) -> list[str]:
-    """The episode ids a purge (or a delete) selects: `where`, a SQL condition over the
+    """The episode ids a purge selects: `where`, a SQL condition over the
     current `episodes` table, or ids, each in the lake now or in any older version or tag
     (a deleted episode can still be purged by id). Unknown ids and an empty match are
     `NotFound` / `InvalidInput`, one line each."""
@@ -206,6 +206,8 @@ def _rewrite_latest(loc: Location, table: str, ids: list[str], copies: Copies | 
         new_fragments: list[lance.FragmentMetadata] = []
         for fid in sorted(hit):
             fragment = ds.get_fragment(fid)
+            if fragment is None:  # found in this very version a moment ago
+                raise LakeError(f"{table}: fragment {fid} vanished from version {ds.version}")
             live = fragment.count_rows()
             kept = fragment.count_rows(filter=keep)
             done.rows_removed += live - kept

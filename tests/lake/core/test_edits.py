@@ -159,3 +159,14 @@ def test_the_command_line_edits(lake, capsys):
     out = capsys.readouterr().out
     assert "split" in out and "merged" in out and "numbered 0..4" in out and "elake episode undo" in out
     assert Lake(lake.path).episode(episode)["task_goal"] == "other"
+
+
+def test_an_edit_is_undoable_until_a_purge(lake):
+    from episodelake.lake.core import purge
+
+    episode, other = record(lake), record(lake, seed=1)
+    report = edits.retask(lake, episode, goal="fixed goal")
+    purge.purge(lake, [other])  # prunes every old version of the episode tables
+    with pytest.raises(NotFound, match="is gone"):
+        edits.undo(lake, report["job_id"])
+    assert lake.episode(episode)["task_goal"] == "fixed goal"

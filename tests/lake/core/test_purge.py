@@ -145,6 +145,17 @@ def test_dry_run_changes_nothing_and_bad_selections_are_one_line(lake, capsys):
     assert err.count("\n") == 1 and "matches no episode" in err
 
 
+def test_purge_by_condition_on_the_command_line(lake, capsys):
+    victim, images, _ = build(lake)
+    capsys.readouterr()
+    assert cli.main(["--lake", str(lake.path), "purge", "--where", f"task_goal = '{GOAL}'", "--yes", "--json"]) in (0, None)
+    report = json.loads(capsys.readouterr().out)
+    assert report["episodes"] == 1 and report["proof"]["files_holding"] == 0
+    assert files_holding(lake.path, needles(images[victim], GOAL)) == []
+    [record] = jobs.list_jobs(Lake(lake.path), kind="purge")
+    assert record["params"]["where_sha256"] == hashlib.sha256(f"task_goal = '{GOAL}'".encode()).hexdigest()
+
+
 def test_an_episode_deleted_earlier_is_purged_by_id(lake):
     victim, images, _ = build(lake)
     lake.dataset("steps").delete(f"episode_id = '{victim}'")
