@@ -7,7 +7,9 @@ time as writers do (one fragment per commit), with a 360x800 PNG screenshot per 
 bytes each), and a tag in the middle, so the purge also re-creates a tag. The purge rewrites
 only the fragments holding the episode (in the current version and the tag's), prunes the old
 versions, and then proves it: every remaining version is read, and every file of the lake is
-scanned for the screenshots' bytes and digests (`proof s`, part of the purge's time).
+scanned for the screenshots' bytes and digests (`proof s`, part of the purge's time). A last
+line purges the same episode after `elake optimize` compacted the steps into one fragment:
+the worst case, where the fragment holding the episode is the whole table.
 
     python bench/bench_purge.py                     # 30,000 steps (a couple of minutes here)
     python bench/bench_purge.py --steps 300000      # the issue's size (about 5 GB of screenshots)
@@ -50,6 +52,7 @@ def build(lake: Lake, steps: int, per_episode: int, per_commit: int) -> list[str
                               "success": i % 3 == 0, "episode_length": per_episode, "created_at": start}
                              for i, e in enumerate(ids)])
     rows: list[dict] = []
+    tagged = False
     for n in range(len(ids) * per_episode):
         image = unique(bases[n % len(bases)], n)
         rows.append({"episode_id": ids[n // per_episode], "step": n % per_episode, "image": image,
@@ -59,8 +62,9 @@ def build(lake: Lake, steps: int, per_episode: int, per_commit: int) -> list[str
         if len(rows) == per_commit:
             tables.commit(lake.location, "steps", schema.conform("steps", rows), "append")
             rows = []
-            if n + 1 == (len(ids) * per_episode) // 2:
+            if not tagged and n + 1 >= (len(ids) * per_episode) // 2:
                 lake.create_tag("half")
+                tagged = True
     if rows:
         tables.commit(lake.location, "steps", schema.conform("steps", rows), "append")
     lake.invalidate()
@@ -93,6 +97,7 @@ def main() -> None:
         lake = Lake(folder / "lake")
         ids = build(lake, args.steps, args.per_episode, args.per_commit)
         shutil.copytree(folder / "lake", folder / "copy")
+        shutil.copytree(folder / "lake", folder / "compacted")
         lake_bytes = sum(f.stat().st_size for f in (folder / "lake").rglob("*") if f.is_file())
         fragments = tables.fragment_count(lake.location, "steps")
         print(f"lake: {args.steps:,} steps in {len(ids):,} episodes, {fragments} steps fragments, "
@@ -106,12 +111,23 @@ def main() -> None:
         rewritten = report["bytes_rewritten"]
         line("bench_purge one episode", steps=f"{args.steps:,}", lake_MB=lake_bytes / 1e6,
              purge_s=purge_s, proof_s=report["proof_s"],
-             fragments=sum(report["fragments_rewritten"].values()),
+             steps_fragments=f"{report['fragments_rewritten']['steps']} of {fragments}",
              rewritten_MB=rewritten / 1e6, share_of_lake=f"{100 * rewritten / lake_bytes:.2f}%")
         line("bench_purge baseline full rewrite", rewrite_s=base_s, rewritten_MB=base_bytes / 1e6,
              bytes_ratio=f"purge writes {base_bytes / max(rewritten, 1):,.0f}x fewer bytes",
              time_ratio=f"purge {base_s / purge_s:.1f}x faster with its proof, "
                         f"{base_s / (purge_s - report['proof_s']):.1f}x without")
+        # the same purge after `elake optimize` compacted the steps into one fragment: that
+        # fragment holds the episode, so the purge rewrites the table whole
+        compacted = Lake(folder / "compacted")
+        compacted.optimize(prune_older_than=None)
+        t = time.perf_counter()
+        worst = purge.purge(compacted, [victim])
+        worst_s = time.perf_counter() - t
+        line("bench_purge after optimize", steps_fragments=tables.fragment_count(compacted.location, "steps"),
+             purge_s=worst_s, proof_s=worst["proof_s"], rewritten_MB=worst["bytes_rewritten"] / 1e6,
+             vs_full_rewrite=f"{worst['bytes_rewritten'] / base_bytes:.2f}x the bytes, "
+                             f"{(worst_s - worst['proof_s']) / base_s:.1f}x the time without the proof")
 
 
 if __name__ == "__main__":

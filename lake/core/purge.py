@@ -528,12 +528,11 @@ def _exports_holding(lake: Lake, needles: Needles) -> dict[str, Path]:
 
 # -- refusing to run beside writers --------------------------------------------------------------
 def check_exclusive(lake: Lake) -> None:
-    """Refuse while a writer of this machine is live, or a dead writer's spool waits for
-    replay (it may hold rows of the episodes to purge)."""
+    """Refuse while a writer of this machine is live, a dead writer's spool waits for replay
+    (it may hold rows of the episodes to purge), or another process of this machine that runs
+    jobs on the lake (a server, a notebook) is alive: a purge prunes files they may still use."""
     root = layout.spool_root(lake.location)
-    if not root.is_dir():
-        return
-    for folder in root.iterdir():
+    for folder in sorted(root.iterdir()) if root.is_dir() else ():
         if not folder.is_dir() or folder.name.startswith("."):
             continue
         state = layout.lock_state(folder / layout.SPOOL_LOCK)
@@ -541,6 +540,10 @@ def check_exclusive(lake: Lake) -> None:
             raise InvalidInput(f"a writer is recording into the lake (spool {folder.name}): stop it, then purge")
         if any(folder.glob(f"*{layout.SPOOL_SUFFIX}")):
             raise InvalidInput("a crashed writer's spool is not replayed yet: run `elake recover`, then purge")
+    own = jobs.process_owner(lake.path).path
+    for lock in sorted(own.parent.glob("jobs-*.lock")):
+        if lock != own and layout.lock_state(lock) == "alive":
+            raise InvalidInput("another process runs jobs on this lake (a server, a notebook): stop it, then purge")
 
 
 # -- the purge -------------------------------------------------------------------------------

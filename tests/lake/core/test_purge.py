@@ -220,3 +220,14 @@ def test_purge_refuses_while_a_writer_records(lake):
     finally:
         writer.close()
     assert jobs.list_jobs(lake, kind="purge") == []  # refused before it started: no record
+
+
+def test_purge_refuses_while_a_server_holds_the_lake(lake):
+    victim, _, _ = build(lake)
+    server = jobs.Owner(lake.path)  # what `elake serve` holds while it runs
+    try:
+        with pytest.raises(InvalidInput, match="another process runs jobs"):
+            purge.purge(lake, [victim])
+    finally:
+        server.close()
+    purge.purge(lake, [victim])
