@@ -286,14 +286,14 @@ def _drop_content_indexes(loc: Location, table: str, removed: set[int]) -> list[
 
 # -- tags ----------------------------------------------------------------------------------
 def _tags_holding(ds: lance.LanceDataset, ids: list[str]) -> dict[int, list[str]]:
-    """version -> tags pinning it, for tagged versions (other than the latest) holding rows
+    """version -> tags pinning it, for the tagged versions holding rows
     of `ids`."""
     by_version: dict[int, list[str]] = {}
     for name, info in ds.tags.list().items():
         version = info["version"] if isinstance(info, dict) else info.version
         by_version.setdefault(version, []).append(name)
     return {v: sorted(names) for v, names in sorted(by_version.items())
-            if v != ds.version and _affected(ds.checkout_version(v), ids)}
+            if _affected(ds.checkout_version(v), ids)}
 
 
 def _recreate_tags(loc: Location, table: str, ids: list[str], main: int,

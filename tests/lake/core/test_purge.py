@@ -231,3 +231,18 @@ def test_purge_refuses_while_a_server_holds_the_lake(lake):
     finally:
         server.close()
     purge.purge(lake, [victim])
+
+
+def test_a_tag_on_the_current_version_is_recreated_too(lake):
+    victim, images, _ = build(lake)
+    lake.create_tag("now")
+    others = sorted(e for e in images if e != victim)
+    before = snapshot(lake.at("now"), others)
+    plan = purge.plan(lake, [victim]).summary()
+    assert plan["tags_to_recreate"]["steps"] == ["now", "v1"]
+    report = purge.purge(lake, [victim])
+    assert set(report["tags_recreated"]) == {"now", "v1"}
+    fresh = Lake(lake.path)
+    assert snapshot(fresh.at("now"), others) == before
+    assert victim not in fresh.at("now").sql("select episode_id from steps")["episode_id"].to_pylist()
+    assert files_holding(lake.path, needles(images[victim], GOAL)) == []
