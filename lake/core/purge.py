@@ -48,12 +48,14 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import lance
 import pyarrow as pa
@@ -419,12 +421,12 @@ def prove(lake: Lake, ids: list[str], needles: Needles, extra_roots: Iterable[Pa
             proof.rows_found += _with_deleted(ds, ["episode_id"], where).num_rows
             if table == "steps" and needles.digests:
                 proof.rows_found += ds.count_rows(filter=sql_in("image_sha256", sorted(needles.digests)))
-    patterns = needles.patterns()
-    names = sorted(needles.digests)
+    matcher = Matcher(needles.patterns())
     for label, size, read in lake_files(lake, extra_roots):
         proof.files_scanned += 1
         proof.bytes_scanned += size
-        if any(d in label for d in names) or (patterns and _holds(read, patterns)):
+        named = any(d in needles.digests for d in _HEX64.findall(label))
+        if named or matcher.holds(read):
             proof.hits.append(label)
     return proof
 
@@ -475,15 +477,77 @@ def _store_files(loc: Location) -> Iterator[tuple[str, int, Callable[[], Iterato
         yield f"{loc.scheme}://{info.path}", info.size or 0, read
 
 
-def _holds(read: Callable[[], Iterator[bytes]], patterns: list[bytes]) -> bool:
-    overlap = max(len(p) for p in patterns) - 1
-    tail = b""
-    for chunk in read():
-        data = tail + chunk
-        if any(p in data for p in patterns):
+class Matcher:
+    """Finds whether any of many byte patterns occurs in a stream of chunks.
+
+    A few patterns are searched one by one (`bytes.find`, gigabytes a second). Many (a purge
+    of many episodes) would cost a pass each, so then each pattern is known by one 8-byte
+    anchor of its own, every 8-byte window of a chunk is looked up among the anchors at once
+    (numpy), and only the patterns whose anchor occurs are compared in full."""
+
+    #: Up to this many patterns, one pass each is faster (about 17 GB/s a pattern, against
+    #: about 20 MB/s for the anchors' pass whatever their number).
+    FEW = 512
+    ANCHOR = 8
+
+    def __init__(self, patterns: Iterable[bytes]):
+        self.patterns = sorted({p for p in patterns if p}, key=len)
+        self.overlap = max((len(p) for p in self.patterns), default=1) - 1
+        self.anchors: dict[int, list[tuple[bytes, int]]] = {}
+        if len(self.patterns) > self.FEW:
+            for pattern in self.patterns:
+                offset = self._anchor_offset(pattern)
+                key = int.from_bytes(pattern[offset:offset + self.ANCHOR], "little")
+                self.anchors.setdefault(key, []).append((pattern, offset))
+        self.short = [p for p in self.patterns if len(p) < self.ANCHOR]
+        self._filter: Any = None  # numpy bool table, built on first use
+
+    def _anchor_offset(self, pattern: bytes) -> int:
+        """An offset whose 8 bytes are all different (rare by chance in compressed data),
+        from the middle on; else the middle."""
+        if len(pattern) < self.ANCHOR:
+            return 0
+        middle = (len(pattern) - self.ANCHOR) // 2
+        for offset in range(middle, len(pattern) - self.ANCHOR + 1):
+            if len(set(pattern[offset:offset + self.ANCHOR])) == self.ANCHOR:
+                return offset
+        return middle
+
+    def found_in(self, data: bytes) -> bool:
+        if not self.anchors:
+            return any(p in data for p in self.patterns)
+        if any(p in data for p in self.short):
             return True
-        tail = data[-overlap:] if overlap else b""
-    return False
+        import numpy as np
+
+        raw = np.frombuffer(data, dtype=np.uint8)
+        n = raw.size - self.ANCHOR + 1
+        if n <= 0:
+            return False
+        if self._filter is None:  # which 3-byte starts an anchor has: 16 MB, built once
+            self._filter = np.zeros(1 << 24, dtype=bool)
+            self._filter[np.fromiter(self.anchors, dtype=np.uint64) & np.uint64(0xFFFFFF)] = True
+        starts = raw[:n].astype(np.uint32) | raw[1:n + 1].astype(np.uint32) << 8 | raw[2:n + 2].astype(np.uint32) << 16
+        for position in np.flatnonzero(self._filter[starts]).tolist():
+            for pattern, offset in self.anchors.get(int.from_bytes(data[position:position + self.ANCHOR], "little"), ()):
+                start = position - offset
+                if start >= 0 and data[start:start + len(pattern)] == pattern:
+                    return True
+        return False
+
+    def holds(self, read: Callable[[], Iterator[bytes]]) -> bool:
+        if not self.patterns:
+            return False
+        tail = b""
+        for chunk in read():
+            data = tail + chunk
+            if self.found_in(data):
+                return True
+            tail = data[-self.overlap:] if self.overlap else b""
+        return False
+
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 # -- files beside the tables -----------------------------------------------------------------
@@ -514,13 +578,13 @@ def _export_folders(lake: Lake) -> dict[str, Path]:
 
 
 def _exports_holding(lake: Lake, needles: Needles) -> dict[str, Path]:
-    patterns = needles.patterns()
-    if not patterns:
+    matcher = Matcher(needles.patterns())
+    if not matcher.patterns:
         return {}
     holding = {}
     for export_id, folder in _export_folders(lake).items():
         for path in folder.rglob("*"):
-            if path.is_file() and _holds(_local_reader(path), patterns):
+            if path.is_file() and matcher.holds(_local_reader(path)):
                 holding[export_id] = folder
                 break
     return holding

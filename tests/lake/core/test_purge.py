@@ -246,3 +246,21 @@ def test_a_tag_on_the_current_version_is_recreated_too(lake):
     assert snapshot(fresh.at("now"), others) == before
     assert victim not in fresh.at("now").sql("select episode_id from steps")["episode_id"].to_pylist()
     assert files_holding(lake.path, needles(images[victim], GOAL)) == []
+
+
+@pytest.mark.parametrize("count", [3, 700])  # one pass per pattern, and the anchors' pass
+def test_the_matcher_finds_a_pattern_across_chunks(count):
+    rng = __import__("random").Random(count)
+    patterns = [rng.randbytes(rng.randint(100, 3000)) for _ in range(count)] + [b"a goal text"]
+    haystack = bytearray(rng.randbytes(3 << 20))
+    matcher = purge.Matcher(patterns)
+    assert bool(matcher.anchors) is (count > purge.Matcher.FEW)
+
+    def chunks(data: bytes):
+        return lambda: (bytes(data[i:i + (1 << 20)]) for i in range(0, len(data), 1 << 20))
+
+    assert not matcher.holds(chunks(haystack))
+    for pattern in (patterns[0], patterns[-2], patterns[-1]):
+        planted = bytearray(haystack)
+        planted[(1 << 20) - 5:(1 << 20) - 5 + len(pattern)] = pattern  # across a chunk's end
+        assert matcher.holds(chunks(planted))
