@@ -18,9 +18,10 @@ memberships, annotations), and then proves it:
 3. **Older versions.** Every untagged version but the latest is pruned
    (`cleanup_old_versions`), which deletes the data files only they referenced, on local
    disk and on object stores alike.
-4. **Indexes.** A full-text or vector index covering a rewritten fragment holds the purged
-   text (tokens) or embeddings: it is dropped (`elake enrich` builds it again). Key indexes
-   hold ids only and are kept.
+4. **Indexes.** Full-text and vector indexes hold what they index (words, embeddings),
+   encoded where no byte scan sees it: every one of them on an episode table is dropped in
+   each version the purge writes (`elake enrich` builds them again). Key indexes hold ids
+   only and are kept.
 5. **Files beside the tables.** Cached thumbnails of the purged screenshots are deleted.
    Exports that hold the data (in the lake's `_exports`, or any export's folder recorded in
    `exports`) are listed, and deleted with `delete_exports`.
@@ -44,6 +45,7 @@ yourself), because pruning deletes unverified files that a live writer may still
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -225,11 +227,12 @@ def _rewrite_latest(loc: Location, table: str, ids: list[str], copies: Copies | 
             new_fragments += copied
         op = lance.LanceOperation.Update(removed_fragment_ids=sorted(hit), new_fragments=new_fragments)
         lance.LanceDataset.commit(ds, op, read_version=ds.version)
-        done.indexes_dropped = _drop_content_indexes(loc, table, set(hit))
         return done
 
     with store_errors(loc):
-        return tables.retry_commit(f"purge {table}", attempt)
+        done = tables.retry_commit(f"purge {table}", attempt)
+        done.indexes_dropped = _drop_content_indexes(loc, table)
+    return done
 
 
 def _target_schema(ds: lance.LanceDataset, table: str) -> pa.Schema:
@@ -269,21 +272,20 @@ def _fragment_bytes(loc: Location, table: str, fragment: lance.FragmentMetadata)
     return total
 
 
-def _drop_content_indexes(loc: Location, table: str, removed: set[int]) -> list[str]:
-    """Drop every index but the key index that covered a removed fragment: full-text and
-    vector indexes hold what they index (tokens, embeddings)."""
-    ds = tables.open_table(loc, table)
-    key_index = f"{schema.KEYS[table][0]}_idx"
+def _drop_content_indexes(loc: Location, table: str) -> list[str]:
+    """Drop every index of the latest version but the key index: full-text and vector
+    indexes hold what they index (words, embeddings), purged rows' too. Idempotent, so a
+    resumed purge drops what a stopped one may not have."""
     dropped = []
-    for index in ds.describe_indices():
-        if index.name == key_index or index.name in dropped:
-            continue
-        covered = {f for s in index.segments for f in s.fragment_ids}
-        if covered & removed or not covered:
-            ds.drop_index(index.name)
-            ds = tables.open_table(loc, table)
-            dropped.append(index.name)
+    key_index = f"{schema.KEYS[table][0]}_idx"
+    for name in sorted({i.name for i in tables.open_table(loc, table).describe_indices()} - {key_index}):
+        tables.retry_commit(f"drop index {name}", functools.partial(_drop_index, loc, table, name))
+        dropped.append(name)
     return dropped
+
+
+def _drop_index(loc: Location, table: str, name: str) -> None:
+    tables.open_table(loc, table).drop_index(name)
 
 
 # -- tags ----------------------------------------------------------------------------------

@@ -67,6 +67,7 @@ def build(lake: Lake) -> tuple[str, dict[str, list[bytes]], dict[str, str]]:
 
 
 def needles(images: list[bytes], goal: str) -> list[bytes]:
+    """The screenshots' digests (hex, as stored), their bytes and the goal."""
     return [hashlib.sha256(i).hexdigest().encode() for i in images] + list(images) + [goal.encode()]
 
 
@@ -91,6 +92,9 @@ def snapshot(lake: Lake, ids: list[str]) -> dict:
 def test_purge_one_episode_everywhere(lake):
     victim, images, goals = build(lake)
     assert files_holding(lake.path, needles(images[victim], GOAL))  # the scan does find them before
+    # full-text indexes hold the goal's words (encoded: no byte scan sees them): they must go
+    indexes = set(lake.path.glob("*.lance/_indices/*"))  # no key index yet: all are full-text
+    assert len(indexes) == 3
     others = sorted(e for e in images if e != victim)
     before, before_tag = snapshot(lake, others), snapshot(lake.at("v1"), [e for e in others if e in
                                                                           lake.at("v1").sql("select episode_id from episodes")["episode_id"].to_pylist()])
@@ -101,7 +105,8 @@ def test_purge_one_episode_everywhere(lake):
     assert report["proof"]["digests_searched"] == 3 and report["proof"]["texts_searched"] == 1
     assert report["rows_removed"] == {"steps": 3, "episodes": 1, "set_members": 1, "annotations": 1}
     assert report["thumbnails_deleted"] == 1
-    assert report["indexes_dropped"]  # the goal's full-text index held its words
+    assert report["indexes_dropped"] == {"episodes": ["task_goal_fts"], "steps": ["model_response_fts", "thinking_fts"]}
+    assert not any(p.exists() for p in indexes)  # their files are gone with them
     fresh = Lake(lake.path)
     assert snapshot(fresh, others) == before
     assert snapshot(fresh.at("v1"), list({r["episode_id"] for r in before_tag["episodes"]})) == before_tag
