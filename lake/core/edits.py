@@ -10,7 +10,8 @@ result names the table versions read before the edit.
 **Undo.** Nothing is rewritten in place: every older version still holds the state before
 an edit, until a purge (`episodelake.lake.core.purge`) or `optimize`'s pruning of old
 versions removes it. `undo(job_id)` puts the rows of the episodes an edit touched back as
-they were in the versions its job recorded (a new version, itself undoable).
+they were in the versions its job recorded before its first commit (a new version, itself
+undoable), so an edit stopped midway (its job `failed` or `interrupted`) is undone the same way.
 
 **Keys.** An episode's steps are numbered 0..n-1 in replay order, and edits keep them so:
 `delete_steps` renumbers the later steps down; `split --at K` keeps steps 0..K-1 and moves
@@ -108,12 +109,13 @@ def _run(lake: Lake, op: str, params: dict, work: Callable[[], dict], who: str |
     job = jobs.Job(lake, KIND, params={"op": op, **params}, who=who, progress_interval_s=0.0)
     with job.recording():
         before = lake.current_versions()
+        # recorded before the first commit: an edit stopped midway can be undone too
+        job.result = {"op": op, "versions_before": {t: before[t] for t in EPISODE_TABLES}}
         job.progress(0, 1)
-        summary = work()
-        job.result = {"op": op, **summary, "versions_before": {t: before[t] for t in EPISODE_TABLES}}
+        job.result = {**job.result, **work()}
         job.progress(1, 1)
     lake.invalidate()
-    return {"job_id": job.job_id, **job.result}
+    return {"job_id": job.job_id, **(job.result or {})}
 
 
 # -- retask --------------------------------------------------------------------------------
@@ -341,10 +343,12 @@ def undo(lake: Lake, job_id: str, *, who: str | None = None) -> dict:
     if record is None or record["kind"] != KIND:
         raise NotFound(f"no edit {job_id!r}; `elake sql \"select job_id, params from jobs where kind = 'edit'\"` "
                        "lists them")
-    if record["status"] != "done":
-        raise Conflict(f"edit {job_id} is {record['status']}: only a finished edit can be undone")
+    if record["status"] in jobs.ACTIVE:
+        raise Conflict(f"edit {job_id} is still {record['status']}: undo it once it ended")
     ids = record["params"]["episode_ids"]
-    versions = record["result"]["versions_before"]
+    versions = (record["result"] or {}).get("versions_before")
+    if not versions:
+        raise NotFound(f"edit {job_id} recorded no versions to go back to")
     where = sql_in("episode_id", ids)
     try:
         old = {t: tables.open_table(lake.location, t, version=int(v)) for t, v in versions.items()}

@@ -170,3 +170,21 @@ def test_an_edit_is_undoable_until_a_purge(lake):
     with pytest.raises(NotFound, match="is gone"):
         edits.undo(lake, report["job_id"])
     assert lake.episode(episode)["task_goal"] == "fixed goal"
+
+
+def test_an_edit_stopped_midway_can_be_undone(lake, monkeypatch):
+    episode = record(lake)
+    before = state(lake, episode)
+
+    def fail(*_args, **_kwargs):
+        raise OSError("the disk went away")
+
+    monkeypatch.setattr(edits, "_move_annotations", fail)  # after the episodes and steps commits
+    with pytest.raises(OSError):
+        edits.split(lake, episode, 3)
+    monkeypatch.undo()
+    [stopped] = jobs.list_jobs(lake, kind="edit")
+    assert stopped["status"] == "failed" and lake.steps(episode).num_rows == 3  # half done
+    edits.undo(lake, stopped["job_id"])
+    assert state(lake, episode) == before
+    assert lake.sql("select count(*) n from episodes").to_pylist() == [{"n": 1}]
