@@ -16,7 +16,7 @@ import pytest
 from episodelake.api import cli
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.core import jobs, layout, purge
+from episodelake.lake.core import jobs, layout, purge, tables
 from episodelake.lake.core.errors import InvalidInput, NotFound
 from tests import factories
 
@@ -55,6 +55,9 @@ def build(lake: Lake) -> tuple[str, dict[str, list[bytes]], dict[str, str]]:
     lake.upsert("set_members", [{"set_id": "s1", "episode_id": e, "note": f"note on {goals[e]}"} for e in (victim, other)])
     lake.upsert("annotations", [{"annotation_id": f"a-{e}", "episode_id": e, "step": 1, "note": goals[e]}
                                 for e in (victim, other)])
+    for table in ("steps", "episodes"):  # key indexes, as `optimize` builds them (without compacting)
+        tables.index_keys(lake.location, table)
+    lake.invalidate()
     if lake.location.is_local:
         from episodelake.lake.curation.search import refresh_indexes  # the goal's full-text index
 
@@ -93,8 +96,10 @@ def test_purge_one_episode_everywhere(lake):
     victim, images, goals = build(lake)
     assert files_holding(lake.path, needles(images[victim], GOAL))  # the scan does find them before
     # full-text indexes hold the goal's words (encoded: no byte scan sees them): they must go
-    indexes = set(lake.path.glob("*.lance/_indices/*"))  # no key index yet: all are full-text
-    assert len(indexes) == 3
+    indexes = {lake.path / f"{t}.lance" / "_indices" / str(segment.uuid) for t in ("steps", "episodes")
+               for index in lake.dataset(t).describe_indices() if not index.name.endswith("_idx")
+               for segment in index.segments}
+    assert len(indexes) == 3 and all(p.is_dir() for p in indexes)
     others = sorted(e for e in images if e != victim)
     before, before_tag = snapshot(lake, others), snapshot(lake.at("v1"), [e for e in others if e in
                                                                           lake.at("v1").sql("select episode_id from episodes")["episode_id"].to_pylist()])
@@ -111,6 +116,8 @@ def test_purge_one_episode_everywhere(lake):
     assert snapshot(fresh, others) == before
     assert snapshot(fresh.at("v1"), list({r["episode_id"] for r in before_tag["episodes"]})) == before_tag
     assert victim not in fresh.sql("select episode_id from episodes")["episode_id"].to_pylist()
+    assert [i.name for i in fresh.dataset("steps").describe_indices()] == ["episode_id_idx"]  # kept, and used:
+    assert all(fresh.steps(e).num_rows == 3 for e in others) and fresh.steps(victim).num_rows == 0
     assert fresh.at("v1").sql("select count(*) n from steps").to_pylist() == [{"n": 9}]  # 4 episodes - the victim
     assert fresh.sql("select count(*) n from set_members").to_pylist() == [{"n": 1}]
     for table in purge.EPISODE_TABLES:  # only the latest and the tagged version are left
