@@ -91,13 +91,16 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30_000)
     parser.add_argument("--per-episode", type=int, default=10)
     parser.add_argument("--per-commit", type=int, default=1_000)
+    parser.add_argument("--no-optimize", action="store_true", help="leave out the case after optimize "
+                        "(a third copy of the lake on disk)")
     args = parser.parse_args()
     with workdir("purge") as folder:
         started = time.perf_counter()
         lake = Lake(folder / "lake")
         ids = build(lake, args.steps, args.per_episode, args.per_commit)
         shutil.copytree(folder / "lake", folder / "copy")
-        shutil.copytree(folder / "lake", folder / "compacted")
+        if not args.no_optimize:
+            shutil.copytree(folder / "lake", folder / "compacted")
         lake_bytes = sum(f.stat().st_size for f in (folder / "lake").rglob("*") if f.is_file())
         fragments = tables.fragment_count(lake.location, "steps")
         print(f"lake: {args.steps:,} steps in {len(ids):,} episodes, {fragments} steps fragments, "
@@ -117,6 +120,8 @@ def main() -> None:
              bytes_ratio=f"purge writes {base_bytes / max(rewritten, 1):,.0f}x fewer bytes",
              time_ratio=f"purge {base_s / purge_s:.1f}x faster with its proof, "
                         f"{base_s / (purge_s - report['proof_s']):.1f}x without")
+        if args.no_optimize:
+            return
         # the same purge after `elake optimize` compacted the steps into one fragment: that
         # fragment holds the episode, so the purge rewrites the table whole
         compacted = Lake(folder / "compacted")

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import logging
 import os
 import re
@@ -136,9 +135,8 @@ def _held_anywhere(lake: Lake, episode_id: str) -> bool:
         ds = lake.dataset(table)
         if ds.count_rows(filter=where):
             return True
-        for version in _versions_to_check(ds):
-            if _affected(ds.checkout_version(version), [episode_id]):
-                return True
+        if any(_with_deleted(v, ["episode_id"], where, fragments).num_rows for v, fragments in _new_fragments(ds)):
+            return True
     return False
 
 
@@ -188,10 +186,17 @@ class Rewrite:
     indexes_dropped: list[str] = field(default_factory=list)
 
 
-#: A fragment (its metadata as JSON: data files and deletions) -> the new fragments that
-#: hold its kept rows, so a fragment shared by the current version and a tagged one is
-#: copied once, and both versions refer to the same new files.
-Copies = dict[str, list[lance.FragmentMetadata]]
+#: A fragment (`_fragment_key`) -> the new fragments that hold its kept rows, so a fragment
+#: shared by the current version and a tagged one is copied once, and both versions refer
+#: to the same new files.
+Copies = dict[tuple, list[lance.FragmentMetadata]]
+
+
+def _fragment_key(fragment: lance.LanceFragment) -> tuple:
+    """What makes a fragment's rows what they are: its id, its data files (an update of
+    some columns adds files to the same id) and its deletions."""
+    meta = fragment.metadata
+    return fragment.fragment_id, tuple(f.path for f in meta.files), repr(meta.deletion_file)
 
 
 def _rewrite_latest(loc: Location, table: str, ids: list[str], copies: Copies | None = None) -> Rewrite:
@@ -215,7 +220,7 @@ def _rewrite_latest(loc: Location, table: str, ids: list[str], copies: Copies | 
             live = fragment.count_rows()
             kept = fragment.count_rows(filter=keep)
             done.rows_removed += live - kept
-            key = json.dumps(fragment.metadata.to_json(), sort_keys=True, default=str)
+            key = _fragment_key(fragment)
             if key in copies:
                 new_fragments += copies[key]
                 continue
@@ -327,9 +332,7 @@ def _recreate_tags(loc: Location, table: str, ids: list[str], main: int,
 
 
 def _same_content(a: lance.LanceDataset, b: lance.LanceDataset) -> bool:
-    def frags(ds: lance.LanceDataset) -> list[str]:
-        return sorted(json.dumps(f.metadata.to_json(), sort_keys=True, default=str) for f in ds.get_fragments())
-    return frags(a) == frags(b)
+    return sorted(map(_fragment_key, a.get_fragments())) == sorted(map(_fragment_key, b.get_fragments()))
 
 
 def _prune(loc: Location, table: str) -> int:
@@ -350,15 +353,29 @@ def _every_version(ds: lance.LanceDataset) -> Iterator[lance.LanceDataset]:
         yield ds.checkout_version(version)
 
 
+def _new_fragments(ds: lance.LanceDataset) -> Iterator[tuple[lance.LanceDataset, list[lance.LanceFragment]]]:
+    """Each version with its fragments that no later version has as they are (same files,
+    same deletions): versions share most fragments, so each is read once, not once a version."""
+    seen: set[tuple] = set()
+    for version in _every_version(ds):
+        fresh = []
+        for fragment in version.get_fragments():
+            key = _fragment_key(fragment)
+            if key not in seen:
+                seen.add(key)
+                fresh.append(fragment)
+        if fresh:
+            yield version, fresh
+
+
 def collect_needles(lake: Lake, ids: list[str]) -> Needles:
     """The digests, screenshot bytes and goal texts of `ids` over every version (read
     before the purge; afterwards they are gone)."""
     needles = Needles()
     where = sql_in("episode_id", ids)
-    steps = lake.dataset("steps")
     held = 0
-    for ds in _every_version(steps):
-        found = _with_deleted(ds, ["episode_id", "image_sha256"], where)
+    for ds, fragments in _new_fragments(lake.dataset("steps")):
+        found = _with_deleted(ds, ["episode_id", "image_sha256"], where, fragments)
         fresh = [(d, r) for d, r in zip(found["image_sha256"].to_pylist(), found["_rowid"].to_pylist(),
                                         strict=True) if d and d not in needles.screenshots and r is not None]
         needles.digests.update(d for d in found["image_sha256"].to_pylist() if d)
@@ -368,8 +385,8 @@ def collect_needles(lake: Lake, ids: list[str]) -> Needles:
                 if blob is not None and held < MAX_SCREENSHOT_BYTES:
                     needles.screenshots[digest] = blob.read()
                     held += len(needles.screenshots[digest])
-    for ds in _every_version(lake.dataset("episodes")):
-        found = _with_deleted(ds, ["episode_id", "task_goal"], where)
+    for ds, fragments in _new_fragments(lake.dataset("episodes")):
+        found = _with_deleted(ds, ["episode_id", "task_goal"], where, fragments)
         needles.texts.update(t for t in found["task_goal"].to_pylist() if t and len(t) >= MIN_TEXT_CHARS)
     return needles
 
