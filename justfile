@@ -35,6 +35,11 @@ test *args: setup web
 screenshots: setup web
     ELAKE_SCREENSHOTS=1 {{py}} -m pytest -q tests/browser/test_daily_use.py -k "readme_screenshot_of_the_replay or overview_greets_the_user"
 
+# The manual (docs/, mkdocs.yml) into site/; strict, so a broken link or a page missing from
+# the nav fails here as it does in tests/test_docs.py.
+docs: setup
+    NO_MKDOCS_2_WARNING=1 {{venv}}/bin/mkdocs build --strict --site-dir site
+
 # Benchmarks: each prints ratios against a baseline measured in the same run.
 # `just bench` runs them all (about an hour on 2 cores); `just bench ingest query` runs those.
 bench *names: setup web
