@@ -29,8 +29,9 @@ memberships, annotations), and then proves it:
    included: no row of a purged episode and no purged screenshot's digest is left. Then
    every file of the lake (and of its local state folder) is read byte by byte: none holds
    a purged screenshot's sha256 (hex text, also in file names), its bytes, or a goal text
-   only purged episodes had. Digests, screenshots
-   and goals that episodes not purged share are kept and reported, not searched for.
+   only purged episodes had. Digests, screenshots and goals that episodes not purged share
+   are kept and reported, not searched for. (Goal words inside full-text indexes are
+   encoded; 4 is what removes them.)
 
 A purge runs as a job (`jobs` table, kind `purge`): who, when, the episode ids, the SHA-256
 of the `--where` text (never the text: it may name what is purged) and counts. It records
@@ -38,9 +39,10 @@ nothing of the purged content. A purge that stopped (killed, a store outage) is 
 running `purge` again: an unfinished purge job is resumed first, from what its record says.
 Until its job reads `done`, a purge is not complete, whatever the tables show.
 
-A purge needs the lake to itself: no writer may be recording (writers of this machine and
-dead writers' unreplayed spools are refused; stop every other machine's writers and servers
-yourself), because pruning deletes unverified files that a live writer may still commit.
+A purge needs the lake to itself: no writer may be recording and no server running, because
+pruning deletes unverified files that a live writer may still commit. Writers, unreplayed
+spools of dead writers and processes holding a jobs lock (`elake serve`) on this machine are
+refused; stop every other machine's writers and servers yourself.
 """
 
 from __future__ import annotations
