@@ -1,9 +1,11 @@
-"""Request and response models. Row models derive from `lake/core/schema.py`, never by hand.
+"""Request and response models. Row models subclass the lake's typed rows, never by hand.
 
-`row_model` turns a table's Arrow schema into a pydantic model (nullable columns become
-optional fields), so a column added to the schema shows up in the API and its OpenAPI
-document without touching this file. JSON text columns (`action`, `extra`) are parsed into
-objects on the way out. Request models are separate and carry only what a caller may set.
+Each row model is a subclass of its table's row class in `lake/core/schema.py`: it hides
+the columns the API does not show (`Field(exclude=True)`: image bytes, embeddings, the
+`deleted` flag) and adds the computed ones (`image_url`, `action_view`, counts), so a column
+added to the table shows up in the API and its OpenAPI document without touching this file.
+JSON columns typed `JsonObject` (`action`, `extra`) are parsed into objects on the way out.
+Request models are separate and carry only what a caller may set.
 """
 
 from __future__ import annotations
@@ -12,8 +14,7 @@ import dataclasses
 from datetime import datetime
 from typing import Any, Literal
 
-import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field
 
 from episodelake.api.errors import ErrorDetail
 from episodelake.api.listing import EpisodeFilter
@@ -23,81 +24,87 @@ from episodelake.lake.curation.curation import MAX_NAME, MAX_TEXT
 from episodelake.lake.export.spec import ExportOptions
 from episodelake.lake.vocab.overlay import ActionView
 
-
-def _py_type(t: pa.DataType) -> Any:
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return str
-    if pa.types.is_boolean(t):
-        return bool
-    if pa.types.is_integer(t):
-        return int
-    if pa.types.is_floating(t):
-        return float
-    if pa.types.is_timestamp(t):
-        return datetime
-    if pa.types.is_list(t) or pa.types.is_fixed_size_list(t):
-        return list[_py_type(t.value_type)]  # type: ignore[misc]  # a type built at run time
-    if pa.types.is_struct(t):
-        return dict[str, Any]
-    raise TypeError(f"no API type for Arrow type {t}")
+_HIDDEN = "stored, not shown by the API"
 
 
-def row_model(name: str, table: str, *, exclude: tuple[str, ...] = (), json_fields: tuple[str, ...] = (),
-              extra: dict[str, tuple[Any, Any]] | None = None, doc: str = "") -> type[BaseModel]:
-    """A response model with one field per column of `table` (minus `exclude`). A type
-    checker cannot see these models' fields; where one is used as a type it says so:
-    `# type: ignore[valid-type]  # a row model built at import`."""
-    fields: dict[str, tuple[Any, Any]] = {}
-    for field in schema.TABLES[table]:
-        if field.name in exclude or field.name in schema.IMAGE_COLUMNS.get(table, ()):
-            continue
-        typ = dict[str, Any] if field.name in json_fields else _py_type(field.type)
-        fields[field.name] = (typ, ...) if not field.nullable else (typ | None, None)
-    fields.update(extra or {})
-    model = create_model(name, __config__=ConfigDict(extra="ignore"), **fields)  # type: ignore[call-overload]  # **fields could fill create_model's own keywords
-    model.__doc__ = doc or f"One row of the {table} table."
-    return model
+class Episode(schema.Episode):
+    """One row of the episodes table."""
+
+    model_config = ConfigDict(extra="ignore")
 
 
-Episode = row_model("Episode", "episodes", json_fields=("extra",))
-Step = row_model(
-    "Step", "steps", exclude=("prompt", "info", "embedding"), json_fields=("action",),
-    extra={"image_url": (str | None, None), "action_view": (ActionView, ...)},
-    doc="One step without its image bytes (fetch image_url) or its prompt (see StepDetail).",
-)
-StepDetail = row_model(
-    "StepDetail", "steps", exclude=("embedding",), json_fields=("action",),
-    extra={"image_url": (str | None, None), "action_view": (ActionView, ...)},
-    doc="One step with its prompt and collector info (JSON text), without image bytes.",
-)
-SetRow = row_model("Set", "sets", exclude=("deleted",), extra={"members": (int, 0)},
-                   doc="A curated set of episodes, with its live member count.")
-Member = row_model(
-    "Member", "set_members", exclude=("removed",),
-    extra={"task_name": (str | None, None), "success": (bool | None, None),
-           "episode_length": (int | None, None), "policy_version": (str | None, None)},
-    doc="An episode in a set, with the member's curation fields and the episode's outcome.",
-)
-Membership = row_model(
-    "Membership", "set_members", exclude=("removed",),
-    extra={"set_name": (str | None, None), "set_kind": (str | None, None)},
-    doc="A set that an episode belongs to.",
-)
-Annotation = row_model("Annotation", "annotations", exclude=("deleted",))
+class Step(schema.Step):
+    """One step without its image bytes (fetch image_url) or its prompt (see StepDetail)."""
+
+    model_config = ConfigDict(extra="ignore")
+    image: bytes | None = Field(None, exclude=True, description=_HIDDEN)
+    prompt: str | None = Field(None, exclude=True, description=_HIDDEN)
+    info: str | None = Field(None, exclude=True, description=_HIDDEN)
+    thumbnail: bytes | None = Field(None, exclude=True, description=_HIDDEN)
+    embedding: list[float] | None = Field(None, exclude=True, description=_HIDDEN)
+    image_url: str | None = None
+    action_view: ActionView
+
+
+class StepDetail(schema.Step):
+    """One step with its prompt and collector info (JSON text), without image bytes."""
+
+    model_config = ConfigDict(extra="ignore")
+    image: bytes | None = Field(None, exclude=True, description=_HIDDEN)
+    thumbnail: bytes | None = Field(None, exclude=True, description=_HIDDEN)
+    embedding: list[float] | None = Field(None, exclude=True, description=_HIDDEN)
+    image_url: str | None = None
+    action_view: ActionView
+
+
+class Set(schema.Set):
+    """A curated set of episodes, with its live member count."""
+
+    model_config = ConfigDict(extra="ignore")
+    deleted: bool | None = Field(None, exclude=True, description=_HIDDEN)
+    members: int = 0
+
+
+class Member(schema.SetMember):
+    """An episode in a set, with the member's curation fields and the episode's outcome."""
+
+    model_config = ConfigDict(extra="ignore")
+    removed: bool | None = Field(None, exclude=True, description=_HIDDEN)
+    task_name: str | None = None
+    success: bool | None = None
+    episode_length: int | None = None
+    policy_version: str | None = None
+
+
+class Membership(schema.SetMember):
+    """A set that an episode belongs to."""
+
+    model_config = ConfigDict(extra="ignore")
+    removed: bool | None = Field(None, exclude=True, description=_HIDDEN)
+    set_name: str | None = None
+    set_kind: str | None = None
+
+
+class Annotation(schema.Annotation):
+    """One row of the annotations table."""
+
+    model_config = ConfigDict(extra="ignore")
+    deleted: bool | None = Field(None, exclude=True, description=_HIDDEN)
+
 
 SetKind = schema.SetKind
 FailureCategory = schema.FailureCategory
 
 
 class EpisodeDetail(BaseModel):
-    episode: Episode  # type: ignore[valid-type]  # a row model built at import
-    steps: list[Step]  # type: ignore[valid-type]  # a row model built at import
-    memberships: list[Membership]  # type: ignore[valid-type]  # a row model built at import
-    annotations: list[Annotation]  # type: ignore[valid-type]  # a row model built at import
+    episode: Episode
+    steps: list[Step]
+    memberships: list[Membership]
+    annotations: list[Annotation]
 
 
 class EpisodePage(BaseModel):
-    items: list[Episode]  # type: ignore[valid-type]  # a row model built at import
+    items: list[Episode]
     next_cursor: str | None = Field(None, description="pass as `cursor` for the next page; null at the end")
     total: int | None = Field(None, description="matching episodes; given on the first page only")
 
@@ -112,9 +119,12 @@ class QueuePosition(BaseModel):
     next: str | None = Field(description="the episode after it in the list; null at the end")
 
 
-SavedView = row_model("SavedView", "saved_views", exclude=("deleted",),
-                      extra={"filters": (EpisodeFilter, ...)},
-                      doc="A named episode filter that everyone on the lake shares.")
+class SavedView(schema.SavedView):
+    """A named episode filter that everyone on the lake shares."""
+
+    model_config = ConfigDict(extra="ignore")
+    filters: EpisodeFilter
+    deleted: bool | None = Field(None, exclude=True, description=_HIDDEN)
 
 
 class SavedViewCreate(BaseModel):
@@ -187,7 +197,7 @@ class Overview(BaseModel):
     success_by_policy: list[PolicySuccess]
     latest_runs: list[RunActivity]
     failure_categories: list[CategoryCount]
-    recent_sets: list[SetRow]  # type: ignore[valid-type]  # a row model built at import
+    recent_sets: list[Set]
 
 
 class SqlRequest(BaseModel):
@@ -272,7 +282,7 @@ class AnchorGroup(BaseModel):
 class GroupDetail(BaseModel):
     group_id: str
     gamma: float
-    episodes: list[Episode]  # type: ignore[valid-type]  # a row model built at import
+    episodes: list[Episode]
     anchors: list[AnchorGroup] = Field(description="anchor-state groups, most shared first")
     unanchored_steps: int = Field(description="steps without an anchor key")
     advantages_note: str = Field(description="which advantages and returns these are (the trainer's defaults)")

@@ -9,7 +9,7 @@ from episodelake.lake.curation import curation
 router = APIRouter(tags=["annotations"])
 
 
-@router.get("/episodes/{episode_id}/annotations", response_model=list[Annotation])  # type: ignore[valid-type]  # a row model built at import
+@router.get("/episodes/{episode_id}/annotations", response_model=list[Annotation])
 def annotations(lake: LakeDep, episode_id: str) -> list[dict]:
     lake.episode(episode_id)
     return curation.annotations(lake, episode_id)

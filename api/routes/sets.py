@@ -5,28 +5,28 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from episodelake.api.deps import LakeDep
-from episodelake.api.models import Member, MemberPut, SetCreate, SetRow, SetUpdate
+from episodelake.api.models import Member, MemberPut, Set, SetCreate, SetUpdate
 from episodelake.lake.curation import curation
 
 router = APIRouter(tags=["sets"])
 
 
-@router.get("/sets", response_model=list[SetRow])  # type: ignore[valid-type]  # a row model built at import
+@router.get("/sets", response_model=list[Set])
 def list_sets(lake: LakeDep) -> list[dict]:
     return curation.list_sets(lake)
 
 
-@router.post("/sets", response_model=SetRow, status_code=201)
+@router.post("/sets", response_model=Set, status_code=201)
 def create_set(lake: LakeDep, body: SetCreate) -> dict:
     return curation.create_set(lake, body.name, body.kind, body.description, body.pinned_tag)
 
 
-@router.get("/sets/{set_id}", response_model=SetRow)
+@router.get("/sets/{set_id}", response_model=Set)
 def get_set(lake: LakeDep, set_id: str) -> dict:
     return curation.get_set(lake, set_id)
 
 
-@router.patch("/sets/{set_id}", response_model=SetRow)
+@router.patch("/sets/{set_id}", response_model=Set)
 def update_set(lake: LakeDep, set_id: str, body: SetUpdate) -> dict:
     """Rename, describe, change the kind, pin to a tag (null unpins)."""
     return curation.update_set(lake, set_id, **body.model_dump(exclude_unset=True))
@@ -38,7 +38,7 @@ def delete_set(lake: LakeDep, set_id: str) -> Response:
     return Response(status_code=204)
 
 
-@router.get("/sets/{set_id}/members", response_model=list[Member])  # type: ignore[valid-type]  # a row model built at import
+@router.get("/sets/{set_id}/members", response_model=list[Member])
 def members(lake: LakeDep, set_id: str) -> list[dict]:
     return curation.members(lake, set_id)
 

@@ -11,7 +11,7 @@ from episodelake.lake.curation import curation
 router = APIRouter(tags=["views"])
 
 
-@router.get("/views", response_model=list[SavedView])  # type: ignore[valid-type]  # a row model built at import
+@router.get("/views", response_model=list[SavedView])
 def list_views(lake: LakeDep) -> list[dict]:
     """Every saved view, by name."""
     return curation.list_views(lake)

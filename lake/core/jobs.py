@@ -55,7 +55,6 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
 
-KINDS = ("export", "rerun", "import", "judge", "enrich", "edit", "purge")
 ACTIVE = ("queued", "running")
 #: Progress writes at most this often by default (seconds); the server has its own setting.
 PROGRESS_INTERVAL_S = 5.0

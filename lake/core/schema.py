@@ -1,25 +1,36 @@
-"""The lake's data model: the one source of truth for every table's Arrow schema.
+"""The lake's data model: the one source of truth for every table's columns.
 
-The writer, the SQL views, the API models and the exporters all derive their columns from
+Each table is a typed row class (`Episode`, `Step`, ...; see `rows` for how a field becomes
+a column) that emits the table's Arrow schema (`EPISODES`, `STEPS`, ... and `TABLES`). The
+writer, the SQL views, the API's row models and the exporters all derive their columns from
 here. Changing a column means changing it here and nowhere else; readers that need "every
 column but the image" ask :func:`columns` instead of listing names.
 """
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from datetime import datetime
+from typing import Annotated, ClassVar, Literal, get_args
 
 import pyarrow as pa
 
-#: Metadata that makes Lance store a column out of line as a blob (read lazily, by row).
-BLOB_METADATA = {"lance-encoding:blob": "true"}
+from episodelake.lake.core.rows import (
+    Arrow,
+    Binary,
+    Blob,
+    Float32,
+    Int32,
+    JsonObject,
+    JsonText,
+    JsonValue,
+    Row,
+)
 
 #: Columns holding image bytes. SQL views leave them out unless a query names one.
 IMAGE_COLUMNS = {"steps": ("image", "thumbnail")}
 #: The image columns holding what was recorded, never rewritten; the others are derived.
 RECORDED_IMAGE_COLUMNS = {"steps": ("image",)}
 
-EPISODE_STATUSES = ("running", "finished", "aborted")
 #: String columns with a fixed set of values: each a `Literal` (what API models and type
 #: checks use) and the tuple of its values (what validation and messages use).
 SetKind = Literal["failure", "regression", "sft", "eval"]
@@ -29,223 +40,235 @@ SET_KINDS: tuple[SetKind, ...] = get_args(SetKind)
 FAILURE_CATEGORIES: tuple[FailureCategory, ...] = get_args(FailureCategory)
 JOB_STATUSES: tuple[JobStatus, ...] = get_args(JobStatus)
 
-_ts = pa.timestamp("us", tz="UTC")
-
-EPISODES = pa.schema(
-    [
-        pa.field("episode_id", pa.string(), nullable=False),
-        pa.field("run_id", pa.string()),
-        pa.field("task_name", pa.string()),
-        pa.field("task_goal", pa.string()),
-        pa.field("env", pa.string()),
-        pa.field("device", pa.string()),
-        pa.field("model_name", pa.string()),
-        pa.field("policy_version", pa.string()),
-        pa.field("group_id", pa.string()),
-        pa.field("created_at", _ts),
-        pa.field("finished_at", _ts),
-        pa.field("status", pa.string()),
-        pa.field("success", pa.bool_()),
-        pa.field("eval_score", pa.float64()),
-        pa.field("eval_reason", pa.string()),
-        pa.field("episode_reward", pa.float64()),
-        pa.field("episode_length", pa.int32()),
-        pa.field("tags", pa.list_(pa.string())),
-        pa.field("extra", pa.string()),  # JSON text
-    ]
-)
-
-#: One line of text found on a screenshot: its box in fractions of the image's width and
-#: height (x0, y0 the top left corner), so it can be drawn on the screenshot at any size.
-OCR_BOX = pa.struct([
-    pa.field("text", pa.string()),
-    pa.field("x0", pa.float32()),
-    pa.field("y0", pa.float32()),
-    pa.field("x1", pa.float32()),
-    pa.field("y1", pa.float32()),
-    pa.field("score", pa.float32()),
-])
 #: The long side of the thumbnails `elake enrich --what thumbs` stores.
 THUMBNAIL_SIDE = 240
 #: Length of a screenshot's embedding (`elake enrich --what embed`; see `lake.similar`).
 EMBEDDING_DIM = 512
+Embedding = Annotated[list[float], Arrow(pa.list_(pa.float32(), EMBEDDING_DIM))]
 
-STEPS = pa.schema(
-    [
-        pa.field("episode_id", pa.string(), nullable=False),
-        pa.field("step", pa.int32(), nullable=False),
-        pa.field("timestamp", _ts),
-        pa.field("image", pa.large_binary(), metadata=BLOB_METADATA),
-        pa.field("image_format", pa.string()),  # png | jpeg | webp
-        pa.field("image_sha256", pa.string()),
-        pa.field("image_phash", pa.int64()),  # 64-bit perceptual hash, status bar cropped
-        pa.field("width", pa.int32()),
-        pa.field("height", pa.int32()),
-        pa.field("ui_tree_hash", pa.string()),
-        pa.field("model_response", pa.string()),
-        pa.field("thinking", pa.string()),
-        pa.field("action_type", pa.string()),
-        pa.field("action", pa.string()),  # JSON text of the parsed arguments
-        pa.field("action_valid", pa.bool_()),
-        pa.field("action_error", pa.string()),  # why the action is invalid, when it is
-        pa.field("x", pa.float64()),
-        pa.field("y", pa.float64()),
-        pa.field("x2", pa.float64()),
-        pa.field("y2", pa.float64()),
-        pa.field("reward", pa.float64()),
-        pa.field("step_reward", pa.float64()),
-        pa.field("step_reward_reason", pa.string()),
-        pa.field("anchor_key", pa.string()),
-        pa.field("prompt", pa.string()),  # JSON text of the messages behind the response
-        pa.field("info", pa.string()),  # JSON text: whatever else the collector knew
-        # derived after the write by `elake enrich` (null until then): each derivation's
-        # columns and the version of the derivation that filled them
-        pa.field("image_error", pa.string()),  # why a full decode refused the stored screenshot
-        pa.field("ocr_text", pa.string()),  # the screen's text, one line per detected line
-        pa.field("ocr_boxes", pa.list_(OCR_BOX)),  # each line with its box and score
-        pa.field("ocr_version", pa.int32()),
-        pa.field("thumbnail", pa.large_binary()),  # JPEG, THUMBNAIL_SIDE px on the long side
-        pa.field("thumbnail_version", pa.int32()),
-        pa.field("embedding", pa.list_(pa.float32(), EMBEDDING_DIM)),  # unit length; 0 apart: same screen
-        pa.field("embedding_version", pa.int32()),
-    ]
-)
 
-SETS = pa.schema(
-    [
-        pa.field("set_id", pa.string(), nullable=False),
-        pa.field("name", pa.string()),
-        pa.field("kind", pa.string()),
-        pa.field("description", pa.string()),
-        pa.field("pinned_tag", pa.string()),
-        pa.field("created_at", _ts),
-        pa.field("updated_at", _ts),
-        pa.field("deleted", pa.bool_()),
-    ]
-)
+class Episode(Row):
+    """One episode: the task, who ran it, and its outcome."""
 
-SET_MEMBERS = pa.schema(
-    [
-        pa.field("set_id", pa.string(), nullable=False),
-        pa.field("episode_id", pa.string(), nullable=False),
-        pa.field("failure_category", pa.string()),
-        pa.field("failing_step", pa.int32()),
-        pa.field("note", pa.string()),
-        pa.field("added_by", pa.string()),
-        pa.field("added_at", _ts),
-        pa.field("removed", pa.bool_()),
-    ]
-)
+    table: ClassVar[str | None] = "episodes"
+    episode_id: str
+    run_id: str | None = None
+    task_name: str | None = None
+    task_goal: str | None = None
+    env: str | None = None
+    device: str | None = None
+    model_name: str | None = None
+    policy_version: str | None = None
+    group_id: str | None = None
+    created_at: datetime | None = None
+    finished_at: datetime | None = None
+    status: str | None = None  # running | finished | aborted
+    success: bool | None = None
+    eval_score: float | None = None
+    eval_reason: str | None = None
+    episode_reward: float | None = None
+    episode_length: Int32 | None = None
+    tags: list[str] | None = None
+    extra: JsonObject | None = None
 
-ANNOTATIONS = pa.schema(
-    [
-        pa.field("annotation_id", pa.string(), nullable=False),
-        pa.field("episode_id", pa.string(), nullable=False),
-        pa.field("step", pa.int32()),
-        pa.field("label", pa.string()),
-        pa.field("note", pa.string()),
-        pa.field("author", pa.string()),
-        pa.field("created_at", _ts),
-        pa.field("deleted", pa.bool_()),
-    ]
-)
 
-#: Export jobs (SFT / eval datasets): what was selected, from which lake version, where to.
-EXPORTS = pa.schema(
-    [
-        pa.field("export_id", pa.string(), nullable=False),
-        pa.field("format", pa.string()),
-        pa.field("selection", pa.string()),  # JSON text
-        pa.field("lake_versions", pa.string()),  # JSON text: table -> version
-        pa.field("out_dir", pa.string()),
-        pa.field("status", pa.string()),
-        pa.field("samples", pa.int64()),
-        pa.field("created_at", _ts),
-        pa.field("finished_at", _ts),
-        pa.field("manifest", pa.string()),  # JSON text
-    ]
-)
+class OcrLine(Row):
+    """One line of text found on a screenshot: its box in fractions of the image's width and
+    height (x0, y0 the top left corner), so it can be drawn on the screenshot at any size."""
 
-#: Training runs and regression re-runs: one row per (run, iteration) with its metrics.
-RUNS = pa.schema(
-    [
-        pa.field("run_id", pa.string(), nullable=False),
-        pa.field("iteration", pa.int32(), nullable=False),
-        pa.field("kind", pa.string()),  # train | rerun | rollout
-        pa.field("config", pa.string()),  # JSON text
-        pa.field("metrics", pa.string()),  # JSON text
-        pa.field("created_at", _ts),
-    ]
-)
+    text: str | None = None
+    x0: Float32 | None = None
+    y0: Float32 | None = None
+    x1: Float32 | None = None
+    y1: Float32 | None = None
+    score: Float32 | None = None
 
-#: Long jobs (exports, re-runs, imports, judging), started from the command line or the API:
-#: one row per job, the one record of every kind's progress and outcome (`lake.jobs`). The
-#: kind's own record lives in its table (`exports`, `runs`); `result` is a small summary.
-JOBS = pa.schema(
-    [
-        pa.field("job_id", pa.string(), nullable=False),
-        pa.field("kind", pa.string()),  # export | rerun | import | judge
-        pa.field("status", pa.string()),  # JOB_STATUSES
-        pa.field("done", pa.int64()),  # progress: units done of total (episodes, tasks, ...)
-        pa.field("total", pa.int64()),  # null until the job knows
-        pa.field("error", pa.string()),  # JSON text: {"type", "message"}
-        pa.field("params", pa.string()),  # JSON text: what the job was asked to do
-        pa.field("who", pa.string()),  # who asked for it: the user, or the API and the client's address
-        pa.field("owner", pa.string()),  # the process that runs it (its lock name)
-        pa.field("created_at", _ts),
-        pa.field("updated_at", _ts),
-        pa.field("finished_at", _ts),
-        # added after the first release of the table (older tables gain them, null)
-        pa.field("started_at", _ts),  # its first progress report: accepted and running
-        pa.field("host", pa.string()),  # the machine and process that ran it
-        pa.field("pid", pa.int64()),
-        pa.field("result", pa.string()),  # JSON text: a summary of what it produced
-    ]
-)
 
-#: Saved views: a named episode filter shared by everyone on the lake (the web app's URL
-#: query for it is `filters`, the API's episode filter fields as a JSON object).
-SAVED_VIEWS = pa.schema(
-    [
-        pa.field("view_id", pa.string(), nullable=False),
-        pa.field("name", pa.string()),
-        pa.field("filters", pa.string()),  # JSON text: episode filter field -> value
-        pa.field("created_at", _ts),
-        pa.field("updated_at", _ts),
-        pa.field("deleted", pa.bool_()),
-    ]
-)
+class Step(Row):
+    """One step: the screenshot, what the model answered, the parsed action, the rewards."""
 
-#: Lineage: what each training run, export and dataset read (lake versions or tag, the
-#: selection, the episodes) and what it produced (a checkpoint, an export, a dataset);
-#: written by `episodelake.lake.core.lineage.record`, read by `elake lineage`.
-LINEAGE = pa.schema(
-    [
-        pa.field("lineage_id", pa.string(), nullable=False),
-        pa.field("kind", pa.string()),  # export | dataset | train
-        pa.field("output", pa.string()),  # the export id, checkpoint path or dataset name made
-        pa.field("run_id", pa.string()),  # the training run, when there is one
-        pa.field("tag", pa.string()),  # the lake tag read, when one was
-        pa.field("lake_versions", pa.string()),  # JSON text: table -> version read
-        pa.field("selection", pa.string()),  # JSON text: set, where, view, options
-        pa.field("counts", pa.string()),  # JSON text: episodes, steps, samples
-        pa.field("episode_ids", pa.list_(pa.string())),  # every episode read
-        pa.field("created_at", _ts),
-    ]
-)
+    table: ClassVar[str | None] = "steps"
+    episode_id: str
+    step: Int32
+    timestamp: datetime | None = None
+    image: Blob | None = None
+    image_format: str | None = None  # png | jpeg | webp
+    image_sha256: str | None = None
+    image_phash: int | None = None  # 64-bit perceptual hash, status bar cropped
+    width: Int32 | None = None
+    height: Int32 | None = None
+    ui_tree_hash: str | None = None
+    model_response: str | None = None
+    thinking: str | None = None
+    action_type: str | None = None
+    action: JsonObject | None = None  # the parsed arguments
+    action_valid: bool | None = None
+    action_error: str | None = None  # why the action is invalid, when it is
+    x: float | None = None
+    y: float | None = None
+    x2: float | None = None
+    y2: float | None = None
+    reward: float | None = None
+    step_reward: float | None = None
+    step_reward_reason: str | None = None
+    anchor_key: str | None = None
+    prompt: JsonText | None = None  # the messages behind the response
+    info: JsonText | None = None  # whatever else the collector knew
+    # derived after the write by `elake enrich` (null until then): each derivation's
+    # columns and the version of the derivation that filled them
+    image_error: str | None = None  # why a full decode refused the stored screenshot
+    ocr_text: str | None = None  # the screen's text, one line per detected line
+    ocr_boxes: list[OcrLine] | None = None  # each line with its box and score
+    ocr_version: Int32 | None = None
+    thumbnail: Binary | None = None  # JPEG, THUMBNAIL_SIDE px on the long side
+    thumbnail_version: Int32 | None = None
+    embedding: Embedding | None = None  # unit length; 0 apart: same screen
+    embedding_version: Int32 | None = None
 
-TABLES: dict[str, pa.Schema] = {
-    "episodes": EPISODES,
-    "steps": STEPS,
-    "sets": SETS,
-    "set_members": SET_MEMBERS,
-    "annotations": ANNOTATIONS,
-    "exports": EXPORTS,
-    "runs": RUNS,
-    "jobs": JOBS,
-    "saved_views": SAVED_VIEWS,
-    "lineage": LINEAGE,
-}
+
+class Set(Row):
+    """A curated set of episodes (failure cases, regressions, SFT data, evaluation)."""
+
+    table: ClassVar[str | None] = "sets"
+    set_id: str
+    name: str | None = None
+    kind: str | None = None
+    description: str | None = None
+    pinned_tag: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    deleted: bool | None = None
+
+
+class SetMember(Row):
+    """An episode in a set, with the curator's fields."""
+
+    table: ClassVar[str | None] = "set_members"
+    set_id: str
+    episode_id: str
+    failure_category: str | None = None
+    failing_step: Int32 | None = None
+    note: str | None = None
+    added_by: str | None = None
+    added_at: datetime | None = None
+    removed: bool | None = None
+
+
+class Annotation(Row):
+    """A label or note on an episode or one of its steps."""
+
+    table: ClassVar[str | None] = "annotations"
+    annotation_id: str
+    episode_id: str
+    step: Int32 | None = None
+    label: str | None = None
+    note: str | None = None
+    author: str | None = None
+    created_at: datetime | None = None
+    deleted: bool | None = None
+
+
+class Export(Row):
+    """An export job (SFT / eval datasets): what was selected, from which lake version, where to."""
+
+    table: ClassVar[str | None] = "exports"
+    export_id: str
+    format: str | None = None
+    selection: JsonText | None = None
+    lake_versions: JsonText | None = None  # table -> version
+    out_dir: str | None = None
+    status: str | None = None
+    samples: int | None = None
+    created_at: datetime | None = None
+    finished_at: datetime | None = None
+    manifest: JsonText | None = None
+
+
+class Run(Row):
+    """Training runs and regression re-runs: one row per (run, iteration) with its metrics."""
+
+    table: ClassVar[str | None] = "runs"
+    run_id: str
+    iteration: Int32
+    kind: str | None = None  # train | rerun | rollout
+    config: JsonText | None = None
+    metrics: JsonText | None = None
+    created_at: datetime | None = None
+
+
+class Job(Row):
+    """Long jobs (exports, re-runs, imports, judging, edits), started from the command line or
+    the API: one row per job, the one record of every kind's progress and outcome
+    (`lake.core.jobs`). The kind's own record lives in its table (`exports`, `runs`);
+    `result` is a small summary."""
+
+    table: ClassVar[str | None] = "jobs"
+    job_id: str
+    kind: str | None = None  # export | rerun | import | judge | ...
+    status: str | None = None  # JOB_STATUSES
+    done: int | None = None  # progress: units done of total (episodes, tasks, ...)
+    total: int | None = None  # null until the job knows
+    error: JsonText | None = None  # {"type", "message"}
+    params: JsonText | None = None  # what the job was asked to do
+    who: str | None = None  # who asked for it: the user, or the API and the client's address
+    owner: str | None = None  # the process that runs it (its lock name)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    finished_at: datetime | None = None
+    # added after the first release of the table (older tables gain them, null)
+    started_at: datetime | None = None  # its first progress report: accepted and running
+    host: str | None = None  # the machine and process that ran it
+    pid: int | None = None
+    result: JsonText | None = None  # a summary of what it produced
+
+
+class SavedView(Row):
+    """A saved view: a named episode filter shared by everyone on the lake (the web app's URL
+    query for it is `filters`, the API's episode filter fields as a JSON object)."""
+
+    table: ClassVar[str | None] = "saved_views"
+    view_id: str
+    name: str | None = None
+    filters: JsonValue | None = None  # episode filter field -> value
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    deleted: bool | None = None
+
+
+class Lineage(Row):
+    """What a training run, export or dataset read (lake versions or tag, the selection, the
+    episodes) and what it produced (a checkpoint, an export, a dataset); written by
+    `episodelake.lake.core.lineage.record`, read by `elake lineage`."""
+
+    table: ClassVar[str | None] = "lineage"
+    lineage_id: str
+    kind: str | None = None  # export | dataset | train
+    output: str | None = None  # the export id, checkpoint path or dataset name made
+    run_id: str | None = None  # the training run, when there is one
+    tag: str | None = None  # the lake tag read, when one was
+    lake_versions: JsonText | None = None  # table -> version read
+    selection: JsonText | None = None  # set, where, view, options
+    counts: JsonText | None = None  # episodes, steps, samples
+    episode_ids: list[str] | None = None  # every episode read
+    created_at: datetime | None = None
+
+
+#: The row class of each table, in the order tables are listed.
+ROWS: tuple[type[Row], ...] = (Episode, Step, Set, SetMember, Annotation, Export, Run, Job,
+                               SavedView, Lineage)
+OCR_BOX = OcrLine.arrow_struct()
+EPISODES = Episode.arrow_schema()
+STEPS = Step.arrow_schema()
+SETS = Set.arrow_schema()
+SET_MEMBERS = SetMember.arrow_schema()
+ANNOTATIONS = Annotation.arrow_schema()
+EXPORTS = Export.arrow_schema()
+RUNS = Run.arrow_schema()
+JOBS = Job.arrow_schema()
+SAVED_VIEWS = SavedView.arrow_schema()
+LINEAGE = Lineage.arrow_schema()
+
+TABLES: dict[str, pa.Schema] = {str(row.table): row.arrow_schema() for row in ROWS}
 
 #: The key of each table: rows with the same key are the same row (upserts, replays, dedup).
 KEYS: dict[str, tuple[str, ...]] = {

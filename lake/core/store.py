@@ -288,11 +288,6 @@ _CAUSES = (
 )
 
 
-def is_store_failure(exc: BaseException) -> bool:
-    """Whether `exc` comes from talking to an object store (not bad data or a conflict)."""
-    return isinstance(exc, (OSError, ValueError)) and _cause(str(exc)) is not None
-
-
 def _cause(text: str) -> str | None:
     for pattern, cause in _CAUSES:
         if pattern.search(text):

@@ -21,6 +21,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/edits/{job_id}/undo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Undo
+         * @description Put the episodes an edit touched back as they were before it.
+         */
+        post: operations["undo_api_edits__job_id__undo_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/episodes": {
         parameters: {
             query?: never;
@@ -52,7 +72,11 @@ export interface paths {
         get: operations["episode_api_episodes__episode_id__get"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete
+         * @description Delete the episode from the current version (older versions keep it until a purge).
+         */
+        delete: operations["delete_api_episodes__episode_id__delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -91,6 +115,46 @@ export interface paths {
         get: operations["queue_api_episodes__episode_id__queue_get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/episodes/{episode_id}/retask": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retask
+         * @description Give the episode another task name and/or goal.
+         */
+        post: operations["retask_api_episodes__episode_id__retask_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/episodes/{episode_id}/split": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Split
+         * @description Cut the episode before step `at`; the rest becomes a new episode numbered from 0.
+         */
+        post: operations["split_api_episodes__episode_id__split_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -858,6 +922,31 @@ export interface components {
             /** Sets */
             sets: number;
         };
+        /** EditResult */
+        EditResult: {
+            /**
+             * Episode Ids
+             * @description the episodes it touched (a split: the episode and its new part)
+             */
+            episode_ids: string[];
+            /**
+             * Job Id
+             * @description the edit's job: `POST /api/edits/{job_id}/undo` puts it back
+             */
+            job_id: string;
+            /**
+             * Op
+             * @description retask | split | delete | undo
+             */
+            op: string;
+            /**
+             * Versions Before
+             * @description table -> version read before the edit
+             */
+            versions_before: {
+                [key: string]: number;
+            };
+        };
         /**
          * Episode
          * @description One row of the episodes table.
@@ -1498,6 +1587,25 @@ export interface components {
             y1: number;
         };
         /**
+         * OcrLine
+         * @description One line of text found on a screenshot: its box in fractions of the image's width and
+         *     height (x0, y0 the top left corner), so it can be drawn on the screenshot at any size.
+         */
+        OcrLine: {
+            /** Score */
+            score?: number | null;
+            /** Text */
+            text?: string | null;
+            /** X0 */
+            x0?: number | null;
+            /** X1 */
+            x1?: number | null;
+            /** Y0 */
+            y0?: number | null;
+            /** Y1 */
+            y1?: number | null;
+        };
+        /**
          * Outcome
          * @description Success counts of a group of episodes; unjudged ones are left out of the rate.
          */
@@ -1798,6 +1906,24 @@ export interface components {
             /** Task */
             task: string;
         };
+        /** RetaskRequest */
+        RetaskRequest: {
+            /**
+             * Group Id
+             * @description put the episode in this group; when null and the task changes, the episode leaves its group
+             */
+            group_id?: string | null;
+            /**
+             * Task Goal
+             * @description the new goal (unchanged when null)
+             */
+            task_goal?: string | null;
+            /**
+             * Task Name
+             * @description the new task name (unchanged when null)
+             */
+            task_name?: string | null;
+        };
         /** RunActivity */
         RunActivity: {
             /** Episodes */
@@ -2083,6 +2209,19 @@ export interface components {
             /** Task Name */
             task_name?: string | null;
         };
+        /** SplitRequest */
+        SplitRequest: {
+            /**
+             * At
+             * @description the first step of the new episode (1..n-1)
+             */
+            at: number;
+            /**
+             * New Id
+             * @description the new episode's id (default `<episode_id>.<at>`)
+             */
+            new_id?: string | null;
+        };
         /** SqlColumn */
         SqlColumn: {
             /** Name */
@@ -2174,9 +2313,7 @@ export interface components {
             /** Model Response */
             model_response?: string | null;
             /** Ocr Boxes */
-            ocr_boxes?: {
-                [key: string]: unknown;
-            }[] | null;
+            ocr_boxes?: components["schemas"]["OcrLine"][] | null;
             /** Ocr Text */
             ocr_text?: string | null;
             /** Ocr Version */
@@ -2247,9 +2384,7 @@ export interface components {
             /** Model Response */
             model_response?: string | null;
             /** Ocr Boxes */
-            ocr_boxes?: {
-                [key: string]: unknown;
-            }[] | null;
+            ocr_boxes?: components["schemas"]["OcrLine"][] | null;
             /** Ocr Text */
             ocr_text?: string | null;
             /** Ocr Version */
@@ -2344,6 +2479,82 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    undo_api_edits__job_id__undo_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EditResult"];
+                };
             };
             /** @description Bad Request */
             400: {
@@ -2535,6 +2746,82 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EpisodeDetail"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_api_episodes__episode_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                episode_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EditResult"];
                 };
             };
             /** @description Bad Request */
@@ -2798,6 +3085,166 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["QueuePosition"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    retask_api_episodes__episode_id__retask_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                episode_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetaskRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EditResult"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    split_api_episodes__episode_id__split_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                episode_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SplitRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EditResult"];
                 };
             };
             /** @description Bad Request */
