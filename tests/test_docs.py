@@ -103,6 +103,13 @@ def test_every_command_is_documented(path: str) -> None:
         f"`{path}` is not in docs/cli.md: run `python tests/test_docs.py` to list it")
 
 
+def test_the_command_list_names_no_command_that_is_gone() -> None:
+    text = CLI_PAGE.read_text()
+    listed = re.findall(r"^\| `(elake[^`]*)`", text[text.index(BEGIN):text.index(END)], re.MULTILINE)
+    gone = sorted(set(listed) - {path for path, _ in commands()})
+    assert listed and not gone, f"docs/cli.md lists {gone}: run `python tests/test_docs.py`"
+
+
 def test_command_list_mentions_are_whole_names() -> None:
     assert mentions("`elake serve` and `elake serve-env`", "`elake serve")
     assert not mentions("`elake serve-env`", "`elake serve")
