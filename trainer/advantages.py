@@ -118,7 +118,7 @@ class AdvantageConfig(SpecModel):
     `compute_advantages`, the plain-Python specification, `TrainConfig.advantages` and
     `elake train`'s flags all take this model. Its defaults are the trainer's tuned set
     (`TUNED_ADVANTAGES`); `REFERENCE_ADVANTAGES` is the reference trainer's, which differs in
-    two settings (why: trainer/README.md).
+    two settings (why: docs/training.md).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)

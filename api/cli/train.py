@@ -17,7 +17,7 @@ simulated phone (recorded into the lake), computes GiGPO or GRPO advantages with
 the recorded steps, updates the policy with PPO-clip, evaluates it on held-out tasks, writes
 the iteration's metrics to the `runs` table and saves a checkpoint. Continue a run with
 --resume --run-id ID. The advantages use this trainer's tuned defaults (see
-trainer/README.md); --reference-defaults computes them exactly as the reference trainer does.
+docs/training.md); --reference-defaults computes them exactly as the reference trainer does.
 Training starts by printing which set is in use.
 
 Example:

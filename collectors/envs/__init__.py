@@ -2,7 +2,7 @@
 and the step-judge hook) and its implementations, `sim/` (the simulated phone; `sim.device`
 is its `Device`), `adb` (a real phone) and `remote` (a client of an environment server);
 `server` serves any of them as an environment server, `jsonaction` is the servers' action
-format. See README.md in this folder for real-phone use and the environment server API."""
+format. See docs/recording.md for real-phone use and the environment server API."""
 
 from episodelake.collectors.envs.base import (
     ActionResult,

@@ -3,7 +3,7 @@
 `elake serve-env --sim` serves simulated phones through it, so RL infrastructure written for
 that API (ours included: :class:`~episodelake.collectors.envs.remote.RemoteDevice`) can be
 run and tested on a CPU machine with no emulator. Endpoints, as the reference server shapes
-them (see collectors/envs/README.md for the full table):
+them (see docs/recording.md for the full table):
 
 ``GET /health``, ``GET|POST /init?device=``, ``GET /screenshot?device=&return_b64=``,
 ``POST /step``, ``GET /task/list``, ``GET /task/goal?task_name=``, ``POST /task/init``,
