@@ -1,8 +1,8 @@
 """Shared helpers for benchmarks: timing, percentiles and one line per result.
 
 Absolute times on shared machines are noisy, so every benchmark measures its baseline in the
-same run and prints the ratio; results lines start with the benchmark name so the README
-table can be copied from the output.
+same run and prints the ratio; results lines start with the benchmark name so the
+benchmark table (docs/benchmarks.md) can be copied from the output.
 """
 
 from __future__ import annotations

@@ -188,7 +188,7 @@ def test_a_pixel_stream_that_is_not_zlib_is_refused_by_both_checks(rec):
 
 
 def test_damaged_pixels_with_recomputed_crcs_need_the_decode_check(lake):
-    """`structure` cannot see this (documented in the README); `decode` refuses it."""
+    """`structure` cannot see this (documented in docs/recording.md); `decode` refuses it."""
     damaged = with_damaged_pixels(screenshot(1, size=(540, 1200)), at=0.5)
     with Recorder(lake, anchor=None, image_checks="decode") as rec:
         with pytest.raises(InvalidInput, match="^image: .*damaged"):
