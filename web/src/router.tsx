@@ -112,10 +112,4 @@ export function LeaveGuard() {
   return null;
 }
 
-/** Paths with the current query string kept (filters travel with the user). */
-export function withQuery(path: string, query: URLSearchParams): string {
-  const q = query.toString();
-  return q ? `${path}?${q}` : path;
-}
-
-export const enc = encodeURIComponent;
+export { enc, withQuery } from "./url";

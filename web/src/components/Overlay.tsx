@@ -1,9 +1,10 @@
 // The step's action drawn over its screenshot as SVG, in the image's own pixel space (the
 // SVG's viewBox is the image size and it stretches with the image). It draws the API's
 // `action_view` and nothing else: the marker's points are fractions of the screen, and
-// `?annotated=1` draws the same object with PIL (api/overlay.py, same shapes, colours and
-// sizes). The badge is HTML text, escaped by React.
+// `?annotated=1` draws the same object with PIL (lake/vocab/overlay.py, same shapes, colours
+// and sizes; the sizes come from overlayGeometry.ts). The badge is HTML text, escaped by React.
 import type { Schemas, Step } from "../api/client";
+import { arrowHead, markerUnit, strokeWidth, toPixels } from "./overlayGeometry";
 
 const RED = "#e62828";
 const ORANGE = "#ff8c00";
@@ -22,10 +23,9 @@ function Ring({ at, r, stroke, width }: { at: number[]; r: number; stroke: strin
 }
 
 function MarkerShape({ marker, w, h }: { marker: Marker; w: number; h: number }) {
-  // One unit is 1/54 of the shorter side (~20 px on a 1080-wide screen), as in api/overlay.py.
-  const unit = Math.max(8, Math.min(w, h) / 54);
-  const line = Math.max(2, Math.round(unit / 5));
-  const [a, b] = marker.points.map((p) => [p.x * w, p.y * h]);
+  const unit = markerUnit(w, h);
+  const line = strokeWidth(unit);
+  const [a, b] = toPixels(marker.points, w, h);
   switch (marker.kind) {
     case "click":
       return (
@@ -53,10 +53,7 @@ function MarkerShape({ marker, w, h }: { marker: Marker; w: number; h: number })
         </g>
       );
     case "swipe": {
-      const angle = Math.atan2(b[1] - a[1], b[0] - a[0]);
-      const head = unit * 1.2;
-      const p1 = [b[0] - head * Math.cos(angle - 0.45), b[1] - head * Math.sin(angle - 0.45)];
-      const p2 = [b[0] - head * Math.cos(angle + 0.45), b[1] - head * Math.sin(angle + 0.45)];
+      const [p1, p2] = arrowHead(a, b, unit);
       return (
         <g data-marker="swipe">
           <line x1={a[0]} y1={a[1]} x2={b[0]} y2={b[1]} stroke={BLUE} strokeWidth={line * 2} />
