@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import sys
+import unicodedata
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Literal
@@ -177,6 +178,8 @@ def _cell(value) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
     text = str(value).replace("\n", " ")
+    # stored text is data, never terminal commands: an escape or a bell prints as its escape
+    text = "".join(c if unicodedata.category(c) != "Cc" else repr(c)[1:-1] for c in text)
     return text if len(text) <= 60 else text[:57] + "..."
 
 

@@ -15,6 +15,7 @@ JSON text) that everyone on the lake sees; the API checks the filter before it i
 
 import json
 import threading
+import unicodedata
 import uuid
 from datetime import UTC, datetime
 
@@ -46,6 +47,14 @@ def _text(value: object, field: str, max_len: int = MAX_TEXT, *, required: bool 
         raise InvalidInput(f"{field} must not be empty")
     if len(value) > max_len:
         raise InvalidInput(f"{field} is {len(value)} characters long; the limit is {max_len}")
+    # A name is one line; any text keeps out the controls (ESC, BEL, ...) that would reach a
+    # terminal through `elake sql` or a log. A note may hold line breaks and tabs.
+    allowed = "" if max_len <= MAX_NAME else "\n\t"
+    bad = next((c for c in value if unicodedata.category(c) == "Cc" and c not in allowed), None)
+    if bad is not None:
+        what = "a line break" if bad in "\r\n" else f"the control character {bad!r}"
+        raise InvalidInput(f"{field} holds {what}; use printable text" +
+                           (" on one line" if max_len <= MAX_NAME else ""))
     return value
 
 

@@ -14,6 +14,7 @@ import duckdb
 import pytest
 
 from episodelake.api import cli
+from episodelake.lake import Lake
 from tests.factories import write_reference_episode
 
 
@@ -188,3 +189,12 @@ def test_an_interrupt_inside_a_command_is_one_line(monkeypatch, capsys, tmp_path
     monkeypatch.setattr(commands, "Lake", interrupted)  # Ctrl-C while the lake opens
     assert cli.main(["--lake", str(tmp_path), "info"]) == 130
     assert capsys.readouterr().err == "elake info: interrupted\n"
+
+
+def test_sql_prints_stored_control_characters_as_escapes_not_terminal_commands(tmp_path):
+    # a name stored by an older release, before names refused control characters
+    lake = Lake(tmp_path / "lake")
+    lake.upsert("sets", [{"set_id": "s1", "name": "red\x1b[31m\x07", "kind": "failure"}])
+    out = elake("sql", "select name from sets", lake=lake.path).stdout
+    assert "\x1b" not in out and "\x07" not in out
+    assert "red\\x1b[31m\\x07" in out

@@ -47,6 +47,23 @@ def test_set_validation_names_the_field(client, failure_set):
     assert r.status_code == 404 and "pinned_tag" in error_of(r)["message"]
 
 
+def test_names_with_control_characters_are_refused_before_they_reach_a_terminal(client, failure_set):
+    for name in ("red\x1b[31m", "ring\x07", "two\nlines"):
+        r = client.post("/api/sets", json={"name": name})
+        assert r.status_code == 422 and error_of(r)["message"].startswith("name holds"), (name, r.text)
+    r = client.patch(f"/api/sets/{failure_set['set_id']}", json={"name": "x\x1b"})
+    assert r.status_code == 422 and "name" in error_of(r)["message"]
+    r = client.post("/api/views", json={"name": "v\x07", "filters": {}})
+    assert r.status_code == 422 and "name" in error_of(r)["message"]
+    # a note keeps its line breaks, but not an escape sequence
+    ep = client.get("/api/episodes").json()["items"][0]["episode_id"]
+    path = f"/api/sets/{failure_set['set_id']}/members/{ep}"
+    assert client.put(path, json={"note": "line one\nline two"}).status_code == 200
+    r = client.put(path, json={"note": "\x1b]0;pwned\x07"})
+    assert r.status_code == 422 and "note" in error_of(r)["message"]
+    assert [s["name"] for s in client.get("/api/sets").json()] == [failure_set["name"]]
+
+
 def test_pin_to_a_tag(client, lake, failure_set):
     if "curation-test" not in lake.tags():
         lake.create_tag("curation-test")
