@@ -145,3 +145,26 @@ def test_runs_over_seeds_show_each_arm_with_its_interval(page, web_lake):
 def test_job_pages_open_from_their_url(page, url, testid, text):
     page.goto(page.base + url)
     page.get_by_test_id(testid).get_by_text(re.compile(text)).first.wait_for()
+
+
+def test_a_failure_set_exports_its_failures_with_the_default_settings(page, web_lake):
+    failed = web_lake.sql("SELECT episode_id FROM episodes WHERE NOT coalesce(success, false) "
+                          "ORDER BY episode_id LIMIT 2").to_pylist()
+    assert failed, "the test lake holds failed episodes"
+    sid = httpx.post(page.base + "/api/sets", json={"name": "failures-to-export", "kind": "failure"}).json()["set_id"]
+    for e in failed:
+        httpx.put(f"{page.base}/api/sets/{sid}/members/{e['episode_id']}", json={})
+    page.goto(page.base + "/exports")
+    form = page.get_by_test_id("export-form")
+    form.get_by_label("format").select_option("swift")
+    form.get_by_label("set").select_option(sid)
+    box = form.locator("input[name=include_failed]")
+    assert box.is_checked()  # chosen for the user: a failure set is exported with its failures
+    form.get_by_role("button", name="Start export").click()
+    row = page.locator(f"[data-testid=exports] tbody tr:has-text('failures-to-export')").first
+    row.locator('[data-testid=job-state][data-status="finished"]').wait_for(timeout=60_000)
+    assert not page.get_by_test_id("export-error").get_by_text("EmptySelection").is_visible()
+    # the whole lake again: the box follows the set chosen, not a stale choice
+    form.get_by_label("set").select_option("")
+    form.get_by_label("set").select_option(sid)
+    assert box.is_checked()

@@ -1,7 +1,7 @@
 // /exports: start an export with the main options of the export spec, and follow every
 // export: progress while it runs, a download link once finished, a delete button (after a
 // confirmation) once it no longer runs. The server picks the folder.
-import type { FormEvent } from "react";
+import type { ChangeEvent, FormEvent } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { ApiError, api, call, type ExportCreate, type ExportSummary } from "../api/client";
 import { invalidate, queries } from "../api/queries";
@@ -98,6 +98,14 @@ export function ExportsPage() {
       void invalidate(["exports"]);
     });
   };
+  // A failure or regression set is curated to be exported with its failures: choosing one
+  // ticks "keep failed episodes" (which the user can untick); leaving it filtered to
+  // successes would export nothing, or only the episodes the set was not made for.
+  const keepFailuresOfFailureSets = (e: ChangeEvent<HTMLSelectElement>) => {
+    const chosen = sets.data?.find((s) => s.set_id === e.currentTarget.value);
+    const box = e.currentTarget.form?.elements.namedItem("include_failed");
+    if (chosen && box instanceof HTMLInputElement) box.checked = chosen.kind === "failure" || chosen.kind === "regression";
+  };
   return (
     <main className="page" data-testid="exports-page">
       <h2>Exports</h2>
@@ -114,7 +122,7 @@ export function ExportsPage() {
         </label>
         <label>
           set
-          <select name="set" defaultValue="" aria-label="set">
+          <select name="set" defaultValue="" aria-label="set" onChange={keepFailuresOfFailureSets}>
             <option value="">whole lake</option>
             {sets.data?.map((s) => (
               <option key={s.set_id} value={s.set_id}>
