@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping
 import duckdb
 import lance
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from episodelake.lake.core import schema
 from episodelake.lake.core.errors import InvalidInput, SqlRefused
@@ -106,11 +107,20 @@ def sql_in(column: str, values: Iterable[str]) -> str:
 
 
 class _ImageBytes(lance.LanceDataset):
-    """A steps dataset whose blob column scans as plain bytes, so DuckDB can select it."""
+    """A steps dataset whose blob column scans as plain bytes, so DuckDB can select it.
+
+    A condition on an image column (`WHERE image IS NULL`) cannot be pushed into Lance's
+    scan: Lance filters before it reads blobs and does not know the column there. Such a
+    condition is applied to the scanned batches instead (`_FilteredScan`)."""
 
     def scanner(self, *args, **kwargs):
         kwargs.setdefault("blob_handling", "all_binary")
-        return super().scanner(*args, **kwargs)
+        condition = kwargs.get("filter")
+        if condition is None or isinstance(condition, str) or not _NAMES_IMAGE.search(str(condition)):
+            return super().scanner(*args, **kwargs)
+        kwargs.pop("filter")
+        wanted = kwargs.pop("columns", None)  # every column is scanned: the condition may name any
+        return _FilteredScan(super().scanner(*args, **kwargs), condition, wanted)
 
     @property
     def schema(self) -> pa.Schema:
@@ -118,6 +128,26 @@ class _ImageBytes(lance.LanceDataset):
         for name in schema.IMAGE_COLUMNS["steps"]:
             base = base.set(base.get_field_index(name), pa.field(name, pa.large_binary()))
         return base
+
+
+class _FilteredScan:
+    """A Lance scan with a condition applied to its batches, then the columns asked for kept:
+    what DuckDB reads (`to_reader`) from a dataset's scanner."""
+
+    def __init__(self, scanner: lance.LanceScanner, condition: pc.Expression, columns: list[str] | None):
+        self._scanner, self._condition, self._columns = scanner, condition, columns
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        reader = self._scanner.to_reader()
+        keep = self._columns
+        out_schema = reader.schema if keep is None else pa.schema([reader.schema.field(c) for c in keep])
+
+        def batches():
+            for batch in reader:
+                kept = pa.Table.from_batches([batch]).filter(self._condition)
+                yield from (kept if keep is None else kept.select(keep)).to_batches()
+
+        return pa.RecordBatchReader.from_batches(out_schema, batches())
 
 
 def _identifiers(query: str) -> list[str]:
@@ -285,6 +315,12 @@ def _one_statement(query: str):
 
 
 def _refusal(query: str, kind: duckdb.StatementType) -> str:
+    if kind == duckdb.StatementType.MULTI and re.search(r"\bpivot\b", query, re.IGNORECASE):
+        # DuckDB runs a PIVOT whose ON values are not listed as two statements (one finds
+        # the values); with the values listed it is one SELECT, which the sandbox runs
+        return ("PIVOT needs its ON values listed in the sandbox (without them DuckDB runs a "
+                "second statement to find them): e.g. PIVOT episodes ON success IN (true, false) "
+                "USING count(*) GROUP BY task_name")
     tokens = [t for t in duckdb.tokenize(query) if t[1] != duckdb.token_type.comment]
     word = query[tokens[0][0]:].split(None, 1)[0].lower() if tokens else ""
     return _REFUSED_WORDS.get(word, f"{kind.name} statements are not allowed: the sandbox runs SELECT only")

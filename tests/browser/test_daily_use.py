@@ -236,6 +236,10 @@ def test_errors_name_what_the_user_did(page):
     alert.wait_for()
     assert "nope" in alert.inner_text() and "Could not load" not in alert.inner_text()
     assert alert.get_by_role("button", name="Retry").count() == 0  # the same query would fail again
+    # said once: no "SqlRefused:" type and no second "query failed:" after "The query failed:"
+    assert alert.inner_text().count("failed") == 1 and "SqlRefused" not in alert.inner_text()
+    help_text = page.locator("#sql-help").inner_text()
+    assert "jobs" in help_text and "saved_views" in help_text
 
     page.goto(page.base + "/?where=" + quote("episode_reward >"))
     alert = page.get_by_test_id("task-tree").get_by_role("alert")
@@ -444,3 +448,16 @@ def test_the_overview_greets_the_user_and_leads_on(page):
     page.get_by_test_id("task-tree").get_by_text("0✓").first.wait_for()  # the tree shows policy 20's episodes
     page.get_by_test_id("overview-sets").get_by_role("link", name="overview failures").click()
     page.wait_for_url(re.compile(f"/sets/{sid}$"))
+
+
+def test_a_slow_query_shows_a_running_timer_and_can_be_cancelled(page):
+    slow = "select sum(hash(a.range)) as s from range(3000000000) a"
+    page.goto(page.base + "/sql?q=" + quote(slow))
+    timer = page.get_by_test_id("sql-timer")
+    timer.wait_for(timeout=10_000)
+    page.wait_for_function("() => /running [1-9]/.test(document.querySelector('[data-testid=sql-timer]')?.textContent ?? '')",
+                           timeout=10_000)  # it counts up while the query runs
+    page.get_by_test_id("sql-cancel").click()
+    page.get_by_test_id("sql-cancelled").wait_for(timeout=5_000)
+    assert timer.count() == 0  # no longer running
+    assert page.get_by_test_id("sql-page").get_by_role("alert").count() == 0  # a cancel is not an error

@@ -194,3 +194,17 @@ def test_byte_cap_cuts_rows_and_says_so(filled):
     assert truncated and rows.num_rows == 0 and rows.column_names == ["a"]
     rows, truncated = engine.run_sandboxed(datasets, "SELECT range FROM range(100)", max_bytes=1_000_000)
     assert not truncated and rows.num_rows == 100
+
+
+def test_pivot_runs_with_its_values_listed_and_says_how_when_they_are_not(tmp_path):
+    from episodelake.lake.core.sql import SqlEngine
+
+    lake = Lake(tmp_path / "lake")
+    lake.upsert("episodes", [{"episode_id": f"e{i}", "task_name": "t", "success": i % 2 == 0} for i in range(5)])
+    engine = SqlEngine()
+    table, _ = engine.run_sandboxed({"episodes": lake.dataset("episodes")},
+                                    "PIVOT episodes ON success IN (true, false) USING count(*) GROUP BY task_name")
+    assert table.to_pylist() == [{"task_name": "t", "true": 3, "false": 2}]
+    with pytest.raises(SqlRefused, match=r"PIVOT needs its ON values listed .* e\.g\. PIVOT episodes ON"):
+        engine.run_sandboxed({"episodes": lake.dataset("episodes")},
+                             "PIVOT episodes ON success USING count(*) GROUP BY task_name")
