@@ -87,7 +87,8 @@ export function CurationPanel({ detail, stepNo }: { detail: EpisodeDetail; stepN
     }
     if (!chosen) {
       toast("Choose a set first: keys 1-5 and F file the episode into the set chosen under Curation.", "error");
-      select.current?.focus();
+      // Shown, never focused: in a focused picker the next letter would choose a set by type-ahead.
+      select.current?.scrollIntoView({ block: "nearest" });
       return;
     }
     const current: Put = {

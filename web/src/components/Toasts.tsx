@@ -1,5 +1,5 @@
 // Feedback where the user is looking: a fixed stack in the window's lower right corner, by
-// the curation controls and in view whatever the page's scroll. Successes fade after a few seconds; errors stay until dismissed; a toast can
+// the curation controls and in view whatever the page's scroll. Successes fade after a few seconds, errors after 15 s or when the next toast comes; a toast can
 // carry one action (Undo). Announced to screen readers (status for news, alert for errors).
 import { useSyncExternalStore } from "react";
 
@@ -19,6 +19,8 @@ let toasts: Toast[] = [];
 let nextId = 1;
 const listeners = new Set<() => void>();
 const OK_MS = 4000;
+/** An error stays this long unless dismissed or replaced: long enough to read twice. */
+const ERROR_MS = 15000;
 const MAX = 4;
 
 function emit(): void {
@@ -33,9 +35,16 @@ function dismiss(id: number): void {
 /** Show `text`; an error stays until dismissed, a success for a few seconds (longer with an action). */
 export function toast(text: string, kind: "ok" | "error" = "ok", action?: ToastAction): void {
   const id = nextId++;
-  toasts = [...toasts.filter((t) => t.text !== text), { id, text, kind, action }].slice(-MAX);
+  toasts = [...stillRelevant(toasts, text), { id, text, kind, action }].slice(-MAX);
   emit();
-  if (kind === "ok") window.setTimeout(() => dismiss(id), action ? 2 * OK_MS : OK_MS);
+  window.setTimeout(() => dismiss(id), kind === "error" ? ERROR_MS : action ? 2 * OK_MS : OK_MS);
+}
+
+/** What stays when a new toast comes: never the same text twice, and no stale error (a new
+ * error replaces the last one; a success means the user moved on), so old errors do not
+ * pile up over the controls by the corner. */
+export function stillRelevant<T extends { text: string; kind: "ok" | "error" }>(list: T[], text: string): T[] {
+  return list.filter((t) => t.text !== text && t.kind !== "error");
 }
 
 function subscribe(l: () => void): () => void {
