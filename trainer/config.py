@@ -146,7 +146,7 @@ class TrainConfig(SpecModel):
             raise ConfigError(f"micro_batch_size: {self.micro_batch_size} must divide "
                               f"--minibatch-size {self.minibatch_size}")
         if self.templates is not None:
-            self.templates = _check_templates(self.templates)
+            self.templates = _check_templates(self.templates, self.env)
         if self.resume and not self.run_id:
             raise ConfigError("resume: needs --run-id of the run to continue")
         if self.lr is None:
@@ -233,15 +233,16 @@ RESUMABLE = frozenset({"run_id", "iterations", "resume", "workers", "checkpoint_
                        "deepspeed_config", "rollout_backend", "ray_address"})
 
 
-def _check_templates(text: str) -> str:
-    """The `templates` setting, normalised; a name the registry lacks is refused by name."""
-    from episodelake.collectors.envs.sim.tasks import TEMPLATES
+def _check_templates(text: str, env: str) -> str:
+    """The `templates` setting, normalised; a name the env's suite lacks is refused by name."""
+    from episodelake.collectors.envs.suites import get_suite
 
+    templates = get_suite(env).templates
     names = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = [name for name in names if name not in TEMPLATES]
+    unknown = [name for name in names if name not in templates]
     if not names or unknown:
-        raise ConfigError(f"templates: {', '.join(unknown) or repr(text)} is not a sim task "
-                          f"template; templates: {', '.join(TEMPLATES)}")
+        raise ConfigError(f"templates: {', '.join(unknown) or repr(text)} is not a {env} task "
+                          f"template; templates: {', '.join(templates)}")
     return ",".join(dict.fromkeys(names))
 
 

@@ -38,7 +38,7 @@ import duckdb
 import torch
 from tqdm import tqdm
 
-from episodelake.collectors.envs.sim import tasks as sim_tasks
+from episodelake.collectors.envs.suites import get_suite
 from episodelake.collectors.jobs.rollout import RolloutReport, RolloutSpec, run_rollouts
 from episodelake.collectors.record.derived import enrich_anchor_keys
 from episodelake.lake import Lake
@@ -154,7 +154,7 @@ def build_policy(config: TrainConfig, weights: Path | None = None) -> TrainableP
 
         if weights is not None:
             return TinyPolicy.load(weights, seed=config.seed)
-        return TinyPolicy(TinyConfig(seed=config.seed))
+        return TinyPolicy(TinyConfig(seed=config.seed, apps=get_suite(config.env).apps))
     from episodelake.trainer.policies.vlm import VLMPolicy
 
     assert config.model_path, "TrainConfig's validator requires model_path for vlm"
@@ -175,7 +175,7 @@ def split_tasks(config: TrainConfig) -> tuple[list[str], list[str]]:
     (module docstring)."""
     chosen = set(config.templates.split(",")) if config.templates else None
     by_template: dict[str, list[str]] = {}
-    for task in sim_tasks.all_tasks():
+    for task in get_suite(config.env).tasks():
         if task.name in chosen if chosen is not None else config.difficulty in ("all", task.difficulty):
             by_template.setdefault(task.name, []).append(task.id)
     rng = random.Random(config.seed)

@@ -23,6 +23,7 @@ as :class:`Evaluation` scores the whole episode.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -65,6 +66,34 @@ class Task:
     goal: str | None = None
     group_id: str | None = None
     seed: int | None = None
+
+
+class SuiteTask(Protocol):
+    """One task of a suite as a trainer sees it: an id to run, the template (task family) it
+    comes from, and how hard it is."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def difficulty(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class TaskSuite:
+    """What a trainer needs from an environment, and nothing of how it runs: its tasks (to
+    split into training and held-out sets), its template names (to choose task families), and
+    the apps an agent may open (the tiny policy's `open` vocabulary). An environment with a
+    task registry builds one (the simulated phone's is `envs.sim.suite`) and lists it in
+    `envs.suites`; the trainer asks `get_suite(config.env)` and imports no environment."""
+
+    name: str
+    apps: tuple[str, ...]
+    templates: tuple[str, ...]
+    tasks: Callable[[], Sequence[SuiteTask]]
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ import json
 import re
 import zlib
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from episodelake.collectors.envs.base import Device
-from episodelake.collectors.envs.sim.state import APPS
+from episodelake.collectors.envs.suites import get_suite
 from episodelake.collectors.loop import Observation, Reply
 from episodelake.collectors.record.actions import ParsedAction, format_tool_call, parse_response
 from episodelake.lake.vocab.action_space import GRID
@@ -80,7 +80,8 @@ _EDGE_PUNCTUATION = ".,;:!?\"'“”()"
 class TinyConfig:
     """The network's shape; saved next to the weights."""
 
-    apps: tuple[str, ...] = tuple(APPS.values())
+    #: the apps `open` can name: the task suite's (the default suite's unless given)
+    apps: tuple[str, ...] = field(default_factory=lambda: get_suite().apps)
     width: int = 64  # embedding width of words, spans, apps and the history
     hidden: int = 128  # width of the trunk
     channels: tuple[int, int] = (16, 32)  # convolution channels
