@@ -5,6 +5,7 @@ import { useQuery } from "@tanstack/react-query";
 import type { EpisodeDetail } from "../api/client";
 import { queries } from "../api/queries";
 import { CurationPanel } from "../components/CurationPanel";
+import { EpisodeEdits } from "../components/EpisodeEdits";
 import { FilterBar } from "../components/FilterBar";
 import { QueueBar } from "../components/QueueBar";
 import { SavedViews } from "../components/SavedViews";
@@ -146,6 +147,7 @@ function Replay({ detail, stepParam }: { detail: EpisodeDetail; stepParam?: stri
       <aside className="right">
         {current && <StepPanel step={current} detail={detail} found={found} />}
         <CurationPanel detail={detail} stepNo={current?.step ?? 0} />
+        <EpisodeEdits episode={ep} stepNo={current?.step ?? 0} firstStep={steps[0]?.step ?? 0} />
       </aside>
     </>
   );
