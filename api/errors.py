@@ -39,7 +39,7 @@ from episodelake.lake.core.errors import (
 from episodelake.lake.core.spool import SpoolWriteError
 from episodelake.lake.core.store import StoreUnavailable
 from episodelake.lake.core.tables import CommitContention, DatasetMissing, StorageFull
-from episodelake.lake.core.writer import CommitFailed
+from episodelake.lake.core.writer import Backpressure, CommitFailed
 from episodelake.lake.export.errors import (
     EmptySelection,
     ExportFolderNotOurs,
@@ -86,6 +86,7 @@ STATUS: dict[type[EpisodeLakeError], int] = {
     DatasetMissing: 500,  # a table of the lake gone from under the server
     CommitContention: 503,
     CommitFailed: 503,
+    Backpressure: 503,
     StorageFull: 507,
     SpoolWriteError: 507,
     StoreUnavailable: 503,

@@ -2,9 +2,13 @@
 
 `append(table, row)` returns only once the row is in this writer's spool (so a crash after
 it returns loses nothing) and in an in-memory batch. Batches go to Lance as one commit per
-many rows, when they reach `batch_rows` rows or `batch_bytes` bytes, or are `max_age_s` old
-(a background thread watches age). Opening a writer first replays spools left by writers
-that died; the table keys make replays idempotent.
+many rows, when they reach `batch_rows` rows or `batch_bytes` bytes, or are `max_age_s` old.
+Every commit runs on the writer's background thread, never the caller's: an append costs a
+local append however slow or far away the store is, or however long it is down. The one
+limit on the caller is `max_backlog_bytes`, the acknowledged rows that may wait for the
+store; past it an append is refused (`Backpressure`, naming the bound) and not recorded.
+Opening a writer first replays spools left by writers that died; the table keys make
+replays idempotent.
 
 A row that cannot reach the spool (a full disk) raises and is not recorded. A commit that
 fails (a full disk again, or the lake's disk briefly unwritable) loses nothing: its rows go
@@ -45,21 +49,29 @@ class WriterOptions:
     durability: str = "process"
     #: Steps whose keys may already be stored (imports, replays) are merged, not appended.
     dedupe_steps: bool = False
+    #: Bytes of acknowledged rows (Arrow size, in memory and in the local spool) that may wait
+    #: for the store, over all tables; past it `append` refuses new rows with `Backpressure`
+    #: until commits catch up. At 100 KB a step, the default carries a 30 s outage of about
+    #: 170 steps/s.
+    max_backlog_bytes: int = 512 * 1024 * 1024
 
     def __post_init__(self):
         if self.durability not in ("process", "machine"):
             raise ValueError(f"durability must be 'process' or 'machine', not {self.durability!r}")
         if self.batch_rows < 1 or self.max_age_s <= 0:
             raise ValueError("batch_rows must be >= 1 and max_age_s > 0")
+        if self.max_backlog_bytes < 1:
+            raise ValueError("max_backlog_bytes must be >= 1")
 
 
 class CommitFailed(LakeError):
     """Rows are safe in the spool but the lake did not take them (yet); they are retried."""
 
 
-#: Rows waiting while commits fail may grow to this many batches before new rows are refused
-#: (unrecorded, with a clear error) instead of piling up in memory.
-BACKLOG_BATCHES = 4
+class Backpressure(CommitFailed):
+    """More acknowledged rows wait for the store than `max_backlog_bytes` allows: this row was
+    refused (not recorded); the waiting ones stay in the spool and are retried."""
+
 #: Longest wait between two tries of a failing background commit.
 MAX_RETRY_WAIT_S = 30.0
 
@@ -156,6 +168,10 @@ def _replay_segment(lake: Location, path: Path, report: ReplayReport) -> None:
         path.unlink()
 
 
+def _size(n: int) -> str:
+    return f"{n / 2**20:.0f} MiB" if n >= 2**20 else f"{n / 2**10:.0f} KiB"
+
+
 class LakeWriter:
     def __init__(self, lake: Location | Path | str, options: WriterOptions | None = None):
         self.lake = location(lake)
@@ -178,7 +194,9 @@ class LakeWriter:
         self.last_error: BaseException | None = None
         self.commits = 0
         self._stop = threading.Event()
-        self._ager = threading.Thread(target=self._age_loop, name="lake-writer-age", daemon=True)
+        #: set by an append that fills a batch (and by close): commit now, not at the next tick
+        self._due = threading.Event()
+        self._ager = threading.Thread(target=self._age_loop, name="lake-writer-commit", daemon=True)
         self._ager.start()
 
     # -- appending ---------------------------------------------------------------------
@@ -207,33 +225,25 @@ class LakeWriter:
             pending.segments[-1].append(batch)
             pending.add(batch)
             due = pending.rows >= self.options.batch_rows or pending.bytes >= self.options.batch_bytes
-        # after a failure, retries are the background thread's (with growing waits) and the
-        # backlog check's, not every append's
         if due and self.last_error is None:
-            try:
-                self._commit(only=table)
-            except Exception as exc:  # the rows are acknowledged: they wait for the next try
-                log.warning("commit of %s failed; its rows stay in the spool and are retried: %s", table, exc)
+            # the background thread commits now; after a failure it retries on its own
+            # schedule (growing waits), not at every append
+            self._due.set()
 
     def _check_backlog(self, table: str) -> None:
-        """While commits fail, rows wait in memory and in the spool; past a bound, try once
-        more and refuse the new row if the lake still does not take commits."""
-        if self.last_error is None:
-            return
+        """Refuse a row while more acknowledged rows than `max_backlog_bytes` wait for the store."""
         with self._lock:
-            pending = self._pending.get(table)
-            over = pending is not None and (
-                pending.rows >= BACKLOG_BATCHES * self.options.batch_rows
-                or pending.bytes >= BACKLOG_BATCHES * self.options.batch_bytes)
-        if pending is None or not over:
+            waiting = sum(p.bytes for p in self._pending.values())
+            rows = sum(p.rows for p in self._pending.values())
+        if waiting < self.options.max_backlog_bytes:
             return
-        try:
-            self._commit(only=table)
-        except Exception as exc:
-            raise CommitFailed(
-                f"the lake at {self.lake} is not taking commits ({exc}); {pending.rows} {table} row(s) "
-                "wait in this writer's spool and are retried; this row was not recorded"
-            ) from exc
+        self._due.set()
+        why = f"the store is not taking commits ({self.last_error})" if self.last_error is not None \
+            else "commits are slower than appends"
+        raise Backpressure(
+            f"{rows} row(s), {_size(waiting)}, wait for the lake at {self.lake}: {why}. They stay in "
+            f"this writer's spool and are retried; this {table} row was not recorded (the bound is "
+            f"WriterOptions.max_backlog_bytes = {_size(self.options.max_backlog_bytes)})")
 
     # -- committing --------------------------------------------------------------------
     def flush(self) -> None:
@@ -296,19 +306,29 @@ class LakeWriter:
                 self.last_error = None
 
     def _age_loop(self) -> None:
-        """Commit rows that waited `max_age_s`; after a failure, retry with growing waits
-        (a full disk, a lake being repaired) until it works again."""
+        """The writer's committer: commit full batches as soon as an append says so, and rows
+        that waited `max_age_s`; after a failure, retry with growing waits (a full disk, a
+        store that is down) until it works again, however often appends knock meanwhile."""
         interval = min(self.options.max_age_s / 2, 0.5)
-        wait = interval
-        while not self._stop.wait(wait):
+        backoff = 0.0  # seconds between tries while commits fail; 0 while they work
+        retry_at = 0.0
+        while not self._stop.is_set():
+            now = time.monotonic()
+            woken = self._due.wait(max(interval, retry_at - now) if backoff else interval)
+            if self._stop.is_set():
+                return
+            self._due.clear()
+            if backoff and time.monotonic() < retry_at:
+                continue  # failing: the next try waits its turn
             try:
-                self._commit(only=None, older_than=self.options.max_age_s)
-                wait = interval
+                self._commit(only=None, older_than=None if woken or backoff else self.options.max_age_s)
+                backoff = 0.0
             except Exception as exc:
-                first = wait == interval  # the whole traceback once per run of failures
-                wait = min(max(wait, interval) * 2, MAX_RETRY_WAIT_S)
+                first = backoff == 0.0  # the whole traceback once per run of failures
+                backoff = min(max(backoff, interval) * 2, MAX_RETRY_WAIT_S)
+                retry_at = time.monotonic() + backoff
                 log.warning("background commit failed; rows stay in the spool, retrying in %.1f s: %s",
-                            wait, exc, exc_info=first)
+                            backoff, exc, exc_info=first)
 
     # -- lifecycle ---------------------------------------------------------------------
     def close(self) -> None:
@@ -317,6 +337,7 @@ class LakeWriter:
         if self._closed:
             return
         self._stop.set()
+        self._due.set()
         self._ager.join()
         try:
             self.flush()

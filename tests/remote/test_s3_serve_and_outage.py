@@ -87,6 +87,7 @@ def test_store_unreachable_mid_run_loses_nothing(s3_proxied_lake, s3_proxy):
 
 
 DIES = textwrap.dedent("""
+    import sys
     from tests.factories import response, screenshot
     from episodelake.collectors.record.recorder import Recorder
     from episodelake.lake import WriterOptions
