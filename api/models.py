@@ -33,19 +33,6 @@ class Episode(schema.Episode):
     model_config = ConfigDict(extra="ignore")
 
 
-class Step(schema.Step):
-    """One step without its image bytes (fetch image_url) or its prompt (see StepDetail)."""
-
-    model_config = ConfigDict(extra="ignore")
-    image: bytes | None = Field(None, exclude=True, description=_HIDDEN)
-    prompt: str | None = Field(None, exclude=True, description=_HIDDEN)
-    info: str | None = Field(None, exclude=True, description=_HIDDEN)
-    thumbnail: bytes | None = Field(None, exclude=True, description=_HIDDEN)
-    embedding: list[float] | None = Field(None, exclude=True, description=_HIDDEN)
-    image_url: str | None = None
-    action_view: ActionView
-
-
 class StepDetail(schema.Step):
     """One step with its prompt and collector info (JSON text), without image bytes."""
 
@@ -55,6 +42,13 @@ class StepDetail(schema.Step):
     embedding: list[float] | None = Field(None, exclude=True, description=_HIDDEN)
     image_url: str | None = None
     action_view: ActionView
+
+
+class Step(StepDetail):
+    """One step without its image bytes (fetch image_url) or its prompt (see StepDetail)."""
+
+    prompt: str | None = Field(None, exclude=True, description=_HIDDEN)
+    info: str | None = Field(None, exclude=True, description=_HIDDEN)
 
 
 class Set(schema.Set):

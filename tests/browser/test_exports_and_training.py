@@ -161,7 +161,7 @@ def test_a_failure_set_exports_its_failures_with_the_default_settings(page, web_
     box = form.locator("input[name=include_failed]")
     assert box.is_checked()  # chosen for the user: a failure set is exported with its failures
     form.get_by_role("button", name="Start export").click()
-    row = page.locator(f"[data-testid=exports] tbody tr:has-text('failures-to-export')").first
+    row = page.locator("[data-testid=exports] tbody tr:has-text('failures-to-export')").first
     row.locator('[data-testid=job-state][data-status="finished"]').wait_for(timeout=60_000)
     assert not page.get_by_test_id("export-error").get_by_text("EmptySelection").is_visible()
     # the whole lake again: the box follows the set chosen, not a stale choice

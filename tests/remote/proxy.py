@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable
 from contextlib import contextmanager
 
@@ -165,3 +166,18 @@ class TcpProxy:
         self._closed = True
         self.block()
         self._listener.close()
+
+
+def flush_once_back(recorder, timeout_s: float = 120.0) -> None:
+    """Flush `recorder` as soon as the store takes commits again (its background retry may
+    land the rows first); fail the test if it does not within `timeout_s`."""
+    from episodelake.lake.core.writer import CommitFailed
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            recorder.flush()
+            return
+        except CommitFailed:
+            assert time.monotonic() < deadline, f"the store took no commit within {timeout_s:.0f} s"
+            time.sleep(1)

@@ -13,6 +13,7 @@ from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake, WriterOptions
 from episodelake.lake.core.writer import Backpressure
 from tests.factories import response, screenshot
+from tests.remote.proxy import flush_once_back
 
 
 def test_log_step_keeps_its_pace_while_the_store_is_down_and_nothing_is_lost(s3_proxied_lake, s3_proxy):
@@ -32,14 +33,7 @@ def test_log_step_keeps_its_pace_while_the_store_is_down_and_nothing_is_lost(s3_
             time.sleep(0.05)
         assert rec.writer.last_error is not None  # the committer did try, and failed
     assert slowest < 1.0, f"a log_step waited {slowest:.2f} s on the store"
-    deadline = time.monotonic() + 120
-    while True:  # the committer's retry lands the backlog once the store is back
-        try:
-            rec.flush()
-            break
-        except Exception:
-            assert time.monotonic() < deadline
-            time.sleep(1)
+    flush_once_back(rec)  # the committer's retry lands the backlog once the store is back
     ep.finish(success=True)
     rec.close()
     rows = Lake(s3_proxied_lake).sql(
@@ -58,14 +52,7 @@ def test_past_the_backlog_bound_an_append_is_refused_naming_it(s3_proxied_lake, 
                 ep.log_step(screenshot(step % 5), response())
                 logged += 1
     assert 0 < logged < 500
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            rec.flush()
-            break
-        except Exception:
-            assert time.monotonic() < deadline
-            time.sleep(1)
+    flush_once_back(rec)  # the committer's retry lands the backlog once the store is back
     rec.close()
     n = Lake(s3_proxied_lake).sql("select count(*) n from steps where episode_id = 'bounded'").to_pylist()
     assert n == [{"n": logged}]  # every acknowledged step, and not the refused one

@@ -19,6 +19,7 @@ from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake, WriterOptions
 from episodelake.lake.core.writer import CommitFailed
 from tests.factories import child_env, free_port, response, screenshot
+from tests.remote.proxy import flush_once_back
 
 
 @contextmanager
@@ -71,14 +72,7 @@ def test_store_unreachable_mid_run_loses_nothing(s3_proxied_lake, s3_proxy):
             ep.log_step(screenshot(s % 5), response())
         with pytest.raises(CommitFailed, match="stay in this writer's spool"):
             rec.writer.flush()
-    deadline = time.monotonic() + 120
-    while True:  # the background retry, or a flush, lands them once the store is back
-        try:
-            rec.flush()
-            break
-        except CommitFailed:
-            assert time.monotonic() < deadline
-            time.sleep(1)
+    flush_once_back(rec)  # the background retry, or a flush, lands them once the store is back
     ep.finish(success=True)
     rec.close()
     lake = Lake(s3_proxied_lake)
