@@ -1,0 +1,34 @@
+"""Every member of every extension registry is listed in the manual's Extending page, so the
+page cannot fall behind what the product can be extended with."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from episodelake.collectors.envs.suites import SUITES
+from episodelake.collectors.record.actions import formats as response_formats
+from episodelake.collectors.record.derived import DERIVATIONS
+from episodelake.lake.export.formats import FORMATS
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
+
+
+def listed(section: str) -> set[str]:
+    """The names in the first column of the table under the `## section` heading."""
+    text = PAGE.read_text()
+    match = re.search(rf"^## {re.escape(section)}.*?$(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert match, f"docs/extending.md has no section {section!r}"
+    return set(re.findall(r"^\| `([^`]+)` \|", match.group(1), re.M))
+
+
+@pytest.mark.parametrize("section, members", [
+    ("Export formats", lambda: set(FORMATS)),
+    ("Derived step columns", lambda: set(DERIVATIONS)),
+    ("Task suites", lambda: set(SUITES)),
+    ("Model families", lambda: set(response_formats())),
+])
+def test_each_registry_member_is_listed_on_the_extending_page(section, members):
+    assert listed(section) == members()
