@@ -26,6 +26,7 @@ from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.core.updates import update_columns
 from episodelake.lake.curation.redact import TEXT_MASK, RedactRules
 from episodelake.lake.export import ExportSpec, run_export
+from episodelake.lake.export.formats import checked
 from tests import factories
 
 NAME, PHONE, EMAIL, CARD, TICKET = "Alice Chen", "+1 (415) 555-0199", "ana.lee@example.com", \
@@ -121,7 +122,7 @@ def test_an_export_without_redact_keeps_the_text(lake, tmp_path):
 
 def test_a_format_that_copies_episodes_as_stored_refuses_to_redact(tmp_path):
     with pytest.raises(InvalidInput, match="redact: the clawgui format writes episodes as stored.*llamafactory"):
-        ExportSpec(out=tmp_path / "out", format="clawgui", redact=True)
+        checked(ExportSpec(out=tmp_path / "out", format="clawgui", redact=True))
 
 
 #: The sim's phone numbers (its contacts', the ones tasks dial or save): 555-01xx.

@@ -14,6 +14,7 @@ import { Async } from "../components/Status";
 import { useTitle } from "../hooks";
 import { Time } from "../components/Time";
 import { Link, enc } from "../router";
+import { bound, lastN } from "./overSeeds";
 
 const SUCCESS_KEYS = ["success_rate", "eval_success_rate"];
 const REWARD_KEYS = ["mean_episode_reward", "reward"];
@@ -99,7 +100,8 @@ function OverSeeds() {
     return {
       name: `${a.label} (${a.runs.length} seed${a.runs.length === 1 ? "" : "s"})`,
       values: at(a.per_iteration.map((p) => p.mean)),
-      band: { low: at(a.per_iteration.map((p) => p.low ?? null)), high: at(a.per_iteration.map((p) => p.high ?? null)) },
+      // a rate's interval is cut to 0-100% in the chart as in the table: rates lie there
+      band: { low: at(a.per_iteration.map((p) => bound(p.low, rate))), high: at(a.per_iteration.map((p) => bound(p.high, rate))) },
     };
   });
   return (
@@ -120,7 +122,7 @@ function OverSeeds() {
       <LineChart x={x} series={series} percent={rate} testid="seeds-curve" label={`${metric} over seeds by iteration`} />
       <ListTable
         testid="arms"
-        columns={["arm", "seeds", "last 5 iterations, mean [95%]", "runs"]}
+        columns={["arm", "seeds", `${lastN(list)}, mean [95%]`, "runs"]}
         items={list}
         row={(a) => (
           <tr key={a.label}>
