@@ -122,6 +122,21 @@ def test_category_keys_ask_for_the_set_when_none_is_chosen(page):
     page.get_by_test_id("curation-target").get_by_text("made-by-another-client").wait_for()
 
 
+def test_a_deleted_remembered_set_is_said_not_left_blank(page):
+    sid = new_set(page, "soon-gone")
+    assert httpx.delete(f"{page.base}/api/sets/{sid}").status_code == 204
+    page.goto(page.base + "/sets")
+    page.evaluate("(id) => { localStorage.clear(); localStorage.setItem('elake.curation.set', id); }", sid)
+    page.goto(f"{page.base}/episodes/set_alarm-0/steps/0")
+    screen_at(page, 0)
+    gone = page.get_by_test_id("remembered-set-gone")
+    gone.wait_for()
+    assert "no longer exists" in gone.inner_text()
+    page.keyboard.press("2")  # still nothing filed anywhere
+    page.get_by_test_id("toast").get_by_text(re.compile("choose a set", re.I)).wait_for()
+    assert memberships(page, "set_alarm-0") == []
+
+
 # 4 ---------------------------------------------------------------------------------------
 def test_deleting_a_set_asks_first(page):
     sid = new_set(page, "to-delete")

@@ -134,6 +134,9 @@ export function CurationPanel({ detail, stepNo }: { detail: EpisodeDetail; stepN
               ({chosen.kind}, {count(chosen.members, "member")})
             </span>
           </>
+        ) : sets.data && setId ? (
+          // remembered from an earlier visit, but the set is gone (deleted here or elsewhere)
+          <span data-testid="remembered-set-gone">The set you last filed into no longer exists: pick or create one below; keys 1-5 and F file into it.</span>
         ) : sets.data ? (
           <>No set chosen: pick or create one below; keys 1-5 and F file into it.</>
         ) : (
