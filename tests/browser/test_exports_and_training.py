@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
+from episodelake.lake.core.lineage import record
 from tests.browser.conftest import axe_violations, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -94,6 +95,15 @@ def test_a_training_run_shows_its_curves(page, web_lake):
     page.get_by_label("metric").select_option("seconds.rollout")
     page.get_by_test_id("other-curve").wait_for()
     shot(page, "training-run")
+    # the episodes its checkpoints trained on: the episode list under the run's lineage
+    trained = web_lake.sql("SELECT episode_id FROM episodes ORDER BY episode_id LIMIT 3").column(0).to_pylist()
+    record(web_lake, "train", f"checkpoints/{RUN}/iter-2", run_id=RUN, episode_ids=trained,
+           lake_versions={}, selection={}, counts={"episodes": 3})
+    page.get_by_test_id("run-episodes").click()
+    page.wait_for_url(re.compile(r"/\?where=episode_id"))
+    condition = page.evaluate("() => new URLSearchParams(location.search).get('where')")
+    listed = httpx.get(page.base + "/api/episodes", params={"where": condition, "limit": 100}).json()["items"]
+    assert sorted(e["episode_id"] for e in listed) == trained
 
 
 BANDS = """(testid) => { const u = document.querySelector(`[data-testid=${testid}]`).plot;
@@ -167,6 +177,16 @@ def test_a_failure_set_exports_its_failures_with_the_default_settings(page, web_
     row = page.locator("[data-testid=exports] tbody tr:has-text('failures-to-export')").first
     row.locator('[data-testid=job-state][data-status="finished"]').wait_for(timeout=60_000)
     assert not page.get_by_test_id("export-error").get_by_text("EmptySelection").is_visible()
+    # the export's lineage: its episodes are one click away, as the episode list under a
+    # condition over the lineage table
+    row.get_by_test_id("export-episodes").click()
+    page.wait_for_url(re.compile(r"/\?where=episode_id"))
+    page.get_by_test_id("task-tree").wait_for()
+    condition = page.evaluate("() => new URLSearchParams(location.search).get('where')")
+    listed = httpx.get(page.base + "/api/episodes", params={"where": condition, "limit": 100}).json()["items"]
+    assert sorted(e["episode_id"] for e in listed) == sorted(e["episode_id"] for e in failed)
+    page.goto(page.base + "/exports")
+    form = page.get_by_test_id("export-form")
     # the whole lake again: the box follows the set chosen, not a stale choice
     form.get_by_label("set").select_option("")
     form.get_by_label("set").select_option(sid)

@@ -13,6 +13,8 @@ import { ActionError, Async } from "../components/Status";
 import { Time } from "../components/Time";
 import { toast } from "../components/Toasts";
 import { useAction, useTitle } from "../hooks";
+import { episodesWhere, readByOutput } from "../lineage";
+import { Link } from "../router";
 
 const TEXT_FIELDS = ["set", "where", "tag", "granularity", "name"] as const;
 const NUMBER_FIELDS = ["history_length", "history_images", "max_pixels", "val_fraction", "seed"] as const;
@@ -198,7 +200,17 @@ export function ExportsPage() {
                 <td>
                   <JobState status={e.status} progress={e.progress} error={e.error} />
                 </td>
-                <td>{samples(e)}</td>
+                <td>
+                  {samples(e)}
+                  {e.status === "finished" && (
+                    <>
+                      {" "}
+                      <Link to={episodesWhere(readByOutput(e.export_id))} data-testid="export-episodes">
+                        episodes
+                      </Link>
+                    </>
+                  )}
+                </td>
                 <td>{describe(e.selection)}</td>
                 <td>
                   <Time value={e.created_at} />

@@ -15,6 +15,7 @@ import { useTitle } from "../hooks";
 import { Time } from "../components/Time";
 import { Link, enc } from "../router";
 import { bound, lastN } from "./overSeeds";
+import { episodesWhere, readByRun } from "../lineage";
 
 const SUCCESS_KEYS = ["success_rate", "eval_success_rate"];
 const REWARD_KEYS = ["mean_episode_reward", "reward"];
@@ -169,7 +170,10 @@ export function RunPage({ id }: { id: string }) {
             <>
               <h2>{r.run_id}</h2>
               <p className="muted">
-                {r.kind} · {r.iterations.length} iteration(s)
+                {r.kind} · {r.iterations.length} iteration(s) ·{" "}
+                <Link to={episodesWhere(readByRun(r.run_id))} data-testid="run-episodes">
+                  episodes its checkpoints were trained on
+                </Link>
               </p>
               <h3>Success rate</h3>
               <LineChart x={x} series={pick(r, SUCCESS_KEYS)} percent testid="success-curve" />
