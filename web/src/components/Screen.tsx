@@ -4,7 +4,7 @@
 // so the action stays on its spot at any zoom, and the frame scrolls to the action.
 // `found` boxes the lines a text search matched; `redact` shows the screenshot as
 // `elake export --redact` would write it (`?redact=1`), with the rules that masked it.
-import { useLayoutEffect, useRef, useState } from "react";
+import { type CSSProperties, useLayoutEffect, useRef, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import type { OcrBox, Step } from "../api/client";
 import { queries } from "../api/queries";
@@ -21,10 +21,14 @@ export function Screen({
   onZoom,
   found,
   redact = false,
+  fill = false,
 }: {
   step: Step;
   annotated: boolean;
+  /** The image's height limit (a CSS length); ignored with `fill`. */
   maxHeight?: string;
+  /** Fill the height its column leaves (the replay): styles.css sizes it, `.screen-frame.fill`. */
+  fill?: boolean;
   zoom?: Zoom;
   onZoom?: () => void;
   found?: OcrBox[];
@@ -65,10 +69,11 @@ export function Screen({
       </div>
     );
   }
-  const zoomed = zoom > 1 && maxHeight;
+  const zoomed = zoom > 1 && (fill || !!maxHeight);
+  const frameStyle = fill ? ({ "--zoom": zoom } as CSSProperties) : zoomed ? { maxHeight } : undefined;
   return (
     <>
-    <div className={`screen-frame ${zoomed ? "zoomed" : ""}`} ref={frame} style={zoomed ? { maxHeight } : undefined} tabIndex={zoomed ? 0 : undefined} aria-label={zoomed ? "zoomed screenshot" : undefined}>
+    <div className={`screen-frame ${fill ? "fill" : ""} ${zoomed ? "zoomed" : ""}`} ref={frame} style={frameStyle} tabIndex={zoomed ? 0 : undefined} aria-label={zoomed ? "zoomed screenshot" : undefined}>
       <div className="screen" data-testid="screen" data-loaded-step={loaded === key ? step.step : undefined} data-zoom={zoom}>
         <img
           key={key}
@@ -76,9 +81,13 @@ export function Screen({
           src={redact ? `${step.image_url}?redact=1` : step.image_url}
           alt={`step ${step.step}: ${step.action_view.summary}`}
           style={{
-            maxHeight: zoomed ? "none" : maxHeight,
-            maxWidth: zoomed ? "none" : undefined,
-            height: zoomed ? `calc((${maxHeight}) * ${zoom})` : undefined,
+            ...(fill
+              ? {}
+              : {
+                  maxHeight: zoomed ? "none" : maxHeight,
+                  maxWidth: zoomed ? "none" : undefined,
+                  height: zoomed ? `calc((${maxHeight}) * ${zoom})` : undefined,
+                }),
             aspectRatio: step.width && step.height ? `${step.width} / ${step.height}` : undefined,
             cursor: onZoom ? (zoom > 1 ? "zoom-out" : "zoom-in") : undefined,
           }}

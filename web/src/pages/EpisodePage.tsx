@@ -134,7 +134,7 @@ function Replay({ detail, stepParam }: { detail: EpisodeDetail; stepParam?: stri
             <Screen
               step={current}
               annotated={annotated}
-              maxHeight="calc(100vh - 290px)"
+              fill
               zoom={zoom}
               onZoom={() => setZoom((z) => (z === 1 ? 2 : 1))}
               found={found?.steps.get(current.step)?.screen?.boxes}
