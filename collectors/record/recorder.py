@@ -462,7 +462,10 @@ class Recorder:
             settling = episode_id in self._settling
         if settling:  # our own finished rows must be in Lance before the stored state is read
             self.flush()
-        claim = claims.take(self.lake.location, episode_id, self._holder)
+        # an id minted here (a fresh uuid4) is nobody else's: on an object store its claim is
+        # written by the writer before the episode's first rows, not now (see claims)
+        claim = claims.take(self.lake.location, episode_id, self._holder,
+                            minted_into=self.writer.claims if episode_id_given is None else None)
         if claim is None:
             raise Conflict(f"episode {episode_id} is being recorded by another recorder right now "
                            "(in this process or another); use another episode_id, or resume it once "

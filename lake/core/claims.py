@@ -27,6 +27,24 @@ Two kinds, one contract (`take` -> `Claim` or None, `release`):
   `release_holder`). Releasing deletes the row (one more commit). Machines are told apart
   by host name, so two machines writing one lake need distinct host names.
 
+Ids the recorder mints need no claim at `start_episode` (`DeferredClaim`): a fresh uuid4
+is unique by construction, so no other writer can be storing it, and nobody else can know it
+before one of its rows is committed. On an object store its claim row is still written, but
+later, by the writer's committer thread, in one commit for every claim waiting
+(`ClaimBook.place`), and always before the first commit of any of the episode's rows: a
+reader that can see the episode (and so could try to resume it) also sees the claim, exactly
+as if it had been taken at the start. Releases are batched the same way (one delete for many
+episodes). So `start_episode` with a minted id asks the store nothing and works during an
+outage; an id the caller gives still takes its claim at the start (it may be anyone's id),
+so it needs the store then.
+
+The rule, whatever the kind: two processes can never both store rows of one episode id.
+- a caller-given id: the claim (a lock, or a claim row checked against the earlier ones) is
+  won before any row is written; the loser gets `Conflict` and writes nothing;
+- a minted id: nobody else can hold it, and its claim is in the lake before any of its rows,
+  so a later `resume` of it by another writer is refused (or waits for a dead holder's
+  replay) exactly as for a given id.
+
 A machine that died with its spool lost never replays it, so its claims would hold their
 episodes forever: `release_host` (`elake recover --release-claims HOST`) deletes them once a
 person says the machine is gone; what it had acknowledged but not committed was in that
@@ -39,6 +57,7 @@ import fcntl
 import logging
 import os
 import socket
+import threading
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -174,17 +193,113 @@ class CommitClaim(Claim):
         self.released = True
 
 
+def _row(lake: Location, episode_id: str, holder: str, token: str) -> dict:
+    folder = layout.spool_root(lake).resolve() / holder
+    return {"episode_id": episode_id, "holder": holder, "host": socket.gethostname(), "spool": str(folder),
+            "token": token, "claimed_at": datetime.now(UTC)}
+
+
+class DeferredClaim(Claim):
+    """The claim of an id the recorder minted, on an object store: written later by the
+    writer's committer (`ClaimBook`), before any of the episode's rows (see the module
+    docstring). Taking one asks the store nothing."""
+
+    def __init__(self, book: ClaimBook, episode_id: str, holder: str):
+        self.book = book
+        self.episode_id = episode_id
+        self.token = uuid.uuid4().hex
+        self.row = _row(book.lake, episode_id, holder, self.token)
+
+    def release(self, *, committed: bool) -> None:
+        """A claim not yet written is dropped. A written one is deleted in the book's next
+        batch when `committed`; without it the row stays for whoever replays this writer's
+        spool (`release_holder`), as a `CommitClaim`'s does."""
+        self.book.release(self, committed=committed)
+
+
+class ClaimBook:
+    """A writer's deferred claims: written in one commit before the writer's next commit of
+    rows (`place`), and deleted in one commit after they are released (`drop_released`).
+    Both run on the writer's committer thread (or in `flush`), never in `start_episode`."""
+
+    def __init__(self, lake: Location):
+        self.lake = lake
+        self._lock = threading.Lock()
+        self._waiting: dict[str, DeferredClaim] = {}  # by token: not yet in the lake
+        self._placed: set[str] = set()  # tokens in the lake, still held
+        self._releasing: set[str] = set()  # tokens in the lake, to delete
+
+    def take(self, episode_id: str, holder: str) -> DeferredClaim:
+        claim = DeferredClaim(self, episode_id, holder)
+        with self._lock:
+            self._waiting[claim.token] = claim
+        return claim
+
+    def release(self, claim: DeferredClaim, *, committed: bool) -> None:
+        with self._lock:
+            if self._waiting.pop(claim.token, None) is not None:
+                return  # never written: nothing to delete
+            if committed and claim.token in self._placed:
+                self._placed.discard(claim.token)
+                self._releasing.add(claim.token)
+
+    @property
+    def waiting(self) -> int:
+        with self._lock:
+            return len(self._waiting)
+
+    def place(self) -> int:
+        """Write every waiting claim in one commit (raises, with nothing lost, when the store
+        does not take it); returns how many were written."""
+        with self._lock:
+            waiting = dict(self._waiting)
+        if not waiting:
+            return 0
+        import lance
+
+        rows = pa.Table.from_pylist([c.row for c in waiting.values()], schema=CLAIMS_SCHEMA)
+        path = layout.table_path(self.lake, layout.CLAIMS_TABLE)
+        with store_errors(self.lake):
+            tables.ensure_table(self.lake, layout.CLAIMS_TABLE, CLAIMS_SCHEMA.empty_table())
+            tables.retry_commit(f"claim {len(rows)} episode(s)", lambda: lance.write_dataset(
+                rows, str(path), mode="append", storage_options=self.lake.storage_options))
+        with self._lock:
+            for token in waiting:
+                if self._waiting.pop(token, None) is not None:
+                    self._placed.add(token)
+                else:  # released while being written: delete it with the next batch
+                    self._releasing.add(token)
+        return len(waiting)
+
+    def drop_released(self) -> int:
+        """Delete the released claims in one commit; returns how many."""
+        with self._lock:
+            tokens = sorted(self._releasing)
+        if not tokens:
+            return 0
+        _delete(self.lake, sql_in("token", tokens), f"release {len(tokens)} claim(s)")
+        with self._lock:
+            self._releasing.difference_update(tokens)
+        return len(tokens)
+
+
 def _delete(lake: Location, where: str, what: str) -> None:
     path = layout.table_path(lake, layout.CLAIMS_TABLE)
     with store_errors(lake):
         tables.retry_commit(what, lambda: tables.dataset(path).delete(where))
 
 
-def take(lake: Location | Path | str, episode_id: str, holder: str) -> Claim | None:
+def take(lake: Location | Path | str, episode_id: str, holder: str, *,
+         minted_into: ClaimBook | None = None) -> Claim | None:
     """`episode_id`'s claim for the writer whose spool folder is `holder`, or None when a live
-    writer holds it."""
+    writer holds it. `minted_into`: the id was minted by the caller (a fresh uuid4), so on an
+    object store its claim is deferred to that writer's book (asks the store nothing)."""
     loc = location(lake)
-    return FileClaim.take(loc, episode_id) if loc.is_local else CommitClaim.take(loc, episode_id, holder)
+    if loc.is_local:
+        return FileClaim.take(loc, episode_id)
+    if minted_into is not None:
+        return minted_into.take(episode_id, holder)
+    return CommitClaim.take(loc, episode_id, holder)
 
 
 def release_holder(lake: Location | Path | str, holder: str) -> None:

@@ -10,6 +10,19 @@ store; past it an append is refused (`Backpressure`, naming the bound) and not r
 Opening a writer first replays spools left by writers that died; the table keys make
 replays idempotent.
 
+Append-only rows (steps) are not committed by each writer: the writer's thread uploads them
+as Lance fragments and hands the fragments to the machine's committer, which appends every
+writer's fragments in one commit (`episodelake.lake.core.committer`: the stages, who the
+committer is, and why nothing is lost or stored twice when any of them dies). Rows of the
+other tables (episodes, curation: upserts) are committed by the writer itself, before the
+steps of the same batch are handed over. `WriterOptions(handoff=False)` commits steps
+directly too (the path before the committer existed).
+
+The spool keeps a table's rows in segments of at most one batch (`batch_rows` /
+`batch_bytes`), and a backlog is committed one batch at a time, each batch's segments
+deleted as soon as it is in the lake: after a full disk the writer gets going with as little
+as one batch of free space, and frees spool space as it commits.
+
 A row that cannot reach the spool (a full disk) raises and is not recorded. A commit that
 fails (a full disk again, or the lake's disk briefly unwritable) loses nothing: its rows go
 back to pending, stay in the spool, and are retried in the background until the lake takes
@@ -32,7 +45,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from episodelake.lake.core import claims, layout, schema, spool, tables
+from episodelake.lake.core import claims, committer, layout, schema, spool, tables
 from episodelake.lake.core.errors import LakeError
 from episodelake.lake.core.store import Location, location
 
@@ -54,6 +67,12 @@ class WriterOptions:
     #: until commits catch up. At 100 KB a step, the default carries a 30 s outage of about
     #: 170 steps/s.
     max_backlog_bytes: int = 512 * 1024 * 1024
+    #: Append-only rows (steps) go to the store as uploaded fragments that the machine's
+    #: committer appends many at a time (one commit for many writers' batches); False: this
+    #: writer commits them itself, one commit per batch.
+    handoff: bool = True
+    #: How long `flush` waits for the committer to commit this writer's fragments.
+    flush_timeout_s: float = 120.0
 
     def __post_init__(self):
         if self.durability not in ("process", "machine"):
@@ -76,30 +95,72 @@ class Backpressure(CommitFailed):
 MAX_RETRY_WAIT_S = 30.0
 
 
-class _Pending:
-    """Rows of one table waiting for a commit, and the spool segments that hold them."""
+class _Part:
+    """One spool segment and the rows written to it (at most about one batch)."""
+
+    __slots__ = ("segment", "batches", "rows", "bytes")
 
     def __init__(self, segment: spool.Segment):
-        self.segments = [segment]
+        self.segment = segment
         self.batches: list[pa.RecordBatch] = []
         self.rows = 0
         self.bytes = 0
+
+
+class _Pending:
+    """Rows of one table waiting for a commit, by the spool segments that hold them."""
+
+    def __init__(self, parts: list[_Part], failed: bool = False):
+        self.parts = parts
         self.since = time.monotonic()
         #: a commit of these rows failed once: it may have landed after all, so the next
         #: try of an append-only table deduplicates instead of appending blindly
-        self.failed = False
+        self.failed = failed
+
+    @property
+    def rows(self) -> int:
+        return sum(p.rows for p in self.parts)
+
+    @property
+    def bytes(self) -> int:
+        return sum(p.bytes for p in self.parts)
 
     def add(self, batch: pa.RecordBatch) -> None:
-        self.batches.append(batch)
-        self.rows += batch.num_rows
-        self.bytes += batch.nbytes
+        part = self.parts[-1]
+        part.segment.append(batch)
+        part.batches.append(batch)
+        part.rows += batch.num_rows
+        part.bytes += batch.nbytes
 
     def absorb(self, later: _Pending) -> None:
         """Put rows appended while these were being committed after them, in order."""
-        self.segments += later.segments
-        self.batches += later.batches
-        self.rows += later.rows
-        self.bytes += later.bytes
+        self.parts += later.parts
+
+
+def _slices(parts: list[_Part], rows: int, nbytes: int) -> list[list[_Part]]:
+    """Whole parts grouped into commits of at most two batches (`rows` rows, `nbytes` bytes)
+    each: a part holds about one batch, so a backlog goes a batch or two at a time while a
+    batch and the few rows appended since it filled go together."""
+    out: list[list[_Part]] = []
+    n = b = 0
+    for part in parts:
+        if out and n + part.rows <= 2 * rows and b + part.bytes <= 2 * nbytes:
+            out[-1].append(part)
+            n += part.rows
+            b += part.bytes
+        else:
+            out.append([part])
+            n, b = part.rows, part.bytes
+    return out
+
+
+@dataclass
+class _Flight:
+    """Rows handed to the machine's committer as one offer, until it is committed."""
+
+    table: str
+    parts: list[_Part]
+    offer: Path
 
 
 @dataclass
@@ -114,15 +175,29 @@ class ReplayReport:
     deferred: list[str] = field(default_factory=list)
 
 
-def replay_orphans(lake: Location | Path | str, spool_dir: Path | None = None) -> ReplayReport:
+#: Rows a replay commits at a time: a segment is replayed in slices of this many rows, each
+#: needing free space for itself only (the writers of this release keep a segment to about
+#: one batch, so a replay needs about one batch of free space).
+REPLAY_SLICE_ROWS = 512
+#: How long opening a writer waits for the machine's committer to finish a round before it
+#: settles a dead writer's hand-offs (past it, that spool is left for later).
+SETTLE_WAIT_S = 5.0
+
+
+def replay_orphans(lake: Location | Path | str, spool_dir: Path | None = None, *,
+                   settle_wait_s: float | None = SETTLE_WAIT_S) -> ReplayReport:
     """Commit the rows of every dead writer's spool, one segment at a time, then let go of
     the episodes those writers held (`claims`).
 
     The spools are this machine's for the lake (`layout.spool_root`), or those under
     `spool_dir` (a spool folder copied from another machine; see `layout.spool_root_in`).
-    Each segment is committed and then deleted before the next is read, so a replay needs
-    free space for one segment's rows at a time; it checks for that room first and says how
-    much it needs when there is not enough (the spool is left as it was).
+    A dead writer's hand-offs to the committer are settled first, under the commit lock
+    (`committer.settle_dead`): after that no committer commits anything of that writer, and
+    what it did commit is found by the keys. Each segment is committed in slices of
+    `REPLAY_SLICE_ROWS` rows and then deleted before the next is read, so a replay needs free
+    space for one slice at a time; it checks for that room first and says how much it needs
+    when there is not enough (the spool is left as it was). `settle_wait_s`: how long to wait
+    for a committer mid-round (None: as long as it takes).
     """
     loc = location(lake)
     root = layout.spool_root(loc) if spool_dir is None else layout.spool_root_in(Path(spool_dir), loc)
@@ -130,6 +205,15 @@ def replay_orphans(lake: Location | Path | str, spool_dir: Path | None = None) -
     for folder, lock in spool.orphaned(root):
         done = False
         try:
+            with committer.commit_lock(loc, settle_wait_s) as held:
+                if not held:
+                    report.deferred.append(f"{folder}: the committer on this machine is mid-commit; "
+                                           "replayed by the next writer or `elake recover`")
+                    continue
+                settled = committer.settle_dead(folder)
+            if settled:
+                log.info("spool %s: %d hand-off(s) to the committer withdrawn; its rows are merged by key",
+                         folder.name, settled)
             for path in spool.segments(folder):
                 _replay_segment(loc, path, report)
             claims.release_holder(loc, folder.name)
@@ -143,14 +227,21 @@ def replay_orphans(lake: Location | Path | str, spool_dir: Path | None = None) -
 def _replay_segment(lake: Location, path: Path, report: ReplayReport) -> None:
     found = spool.read_segment(path)
     table = path.name.rsplit("-", 1)[0]
-    if found.rows.num_rows:
-        tables.require_space(lake, path.stat().st_size, f"replaying spool segment {path}")
+    rows = found.rows
+    if rows.num_rows:
         kind = "insert_missing" if table in schema.APPEND_ONLY else "upsert"
-        try:
-            tables.commit(lake, table, found.rows, kind)
-        except OSError as exc:
-            tables.raise_if_full(lake, exc, path.stat().st_size, f"replaying spool segment {path}")
-            raise
+        if kind == "upsert":  # the last value of each key, so the slices' order does not matter
+            rows = tables.dedupe_last(rows, schema.KEYS[table])
+        for start in range(0, rows.num_rows, REPLAY_SLICE_ROWS):
+            part = rows.slice(start, REPLAY_SLICE_ROWS)
+            needed = part.nbytes
+            what = f"replaying rows {start}-{start + part.num_rows - 1} of spool segment {path}"
+            tables.require_space(lake, needed, what)
+            try:
+                tables.commit(lake, table, part, kind)
+            except OSError as exc:
+                tables.raise_if_full(lake, exc, needed, what)
+                raise
     report.rows += found.rows.num_rows
     report.segments += 1
     if found.torn_tail:
@@ -185,13 +276,23 @@ class LakeWriter:
             log.warning("left dead writers' spools for later: %s", exc)
             self.replay = ReplayReport(deferred=[str(exc)])
         self.replayed = self.replay.rows
-        self._spool = spool.Spool(layout.spool_root(self.lake), fsync=self.options.durability == "machine")
+        self._root = layout.spool_root(self.lake)
+        self._spool = spool.Spool(self._root, fsync=self.options.durability == "machine")
         self._pending: dict[str, _Pending] = {}
-        self._lock = threading.Lock()  # guards _pending
+        #: rows handed to the machine's committer, until it has committed them
+        self._flights: list[_Flight] = []
+        self._offers = 0
+        self._versions: set[tuple[str, int | None]] = set()  # (table, version) that took offers
+        self._lock = threading.Lock()  # guards _pending and _flights
         self._commit_lock = threading.Lock()  # one commit at a time, in order
         self._closed = False
+        #: deferred claims of the episodes this writer's recorder minted (`claims.ClaimBook`)
+        self.claims = claims.ClaimBook(self.lake)
+        #: the machine's committer, when this process is it (`committer.NodeCommitter`)
+        self.node_committer: committer.NodeCommitter | None = None
         #: the last commit failure, until a commit succeeds again
         self.last_error: BaseException | None = None
+        #: commits of this writer's rows: its own, and the committer's that carried its offers
         self.commits = 0
         self._stop = threading.Event()
         #: set by an append that fills a batch (and by close): commit now, not at the next tick
@@ -205,8 +306,8 @@ class LakeWriter:
 
     def append_rows(self, table: str, rows: list[dict]) -> None:
         """Returns once every row is in the spool; raises (with none of them recorded) if
-        they cannot be: a full disk is `spool.SpoolWriteError`, a lake that keeps refusing
-        commits while rows pile up is `CommitFailed`."""
+        they cannot be: a full disk is `spool.SpoolWriteError`, more rows waiting for the
+        store than `WriterOptions.max_backlog_bytes` is `Backpressure`."""
         if self._closed:
             raise RuntimeError("this LakeWriter is closed")
         batches = schema.conform(table, rows).combine_chunks().to_batches()
@@ -214,17 +315,18 @@ class LakeWriter:
             return
         batch = batches[0]  # one record per call: it is in the spool whole, or not at all
         self._check_backlog(table)
+        opts = self.options
         with self._lock:
             pending = self._pending.get(table)
-            if pending is None or pending.segments[-1].broken:
-                segment = self._spool.new_segment(table)
+            last = None if pending is None else pending.parts[-1]
+            if last is None or last.segment.broken or last.rows >= opts.batch_rows or last.bytes >= opts.batch_bytes:
+                part = _Part(self._spool.new_segment(table))  # a segment holds about one batch
                 if pending is None:
-                    pending = self._pending[table] = _Pending(segment)
+                    pending = self._pending[table] = _Pending([part])
                 else:
-                    pending.segments.append(segment)
-            pending.segments[-1].append(batch)
+                    pending.parts.append(part)
             pending.add(batch)
-            due = pending.rows >= self.options.batch_rows or pending.bytes >= self.options.batch_bytes
+            due = pending.rows >= opts.batch_rows or pending.bytes >= opts.batch_bytes
         if due and self.last_error is None:
             # the background thread commits now; after a failure it retries on its own
             # schedule (growing waits), not at every append
@@ -234,7 +336,9 @@ class LakeWriter:
         """Refuse a row while more acknowledged rows than `max_backlog_bytes` wait for the store."""
         with self._lock:
             waiting = sum(p.bytes for p in self._pending.values())
+            waiting += sum(part.bytes for f in self._flights for part in f.parts)
             rows = sum(p.rows for p in self._pending.values())
+            rows += sum(part.rows for f in self._flights for part in f.parts)
         if waiting < self.options.max_backlog_bytes:
             return
         self._due.set()
@@ -247,13 +351,44 @@ class LakeWriter:
 
     # -- committing --------------------------------------------------------------------
     def flush(self) -> None:
-        """Commit everything appended so far; raises `CommitFailed` if the lake does not
-        take it (the rows stay in the spool, retried in the background and by later flushes)."""
+        """Commit everything appended so far (and wait for the committer to commit what was
+        handed to it); raises `CommitFailed` if the lake does not take it (the rows stay in
+        the spool, retried in the background and by later flushes)."""
         try:
             self._commit(only=None)
+            waiting = {id(f) for f in self._flights}
+            deadline = time.monotonic() + self.options.flush_timeout_s
+            while True:
+                with self._commit_lock:
+                    back = self._settle_flights()
+                    waiting &= {id(f) for f in self._flights}
+                if back:  # the committer could not commit them: merged by key here
+                    self._commit(only=None)
+                if not waiting:
+                    break
+                self._elect()
+                if time.monotonic() > deadline:
+                    raise CommitFailed(
+                        f"the committer of this machine did not commit {len(waiting)} hand-off(s) in "
+                        f"{self.options.flush_timeout_s:.0f} s ({self._committer_state()}); the rows stay in "
+                        "this writer's spool and are retried")
+                time.sleep(0.01)
+        except CommitFailed:
+            raise
         except Exception as exc:
             raise CommitFailed(f"commit to the lake at {self.lake} failed ({exc}); the rows stay in "
                                "this writer's spool and are retried") from exc
+
+    def _committer_state(self) -> str:
+        node = self.node_committer
+        if node is not None:
+            return f"this process commits; last error: {node.last_error}" if node.last_error else "this process commits"
+        return "another process on this machine commits"
+
+    def _elect(self) -> None:
+        """Become the machine's committer if there is none (see `committer`)."""
+        if self.options.handoff and self.node_committer is None and not self._closed:
+            self.node_committer = committer.NodeCommitter.elect(self.lake, self._root)
 
     def _take(self, only: str | None, older_than: float | None = None) -> dict[str, _Pending]:
         """Pending rows due for a commit, with the pending rows of every table they refer to
@@ -269,59 +404,138 @@ class LakeWriter:
                 chosen.update(p for p in tables.REFERENCES.get(t, ()) if p in self._pending)
             return {t: self._pending.pop(t) for t in chosen}
 
-    def _restore(self, taken: dict[str, _Pending]) -> None:
+    def _restore(self, taken: dict[str, _Pending], uncertain: str | None = None) -> None:
+        """Put rows back in front of those appended since. `uncertain`: the table whose
+        commit failed in a way that may have landed: its rows are merged by key next time."""
         with self._lock:
             for table, pending in taken.items():
-                pending.failed = True
+                if not pending.parts:
+                    continue
+                if table == uncertain:
+                    pending.failed = True
                 later = self._pending.get(table)
                 if later is not None:
                     pending.absorb(later)
+                    pending.failed = pending.failed or later.failed
                 self._pending[table] = pending
+
+    def _settle_flights(self) -> bool:
+        """Let go of the spool segments of hand-offs the committer committed; put those it
+        could not commit back to pending (merged by key next). True if any came back."""
+        back: dict[str, _Pending] = {}
+        with self._lock:
+            flights = list(self._flights)
+        for flight in flights:
+            where = committer.state(flight.offer)
+            if where in (committer.OFFER, committer.TAKEN):
+                continue
+            with self._lock:
+                self._flights.remove(flight)
+            if where == committer.DONE:
+                for part in flight.parts:
+                    part.segment.discard()
+                version = (flight.table, committer.committed_version(flight.offer))
+                if version not in self._versions:  # one commit may carry several offers
+                    self._versions.add(version)
+                    self.commits += 1
+                self.last_error = None
+            else:  # RETRY, or gone (withdrawn): whether it landed is unknown
+                back.setdefault(flight.table, _Pending([])).parts.extend(flight.parts)
+            committer.forget(flight.offer)
+        for pending in back.values():
+            pending.failed = True  # the committer's append may have landed
+        self._restore(back)
+        return bool(back)
+
+    def _handoff(self, table: str, pending: _Pending) -> bool:
+        return (self.options.handoff and table in schema.APPEND_ONLY
+                and not (self.options.dedupe_steps or pending.failed))
 
     def _commit(self, only: str | None, older_than: float | None = None) -> None:
         """Commit due rows, referenced tables first (episodes before steps), so a reader that
-        sees a step always finds its episode. On a failure the failed table's rows, and
-        those of every table after it, go back to pending, in order; nothing is lost."""
+        sees a step always finds its episode; the claims of the episodes go before any of
+        their rows. Each table's rows go in slices of about one batch, each slice's spool
+        segments deleted once it is in the lake (or handed to the committer: see
+        `committer`). On a failure the rows not yet committed, and those of every table after
+        it, go back to pending, in order; nothing is lost."""
         with self._commit_lock:
+            self._settle_flights()
             taken = self._take(only, older_than)
             order = [t for t in tables.COMMIT_ORDER if t in taken]
+            try:
+                self.claims.place()
+            except BaseException as exc:
+                self._restore(taken)
+                self.last_error = exc
+                raise
+            opts = self.options
             for i, table in enumerate(order):
                 pending = taken[table]
-                rows = pa.Table.from_batches(pending.batches, schema=schema.TABLES[table])
                 if table in schema.APPEND_ONLY:
-                    dedupe = self.options.dedupe_steps or pending.failed
-                    kind = "insert_missing" if dedupe else "append"
+                    kind = "insert_missing" if opts.dedupe_steps or pending.failed else "append"
                 else:
                     kind = "upsert"
+                handoff = self._handoff(table, pending)
                 try:
-                    tables.commit(self.lake, table, rows, kind)
+                    for parts in _slices(list(pending.parts), opts.batch_rows, opts.batch_bytes):
+                        rows = pa.Table.from_batches([b for p in parts for b in p.batches],
+                                                     schema=schema.TABLES[table])
+                        if handoff:
+                            self._offers += 1
+                            offer = committer.upload(self.lake, table, rows, self._spool.dir,
+                                                     f"{self._offers:08d}-{table}", opts.batch_rows)
+                            with self._lock:
+                                self._flights.append(_Flight(table, parts, offer))
+                        else:
+                            tables.commit(self.lake, table, rows, kind)
+                            self.commits += 1
+                            for part in parts:
+                                part.segment.discard()
+                        del pending.parts[:len(parts)]
                 except BaseException as exc:
-                    self._restore({t: taken[t] for t in order[i:]})
+                    # an upload that failed left nothing in any version: not uncertain
+                    self._restore({t: taken[t] for t in order[i:]}, uncertain=None if handoff else table)
                     self.last_error = exc
                     raise
-                self.commits += 1
-                for segment in pending.segments:
-                    segment.discard()
             if taken:
                 self.last_error = None
+        if self._flights and self.node_committer is not None:
+            self.node_committer.wake()
+        try:
+            self.claims.drop_released()
+        except Exception as exc:  # the claims stay held a little longer; tried again next time
+            log.warning("releasing finished episodes' claims failed; retried at the next commit: %s", exc)
 
     def _age_loop(self) -> None:
-        """The writer's committer: commit full batches as soon as an append says so, and rows
-        that waited `max_age_s`; after a failure, retry with growing waits (a full disk, a
-        store that is down) until it works again, however often appends knock meanwhile."""
+        """The writer's committer thread: commit full batches as soon as an append says so,
+        and rows that waited `max_age_s`; settle hand-offs; become the machine's committer
+        when there is none. After a failure, retry with growing waits (a full disk, a store
+        that is down) until it works again, however often appends knock meanwhile."""
         interval = min(self.options.max_age_s / 2, 0.5)
+        tick = min(interval, 0.1) if self.options.handoff else interval
         backoff = 0.0  # seconds between tries while commits fail; 0 while they work
         retry_at = 0.0
         while not self._stop.is_set():
             now = time.monotonic()
-            woken = self._due.wait(max(interval, retry_at - now) if backoff else interval)
+            woken = self._due.wait(max(tick, retry_at - now) if backoff else tick)
             if self._stop.is_set():
                 return
             self._due.clear()
+            try:
+                self._elect()
+            except OSError as exc:
+                log.warning("could not take the committer's lock: %s", exc)
             if backoff and time.monotonic() < retry_at:
                 continue  # failing: the next try waits its turn
             try:
-                self._commit(only=None, older_than=None if woken or backoff else self.options.max_age_s)
+                if self._flights:
+                    with self._commit_lock:
+                        back = self._settle_flights()
+                    woken = woken or back
+                # an append that saw a full batch may have knocked after this thread took it
+                woken = woken and self._full_batch()
+                if woken or backoff or self._due_by_age(self.options.max_age_s):
+                    self._commit(only=None, older_than=None if woken or backoff else self.options.max_age_s)
                 backoff = 0.0
             except Exception as exc:
                 first = backoff == 0.0  # the whole traceback once per run of failures
@@ -330,10 +544,21 @@ class LakeWriter:
                 log.warning("background commit failed; rows stay in the spool, retrying in %.1f s: %s",
                             backoff, exc, exc_info=first)
 
+    def _full_batch(self) -> bool:
+        opts = self.options
+        with self._lock:
+            return any(p.rows >= opts.batch_rows or p.bytes >= opts.batch_bytes for p in self._pending.values())
+
+    def _due_by_age(self, age: float) -> bool:
+        with self._lock:
+            now = time.monotonic()
+            return any(now - p.since >= age for p in self._pending.values())
+
     # -- lifecycle ---------------------------------------------------------------------
     def close(self) -> None:
         """Commit what is left and let go of the spool; if the lake does not take the last
-        rows, they stay in the spool for the next writer (or `elake recover`) to replay."""
+        rows, they stay in the spool for the next writer (or `elake recover`) to replay. If
+        this process is the machine's committer, it commits what is offered and hands over."""
         if self._closed:
             return
         self._stop.set()
@@ -343,9 +568,17 @@ class LakeWriter:
             self.flush()
         finally:
             self._closed = True
+            node, self.node_committer = self.node_committer, None
+            if node is not None:
+                node.stop()
+            with self._commit_lock:
+                self._settle_flights()
             for pending in self._take(None).values():
-                for segment in pending.segments:
-                    segment.close()  # uncommitted: left for replay
+                for part in pending.parts:
+                    part.segment.close()  # uncommitted: left for replay
+            for flight in self._flights:
+                for part in flight.parts:
+                    part.segment.close()  # offered: committed by the committer, or merged at replay
             self._spool.close()
 
     def __enter__(self) -> LakeWriter:
