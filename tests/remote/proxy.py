@@ -74,6 +74,9 @@ class TcpProxy:
         self.port = self._listener.getsockname()[1]
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self._block = threading.Event()
+        #: set while the store "hangs": connections are accepted and nothing is answered
+        self._hang = threading.Event()
+        self._held: list[socket.socket] = []
         self._closed = False
         self._conns: set[socket.socket] = set()
         self._conns_lock = threading.Lock()
@@ -90,6 +93,9 @@ class TcpProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
+            if self._hang.is_set():
+                self._held.append(client)  # accepted, never answered
+                continue
             if self._block.is_set():
                 client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
                 client.close()  # reset: the store is unreachable
@@ -109,6 +115,8 @@ class TcpProxy:
         try:
             while True:
                 data = src.recv(65536)
+                while self._hang.is_set() and not self._block.is_set():
+                    time.sleep(0.05)  # the store hangs: hold the bytes, send nothing
                 if not data or self._block.is_set():
                     break
                 if to_store is not None:
@@ -142,6 +150,25 @@ class TcpProxy:
 
     def unblock(self) -> None:
         self._block.clear()
+
+    @contextmanager
+    def hanging(self):
+        """The store hangs: new connections are accepted and never answered, open ones stop
+        moving bytes. At the end the held connections are cut (their requests timed out, or
+        fail now) and the store answers again."""
+        self._hang.set()
+        try:
+            yield self
+        finally:
+            held, self._held = self._held, []
+            self.block()  # cut what hung, as a client's timeout would
+            for s in held:
+                try:
+                    s.close()
+                except OSError:
+                    pass
+            self._hang.clear()
+            self.unblock()
 
     @contextmanager
     def blocked(self):
