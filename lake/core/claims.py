@@ -228,6 +228,8 @@ class ClaimBook:
         self._waiting: dict[str, DeferredClaim] = {}  # by token: not yet in the lake
         self._placed: set[str] = set()  # tokens in the lake, still held
         self._releasing: set[str] = set()  # tokens in the lake, to delete
+        #: set when the writer closes: nothing batches releases any more, so they are done at once
+        self.closed = False
 
     def take(self, episode_id: str, holder: str) -> DeferredClaim:
         claim = DeferredClaim(self, episode_id, holder)
@@ -242,6 +244,9 @@ class ClaimBook:
             if committed and claim.token in self._placed:
                 self._placed.discard(claim.token)
                 self._releasing.add(claim.token)
+            now = self.closed
+        if now:
+            self.drop_released()
 
     @property
     def waiting(self) -> int:

@@ -278,7 +278,8 @@ _CAUSES = (
     (re.compile(r"NoSuchBucket|bucket.{0,40}(does not exist|not found)|specified bucket", re.I),
      "the bucket does not exist: create it first"),
     # 403 as a word: an endpoint's port (127.0.0.1:35403) in the text is not a status
-    (re.compile(r"InvalidAccessKeyId|SignatureDoesNotMatch|AccessDenied|Forbidden|(?<![\d:])403\b|"
+    # pyarrow's S3 client spells S3's codes SIGNATURE_DOES_NOT_MATCH, ACCESS_DENIED
+    (re.compile(r"Invalid_?Access_?Key_?Id|Signature_?Does_?Not_?Match|Access_?Denied|Forbidden|(?<![\d:])403\b|"
                 r"ExpiredToken|InvalidToken|credentials", re.I),
      "access denied: check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or the storage options)"),
     (re.compile(r"error sending request|connection refused|connect error|dns error|timed out|"

@@ -568,6 +568,7 @@ class LakeWriter:
             self.flush()
         finally:
             self._closed = True
+            self.claims.closed = True
             node, self.node_committer = self.node_committer, None
             if node is not None:
                 node.stop()

@@ -1,0 +1,209 @@
+"""A fleet writing one S3 lake (moto's real S3 API, behind the tests' TCP proxy where the
+store must go away): episodes start and steps log while the store refuses or hangs, a
+writer SIGKILLed at any stage of its hand-off to the committer loses and doubles nothing,
+and a deleted bucket or bad credentials are one clear line. Behaviour, not timing: the
+bounds are generous."""
+
+from __future__ import annotations
+
+import http.server
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from episodelake.collectors.record.recorder import Recorder
+from episodelake.lake import Conflict, Lake, WriterOptions
+from episodelake.lake.core import layout, spool
+from episodelake.lake.core.store import StoreUnavailable
+from episodelake.lake.core.writer import CommitFailed
+from tests.factories import child_env, response, screenshot
+from tests.remote.proxy import flush_once_back
+
+#: Far above a local append (milliseconds), far below a hung request (tens of seconds).
+SLOW_S = 2.0
+
+
+def _timed(fn, *args, **kwargs):
+    started = time.monotonic()
+    result = fn(*args, **kwargs)
+    return result, time.monotonic() - started
+
+
+def _claims(uri: str) -> list[dict]:
+    lake = Lake(uri)
+    if layout.CLAIMS_TABLE not in {p.removesuffix(".lance") for p in lake.location.children()}:
+        return []
+    import lance
+
+    ds = lance.dataset(str(layout.table_path(lake.location, layout.CLAIMS_TABLE)),
+                       storage_options=lake.location.storage_options)
+    return ds.to_table().to_pylist()
+
+
+@pytest.mark.parametrize("outage", ["refused", "hung"])
+def test_episodes_start_and_steps_log_while_the_store_is_down(s3_proxied_lake, s3_proxy, outage):
+    """With the store refusing connections or hanging for 10 s, a recorder keeps starting
+    episodes (ids it mints need no claim up front) and logging steps, each call far quicker
+    than the store's timeouts; once it is back, every step is stored exactly once and the
+    episodes' claims were written and let go."""
+    rec = Recorder(s3_proxied_lake, image_checks="structure", anchor=None,
+                   options=WriterOptions(batch_rows=5, max_age_s=0.3))
+    warm = rec.start_episode("t")  # the tables and the committer are up before the outage
+    warm.log_step(screenshot(0), response())
+    warm.finish(success=True)
+    rec.flush()
+    slowest = 0.0
+    episodes: dict[str, int] = {}
+    with (s3_proxy.blocked() if outage == "refused" else s3_proxy.hanging()):
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            ep, took = _timed(rec.start_episode, "t", "during the outage")
+            slowest = max(slowest, took)
+            for n in range(4):
+                _, took = _timed(ep.log_step, screenshot(n), response())
+                slowest = max(slowest, took)
+                time.sleep(0.05)
+            _, took = _timed(ep.finish, success=True)
+            slowest = max(slowest, took)
+            episodes[ep.episode_id] = 4
+    assert slowest < SLOW_S, f"a call waited {slowest:.2f} s on the store"
+    assert len(episodes) >= 5
+    flush_once_back(rec)
+    rec.close()
+    lake = Lake(s3_proxied_lake)
+    got = lake.sql("select episode_id, count(*) n, count(distinct step) d from steps group by episode_id").to_pylist()
+    by_id = {r["episode_id"]: (r["n"], r["d"]) for r in got}
+    for episode_id, steps in episodes.items():
+        assert by_id.get(episode_id) == (steps, steps), episode_id
+    finished = lake.sql("select count(*) from episodes where status = 'finished'")[0][0].as_py()
+    assert finished == len(episodes) + 1
+    held = [c for c in _claims(s3_proxied_lake) if c["episode_id"] in episodes]
+    assert held == []  # written before the rows, deleted once they were committed
+
+
+def test_a_minted_episode_is_claimed_before_its_rows_are_seen(s3_lake):
+    """A minted id's claim is deferred, not skipped: once its rows are in the lake, another
+    recorder cannot resume it while the first one holds it."""
+    first = Recorder(s3_lake, image_checks="structure", anchor=None)
+    ep = first.start_episode("t")
+    ep.log_step(screenshot(0), response())
+    first.flush()
+    assert [c["episode_id"] for c in _claims(s3_lake)] == [ep.episode_id]
+    with Recorder(s3_lake, image_checks="structure", anchor=None) as second:
+        with pytest.raises(Conflict, match="being recorded by another recorder"):
+            second.start_episode("t", episode_id=ep.episode_id, resume=True)
+    ep.finish(success=True)
+    first.close()
+    assert _claims(s3_lake) == []
+    with Recorder(s3_lake, image_checks="structure", anchor=None) as third:
+        with pytest.raises(Conflict, match="finished"):
+            third.start_episode("t", episode_id=ep.episode_id, resume=True)
+
+
+KILLED = textwrap.dedent("""
+    import os, signal
+    from tests.factories import response, screenshot
+    from episodelake.collectors.record.recorder import Recorder
+    from episodelake.lake import WriterOptions
+    from episodelake.lake.core import committer
+    seen = []
+    def hook(name):
+        if name == {stage!r}:
+            seen.append(name)
+            if len(seen) >= 2:
+                os.kill(os.getpid(), signal.SIGKILL)
+    committer.stage_hook = hook
+    rec = Recorder({lake!r}, image_checks="structure", anchor=None,
+                   options=WriterOptions(batch_rows=6, max_age_s=0.3))
+    ep = rec.start_episode("t", episode_id="killed")
+    for s in range(10_000):
+        ep.log_step(screenshot(s % 5), response())
+        print(s, flush=True)
+""")
+
+
+@pytest.mark.parametrize("stage", ["uploaded", "offered", "taken", "committed"])
+def test_sigkill_at_each_hand_off_stage_then_recover(s3_lake, s3_env, stage):
+    """A recorder (its own committer) killed the second time a hand-off reaches `stage`:
+    `elake recover` settles its hand-offs and replays its spool by key; every acknowledged
+    step is stored once, and the episode can be resumed after it."""
+    Lake(s3_lake)
+    proc = subprocess.Popen([sys.executable, "-c", KILLED.format(lake=s3_lake, stage=stage)],
+                            env=child_env(s3_env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == -signal.SIGKILL, err
+    acknowledged = max(int(n) for n in out.split())
+    done = subprocess.run([sys.executable, "-m", "episodelake.api.cli", "recover"], env=child_env(s3_env),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lake = Lake(s3_lake)
+    rows = lake.sql("select count(*) n, count(distinct step) d, max(step) hi from steps "
+                    "where episode_id = 'killed'").to_pylist()[0]
+    assert rows["n"] == rows["d"] == rows["hi"] + 1 and rows["hi"] >= acknowledged, rows
+    with Recorder(s3_lake, image_checks="structure", anchor=None) as rec:
+        ep = rec.start_episode("t", episode_id="killed", resume=True)
+        assert ep.log_step(screenshot(0), response()).step == rows["hi"] + 1
+        ep.finish(success=True)
+
+
+def test_a_deleted_bucket_is_one_clear_line_and_loses_nothing_acknowledged(s3_lake, s3_server):
+    rec = Recorder(s3_lake, image_checks="structure", anchor=None,
+                   options=WriterOptions(batch_rows=1000, max_age_s=3600))
+    ep = rec.start_episode("t", episode_id="orphaned")
+    for n in range(3):
+        ep.log_step(screenshot(n), response())
+    bucket = s3_lake.split("/")[2]
+    client = s3_server.client()
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for obj in page.get("Contents", []):
+            client.delete_object(Bucket=bucket, Key=obj["Key"])
+    client.delete_bucket(Bucket=bucket)
+    with pytest.raises(CommitFailed) as failed:
+        rec.flush()
+    text = str(failed.value)
+    assert "\n" not in text and "bucket does not exist" in text, text
+    folder = rec.writer._spool.dir
+    with pytest.raises(CommitFailed, match="bucket does not exist"):
+        rec.close()
+    # the acknowledged steps stay in the spool, for `elake recover` once the lake is back
+    steps = [spool.read_segment(p).rows for p in folder.glob("steps-*.arrows")]
+    assert sorted(n for t in steps for n in t.column("step").to_pylist()) == [0, 1, 2]
+
+
+class _Denying(http.server.BaseHTTPRequestHandler):
+    """An S3 endpoint that refuses every request as S3 does a bad secret key (403)."""
+
+    def _deny(self) -> None:
+        body = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SignatureDoesNotMatch</Code>'
+                b"<Message>The request signature we calculated does not match</Message></Error>")
+        self.send_response(403)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _deny
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_bad_credentials_are_one_clear_line(s3_lake, monkeypatch):
+    """A store that answers 403 to everything (what a wrong secret key gets from S3; moto
+    does not check signatures, so a stub endpoint answers here)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Denying)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{server.server_address[1]}")
+        with pytest.raises(StoreUnavailable) as denied:
+            Recorder(s3_lake, image_checks="structure", anchor=None)
+    finally:
+        server.shutdown()
+    text = str(denied.value)
+    assert "\n" not in text and "access denied" in text, text
