@@ -10,9 +10,19 @@ launcher as the tests) against a local folder, measured in the same run.
   once (each commit retried on conflicts like every writer's);
 - fragments and read latency as commits pile up (a query over `steps` and one episode's
   steps), then after `Lake.optimize`;
-- `log_step` latency while the store refuses every connection for `--outage` seconds (a TCP
-  proxy in front of moto, the tests' `TcpProxy`), against the same steps with the store up,
-  and the steps acknowledged during the outage counted in the lake once it is back.
+- `log_step` latency while the store refuses every connection, and while it hangs (accepts
+  and never answers), for `--outage` seconds each (a TCP proxy in front of moto, the tests'
+  `TcpProxy`), against the same steps with the store up, with default writer options; a new
+  episode starts every 20 steps throughout; the steps acknowledged during the outage are
+  counted in the lake once it is back;
+- the fleet: aggregate steps/s of 1 / 2 / 4 / 8 recorder processes at once (recorder-minted
+  episode ids, default writer options, so the machine's committer appends their uploaded
+  fragments), on S3 and on a local folder, with commits per 1,000 steps; the same on S3 with
+  `WriterOptions(handoff=False)` (each writer commits its own batches, the path before the
+  committer) as the baseline of the same run.
+
+`--quick`: 10 s outages and a shorter fleet (the rows' shape, in about a third of the time);
+`--only-outage` / `--only-fleet`: those rows alone.
 
 moto keeps objects in memory on this machine, so the S3 figures show the cost of the API
 (requests, listing, conditional commits) without a network's latency; a real bucket adds
@@ -22,6 +32,7 @@ tens of milliseconds per request on top. Default run: about 2 minutes on 2 cores
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing as mp
 import os
 import random
@@ -150,27 +161,37 @@ def growth(name: str, uri: str, rounds: list[int], n: int) -> None:
 
 
 def log_step_ms(uri: str, screens: list[bytes], seconds: float, proxy: TcpProxy | None,
-                episode_id: str) -> tuple[list[float], int]:
-    """Each `log_step`'s latency over `seconds` of steps (about 20 a second, a busy collector),
-    with the store refused throughout when `proxy` is given; then wait for every step to land
-    and return (latencies, steps stored)."""
-    rec = Recorder(uri, image_checks="structure", options=WriterOptions(batch_rows=8, max_age_s=1.0))
-    ep = rec.start_episode("outage", episode_id=episode_id)
+                mode: str = "refused") -> tuple[list[float], list[float], int, int]:
+    """Each `log_step`'s latency over `seconds` of steps (about 20 a second, a busy collector,
+    a new episode every 20 steps), with the store refused or hung throughout when `proxy` is
+    given; then wait for every step to land. Returns (log_step latencies, start_episode
+    latencies, steps acknowledged, steps stored exactly once)."""
+    rec = Recorder(uri, image_checks="structure", anchor=None)  # default writer options
+    warm = rec.start_episode("outage")
+    warm.finish(success=True)
     rec.flush()
     times: list[float] = []
-    if proxy is not None:
-        proxy.block()
-    try:
+    starts: list[float] = []
+    episodes: list[str] = []
+    outage = contextlib.nullcontext() if proxy is None else (
+        proxy.blocked() if mode == "refused" else proxy.hanging())
+    with outage:
         end = time.monotonic() + seconds
+        ep = None
         while time.monotonic() < end:
+            if ep is None or len(times) % 20 == 0:
+                if ep is not None:
+                    ep.finish(success=True)
+                started = time.perf_counter()
+                ep = rec.start_episode("outage")
+                starts.append((time.perf_counter() - started) * 1000)
+                episodes.append(ep.episode_id)
             started = time.perf_counter()
             ep.log_step(screens[len(times) % len(screens)], RESPONSE)
             times.append((time.perf_counter() - started) * 1000)
             time.sleep(0.05)
-    finally:
-        if proxy is not None:
-            proxy.unblock()
-    deadline = time.monotonic() + 180
+        ep.finish(success=True)
+    deadline = time.monotonic() + 300
     while True:
         try:
             rec.flush()
@@ -179,10 +200,79 @@ def log_step_ms(uri: str, screens: list[bytes], seconds: float, proxy: TcpProxy 
             if time.monotonic() > deadline:
                 raise
             time.sleep(1)
-    ep.finish(success=True)
     rec.close()
-    stored = Lake(uri).sql(f"select count(distinct step) n from steps where episode_id = '{episode_id}'")
-    return times, stored.to_pylist()[0]["n"]
+    ids = ", ".join(f"'{e}'" for e in episodes)
+    stored = Lake(uri).sql(f"select count(*) n, count(distinct (episode_id, step)) d from steps "
+                           f"where episode_id in ({ids})").to_pylist()[0]
+    once = stored["d"] if stored["n"] == stored["d"] else -1
+    return times, starts, len(times), once
+
+
+def _fleet_writer(uri: str, index: int, steps: int, handoff: bool, start, out) -> None:
+    """One recorder process: `steps` steps in episodes of 20, ids minted by the recorder."""
+    with Recorder(uri, run_id=f"w{index}", anchor=None, image_checks="structure",
+                  options=WriterOptions(handoff=handoff)) as rec:
+        screens = [phone_screen(index * 10 + k, (540, 1200)) for k in range(4)]
+        out.put("ready")
+        start.wait()
+        begun = time.perf_counter()
+        ep = None
+        for n in range(steps):
+            if n % 20 == 0:
+                if ep is not None:
+                    ep.finish(success=True)
+                ep = rec.start_episode("fleet", "Goal")
+            ep.log_step(screens[n % 4], RESPONSE)
+        ep.finish(success=True)
+    out.put((begun, time.perf_counter()))  # closed: every step committed
+
+
+def _versions(uri: str) -> dict[str, int]:
+    lake = Lake(uri)
+    lake.invalidate()
+    return {t: lake.dataset(t).version for t in ("steps", "episodes")}
+
+
+def fleet(uri: str, writers: int, steps: int, handoff: bool = True) -> tuple[float, float, float]:
+    """(aggregate steps/s, steps-table commits per 1,000 steps, all commits per 1,000 steps)
+    of `writers` recorder processes writing `steps` steps each at once."""
+    Lake(uri)  # the tables exist before the writers start
+    before = _versions(uri)
+    context = mp.get_context("spawn")  # Lance is not fork-safe
+    start, out = context.Event(), context.Queue()
+    procs = [context.Process(target=_fleet_writer, args=(uri, i, steps, handoff, start, out))
+             for i in range(writers)]
+    for p in procs:
+        p.start()
+    for _ in procs:
+        assert out.get(timeout=600) == "ready"
+    start.set()
+    results = [out.get(timeout=1200) for _ in procs]
+    for p in procs:
+        p.join()
+    wall = max(r[1] for r in results) - min(r[0] for r in results)
+    after = _versions(uri)
+    total = writers * steps
+    steps_commits = after["steps"] - before["steps"]
+    all_commits = sum(after[t] - before[t] for t in after)
+    return total / wall, steps_commits * 1000 / total, all_commits * 1000 / total
+
+
+def measure_fleet(args, tmp: Path, bucket) -> None:
+    """The fleet rows (module docstring)."""
+    counts = (1, 2, 4, 8)
+    s3 = {w: fleet(bucket(), w, args.fleet_steps) for w in counts}
+    local = {w: fleet(str(tmp / f"fleet-{w}"), w, args.fleet_steps) for w in counts}
+    direct = {w: fleet(bucket(), w, args.fleet_steps, handoff=False) for w in (1, 8)}
+    for w in counts:
+        line(f"fleet, {w} writer process(es), {args.fleet_steps} steps each (540x1200 PNG)",
+             s3_steps_s=s3[w][0], local_steps_s=local[w][0], s3_vs_local=s3[w][0] / local[w][0],
+             s3_vs_1_writer=s3[w][0] / s3[1][0], s3_steps_commits_per_1000=s3[w][1],
+             s3_all_commits_per_1000=s3[w][2], local_steps_commits_per_1000=local[w][1])
+    for w in (1, 8):
+        line(f"fleet baseline, {w} writer(s) committing their own batches (handoff=False), S3",
+             steps_s=direct[w][0], steps_commits_per_1000=direct[w][1], all_commits_per_1000=direct[w][2],
+             committer_vs_baseline=s3[w][0] / direct[w][0])
 
 
 def main() -> None:
@@ -192,9 +282,14 @@ def main() -> None:
     ap.add_argument("--fetches", type=int, default=100)
     ap.add_argument("--commits", type=int, default=6, help="commits per writer process")
     ap.add_argument("--rounds", default="10,30,60", help="commit counts to measure growth at")
-    ap.add_argument("--outage", type=float, default=30.0, help="seconds the store refuses connections")
+    ap.add_argument("--outage", type=float, default=30.0, help="seconds the store refuses (then hangs)")
+    ap.add_argument("--fleet-steps", type=int, default=400, help="steps per writer process in the fleet rows")
     ap.add_argument("--only-outage", action="store_true", help="measure the log_step rows only")
+    ap.add_argument("--only-fleet", action="store_true", help="measure the fleet rows only")
+    ap.add_argument("--quick", action="store_true", help="10 s outages, 150 steps per fleet writer")
     args = ap.parse_args()
+    if args.quick:
+        args.outage, args.fleet_steps = min(args.outage, 10.0), min(args.fleet_steps, 150)
     rounds = [int(r) for r in args.rounds.split(",")]
     screens = [phone_screen(seed) for seed in range(8)]
 
@@ -205,9 +300,12 @@ def main() -> None:
             def bucket() -> str:
                 return f"s3://{server.new_bucket()}/lake"
 
-            if not args.only_outage:
+            if not (args.only_outage or args.only_fleet):
                 measure_store(args, tmp, bucket, screens, rounds)
-            outage(args, bucket, screens, server)
+            if not args.only_outage:
+                measure_fleet(args, tmp, bucket)
+            if not args.only_fleet:
+                outage(args, bucket, screens, server)
         finally:
             server.stop()
 
@@ -240,19 +338,22 @@ def measure_store(args, tmp: Path, bucket, screens: list[bytes], rounds: list[in
 
 
 def outage(args, bucket, screens: list[bytes], server: S3Server) -> None:
-    """The log_step rows: the same steps with the store up and refused (module docstring)."""
-    up, up_stored = log_step_ms(bucket(), screens, args.outage, None, "store-up")
+    """The log_step rows: the same steps with the store up, refused and hung (module docstring)."""
+    up, up_starts, up_steps, up_stored = log_step_ms(bucket(), screens, args.outage, None)
     proxy = TcpProxy(int(server.endpoint.rsplit(":", 1)[1]))
     os.environ["AWS_ENDPOINT_URL"] = proxy.endpoint
     try:
-        down, down_stored = log_step_ms(bucket(), screens, args.outage, proxy, "store-refused")
+        down = {mode: log_step_ms(bucket(), screens, args.outage, proxy, mode) for mode in ("refused", "hung")}
     finally:
         os.environ["AWS_ENDPOINT_URL"] = server.endpoint
         proxy.close()
-    line(f"log_step, store refused {args.outage:.0f} s", p50_ms=p50(down), p99_ms=percentile(down, 99),
-         max_ms=max(down), steps=len(down), stored=down_stored, lost_or_doubled=len(down) - down_stored)
+    for mode, (times, starts, steps, stored) in down.items():
+        line(f"log_step, store {mode} {args.outage:.0f} s (default options)", p50_ms=p50(times),
+             p99_ms=percentile(times, 99), max_ms=max(times), start_episode_max_ms=max(starts),
+             episodes_started=len(starts), steps=steps, stored_once=stored, lost_or_doubled=steps - stored,
+             max_vs_store_up=max(times) / max(up))
     line("log_step, store up (same run)", p50_ms=p50(up), p99_ms=percentile(up, 99), max_ms=max(up),
-         steps=len(up), stored=up_stored, max_ratio=max(down) / max(up))
+         start_episode_max_ms=max(up_starts), steps=up_steps, stored_once=up_stored)
 
 
 if __name__ == "__main__":
