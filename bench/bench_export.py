@@ -28,9 +28,9 @@ from common import line, workdir
 from PIL import Image
 from screens import phone_screen
 
-from episodelake.collectors.record.actions import parse_response
 from episodelake.lake import Lake, LakeWriter, WriterOptions
 from episodelake.lake.export import FORMATS, ExportSpec, run_export
+from episodelake.lake.vocab.families import parse_response
 
 RESPONSE = ('<thinking>Open the settings list and find entry {n}.</thinking>\n<tool_call>\n'
             '{{"name": "mobile_use", "arguments": {{"action": "click", "coordinate": [540, {y}]}}}}\n</tool_call>')

@@ -75,7 +75,7 @@ def screens(n: int = 8) -> list[bytes]:
 
 def actions() -> list[dict]:
     """Pre-parsed action columns for a few responses (parsing 300,000 is not what we measure)."""
-    from episodelake.collectors.record.actions import format_tool_call, parse_response
+    from episodelake.lake.vocab.families import format_tool_call, parse_response
 
     calls = [
         {"action": "click", "coordinate": [500, 300]},

@@ -45,7 +45,6 @@ from episodelake.collectors.envs.base import (
     StepScore,
     Task,
 )
-from episodelake.collectors.record.actions import ParsedAction, parse_response
 from episodelake.collectors.record.recorder import EpisodeHandle, Recorder
 from episodelake.lake.core.errors import (
     ActionFailed,
@@ -55,6 +54,7 @@ from episodelake.lake.core.errors import (
     InvalidInput,
 )
 from episodelake.lake.vocab.action_space import action_summary
+from episodelake.lake.vocab.families import ParsedAction, parse_response
 from episodelake.lake.vocab.prompts import HistoryStep
 
 log = logging.getLogger(__name__)

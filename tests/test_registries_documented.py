@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from episodelake.collectors.envs.suites import SUITES
-from episodelake.collectors.record.actions import formats as response_formats
 from episodelake.collectors.record.derived import DERIVATIONS
 from episodelake.lake.export.formats import FORMATS
+from episodelake.lake.vocab.families import families as response_formats
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
 

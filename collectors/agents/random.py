@@ -6,7 +6,7 @@ import random
 from typing import Any
 
 from episodelake.collectors.loop import Observation, Reply
-from episodelake.collectors.record.actions import format_tool_call
+from episodelake.lake.vocab.families import format_tool_call
 
 
 class RandomPolicy:

@@ -27,8 +27,8 @@ from episodelake.collectors.envs.base import (
     Device,
     Screen,
 )
-from episodelake.collectors.record.actions import ParsedAction
 from episodelake.lake.core.errors import ActionFailed, DeviceUnavailable, EnvironmentLost
+from episodelake.lake.vocab.families import ParsedAction
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ A device shows a screen (`screenshot`, optionally `ui_tree`), reports its size a
 phone only has the goal the user typed); environments with a task registry (the simulated
 phone, a MobileWorld server) override them.
 
-Actions arrive as :class:`~episodelake.collectors.record.actions.ParsedAction`, the same record the
+Actions arrive as :class:`~episodelake.lake.vocab.families.ParsedAction`, the same record the
 steps table stores: points are fractions of the screenshot (``x``, ``y``, ``x2``, ``y2``), so
 every implementation converts with its own real screen size instead of assuming 1080x2400 as
 the reference framework does.
@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from episodelake.collectors.record.actions import ParsedAction
 from episodelake.lake.core.errors import DeviceUnavailable
+from episodelake.lake.vocab.families import ParsedAction
 
 
 @dataclass(frozen=True)

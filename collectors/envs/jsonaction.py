@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from episodelake.collectors.envs.base import Screen
-from episodelake.collectors.record.actions import CoordinateScale, ParsedAction, normalise_arguments
+from episodelake.lake.vocab.families import CoordinateScale, ParsedAction, normalise_arguments
 
 #: Our system buttons and the server's action types for them.
 BUTTON_ACTIONS = {"back": "navigate_back", "home": "navigate_home", "menu": "app_switch",

@@ -38,13 +38,13 @@ from episodelake.collectors.envs.base import (
     Task,
 )
 from episodelake.collectors.envs.jsonaction import to_json_action
-from episodelake.collectors.record.actions import ParsedAction
 from episodelake.lake.core.errors import (
     ActionFailed,
     DeviceError,
     DeviceUnavailable,
     EnvironmentLost,
 )
+from episodelake.lake.vocab.families import ParsedAction
 
 log = logging.getLogger(__name__)
 

@@ -45,7 +45,6 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from episodelake.collectors.record.actions import parse_response
 from episodelake.collectors.record.derived import BackgroundEnricher
 from episodelake.collectors.record.images import prepare_image
 from episodelake.lake import Lake, WriterOptions
@@ -53,6 +52,7 @@ from episodelake.lake.core import claims, layout, schema
 from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
 from episodelake.lake.core.layout import check_id
 from episodelake.lake.core.writer import replay_orphans
+from episodelake.lake.vocab.families import parse_response
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ arguments in the MAI-UI vocabulary with snake_case keys; coordinates are on the 
 as fractions of the screenshot's width and height, clamped into [0, 1].
 
 This lives in the lake because everything that reads stored steps needs it (the prompts the
-exports rebuild, the web app's summaries, the judge); the collectors' response parsers
-(:mod:`episodelake.collectors.record.actions`) write it.
+exports rebuild, the web app's summaries, the judge); the model families' response parsers
+(:mod:`episodelake.lake.vocab.families`) write it.
 """
 
 from __future__ import annotations

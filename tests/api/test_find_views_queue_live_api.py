@@ -12,11 +12,11 @@ import httpx
 import pytest
 
 from episodelake.api.settings import Settings
-from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.core import layout
 from episodelake.lake.core.lake import Lake
 from episodelake.lake.curation import curation
+from episodelake.lake.vocab.families import format_tool_call
 from tests.api.webapp_support import ServerThread, build_lake, error_of, screen
 
 

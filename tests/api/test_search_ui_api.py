@@ -7,10 +7,10 @@ import httpx
 import pytest
 
 from episodelake.api.settings import Settings
-from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
 from episodelake.lake.curation import search as lake_search
+from episodelake.lake.vocab.families import format_tool_call
 from tests.api.search_lake import PAYMENT_STEP, build_search_lake
 from tests.api.webapp_support import ServerThread, screen
 

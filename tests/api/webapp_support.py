@@ -20,9 +20,9 @@ from PIL import Image, ImageDraw
 
 from episodelake.api.app import create_app
 from episodelake.api.settings import Settings
-from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.core.lake import Lake
+from episodelake.lake.vocab.families import format_tool_call
 
 TASKS = {
     "wifi_on": "Turn on Wi-Fi",

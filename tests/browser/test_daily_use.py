@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from episodelake.api.settings import Settings, default_static_dir
-from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.recorder import Recorder
+from episodelake.lake.vocab.families import format_tool_call
 from tests.api.webapp_support import ServerThread, screen
 from tests.browser.conftest import readme_shot, shot
 

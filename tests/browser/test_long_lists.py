@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from playwright.sync_api import expect
 
-from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.curation import curation
+from episodelake.lake.vocab.families import format_tool_call
 from tests.api.webapp_support import screen
 from tests.browser.conftest import axe_violations
 

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from episodelake.collectors.record.actions import format_tool_call
 from episodelake.collectors.record.recorder import Recorder
+from episodelake.lake.vocab.families import format_tool_call
 from tests.api.webapp_support import screen
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from episodelake.collectors.envs.base import Task
 from episodelake.collectors.envs.sim.device import SimDevice
 from episodelake.collectors.loop import Reply
-from episodelake.collectors.record.actions import format_tool_call, parse_response
+from episodelake.lake.vocab.families import format_tool_call, parse_response
 
 
 class LiveServer:

@@ -10,8 +10,8 @@ import pytest
 
 from episodelake.collectors.envs import adb
 from episodelake.collectors.envs.base import Screen
-from episodelake.collectors.record.actions import format_tool_call, parse_response
 from episodelake.lake.core.errors import ActionFailed, DeviceUnavailable, EnvironmentLost
+from episodelake.lake.vocab.families import format_tool_call, parse_response
 from tests import factories
 
 PORTRAIT = Screen(1080, 2400)

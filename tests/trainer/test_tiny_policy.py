@@ -12,7 +12,7 @@ from episodelake.collectors.envs.sim.device import SimDevice
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.tasks import get_task
 from episodelake.collectors.loop import Observation
-from episodelake.collectors.record.actions import parse_response
+from episodelake.lake.vocab.families import parse_response
 from episodelake.lake.vocab.prompts import HistoryStep
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.policies.tiny import (

@@ -42,8 +42,8 @@ from torch import nn
 from episodelake.collectors.envs.base import Device
 from episodelake.collectors.envs.suites import get_suite
 from episodelake.collectors.loop import Observation, Reply
-from episodelake.collectors.record.actions import ParsedAction, format_tool_call, parse_response
 from episodelake.lake.vocab.action_space import GRID
+from episodelake.lake.vocab.families import ParsedAction, format_tool_call, parse_response
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.ppo import TokenLogProbs
 

@@ -35,7 +35,7 @@ from PIL import Image
 
 from episodelake.collectors.jobs.batch import InProcessAgent
 from episodelake.collectors.loop import Observation, Reply
-from episodelake.collectors.record.actions import history_step
+from episodelake.lake.vocab.families import history_step
 from episodelake.lake.vocab.prompts import build_messages
 from episodelake.lake.vocab.seeds import derive
 from episodelake.trainer.policies.base import Sample

@@ -31,8 +31,8 @@ from episodelake.collectors.envs.sim.geometry import HEIGHT, WIDTH
 from episodelake.collectors.envs.sim.judge import RuleJudge
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.state import PhoneState
-from episodelake.collectors.record.actions import ParsedAction
 from episodelake.lake.core.errors import ActionFailed, DeviceError, InvalidInput
+from episodelake.lake.vocab.families import ParsedAction
 
 
 class SimDevice(Device):

@@ -14,8 +14,8 @@ from episodelake.collectors.agents.oracle import (
 from episodelake.collectors.envs.sim.judge import RuleJudge
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.tasks import get_task, sample_tasks
-from episodelake.collectors.record.actions import format_tool_call
-from episodelake.collectors.record.actions import parse_response as parse
+from episodelake.lake.vocab.families import format_tool_call
+from episodelake.lake.vocab.families import parse_response as parse
 
 TASK = "message_send[contact=Jon Park,text=On my way]"
 

@@ -1,18 +1,27 @@
-"""UI-TARS: ``Thought: ...`` then ``Action: click(start_box='(x,y)')`` on a 0-1000 scale."""
+"""UI-TARS: ``Thought: ...`` then ``Action: click(start_box='(x,y)')`` on a 0-1000 scale.
+
+Responses: ``click(start_box='(x,y)')`` (or ``point='<point>x y</point>'``, or a 4-number
+box, whose centre is taken), ``long_press``, ``left_double``, ``drag(start_box, end_box)``,
+``type(content='')``, ``scroll(direction=...)``, ``open_app(app_name='')``, ``press_home()``,
+``press_back()``, ``hotkey(key='enter')``, ``wait()``, ``finished()``. ``scroll`` names where
+the view moves, so ``scroll(direction='down')`` is a finger swipe ``up``. No prompt layout of
+its own.
+"""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from episodelake.collectors.record.actions.common import (
+from episodelake.lake.vocab.action_space import NUMBER, POINT_ACTIONS, to_number
+from episodelake.lake.vocab.families.base import (
     CoordinateScale,
+    ModelFamily,
     ParsedAction,
     fallback,
     normalise_arguments,
     unparsed,
 )
-from episodelake.lake.vocab.action_space import NUMBER, POINT_ACTIONS, to_number
 
 UI_TARS_SCALE = CoordinateScale(1000, 1000, 1000, 1000)
 
@@ -106,3 +115,13 @@ def _unescape(value: str) -> str:
 
 def detect(text: str) -> bool:
     return bool(_UI_TARS_DETECT.search(text))
+
+
+FAMILY = ModelFamily(
+    name="ui-tars",
+    summary="`Thought:` then `Action: click(start_box=...)`",
+    doc=__doc__,
+    parse=parse,
+    detect=detect,
+    example="Thought: The clock app is on the home screen.\nAction: click(start_box='(500,300)')",
+)

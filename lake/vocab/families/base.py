@@ -1,13 +1,13 @@
-"""What every response format shares: the action record a parser returns, the format
-registry, argument validation onto the stored vocabulary, the ``<tool_call>`` reader (MAI-UI,
-GUI-Owl and Qwen-VL all write one), and the fallbacks for broken structure. The package
-docstring (:mod:`episodelake.collectors.record.actions`) describes the formats."""
+"""What every model family shares: the :class:`ModelFamily` a family module defines, the
+action record a parser returns, argument validation onto the stored vocabulary, the
+``<tool_call>`` reader (MAI-UI, GUI-Owl and Qwen-VL all write one), and the fallbacks for
+broken structure. The registry is the package (:mod:`episodelake.lake.vocab.families`)."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,7 @@ from episodelake.lake.vocab.action_space import (
     number_text,
     to_number,
 )
-from episodelake.lake.vocab.prompts import HistoryStep
+from episodelake.lake.vocab.chat import HistoryStep, ImagePart
 
 #: Other agents' names for our actions (Qwen-VL, GUI-Owl, common variants).
 _ACTION_ALIASES = {
@@ -113,60 +113,29 @@ class CoordinateScale:
 #: ``parser(text, image_size) -> ParsedAction``.
 FormatParser = Callable[[str, tuple[int, int] | None], ParsedAction]
 
+#: ``layout(goal, history, split, screenshot, image_part) -> messages``: the whole chat (system
+#: prompt first) asking for the next action; the screenshots of ``history[split:]`` are shown,
+#: the earlier steps as text. :func:`episodelake.lake.vocab.prompts.build_messages` checks the
+#: arguments and computes `split`.
+PromptLayout = Callable[[str, Sequence[HistoryStep], int, Any, ImagePart], list[dict[str, Any]]]
 
-@dataclass(frozen=True)
-class _Format:
+
+@dataclass(frozen=True, kw_only=True)
+class ModelFamily:
+    """One model family: how its responses read as actions and, when it has one, the prompt
+    layout its models are shown. A family module defines ``FAMILY = ModelFamily(...)``.
+
+    `detect(text)` says whether ``fmt="auto"`` should read a response as this family (None:
+    only when asked for by name). `example` is a response of this family with a valid action,
+    which the registry's test parses. `doc` is the module's docstring, its full description."""
+
+    name: str
+    summary: str
+    doc: str | None
     parse: FormatParser
-    detect: Callable[[str], bool] | None
-
-
-_FORMATS: dict[str, _Format] = {}
-
-
-def register_format(
-    name: str,
-    parser: FormatParser,
-    *,
-    detect: Callable[[str], bool] | None = None,
-    replace: bool = False,
-) -> None:
-    """Add a response format. Without `detect` it is used only when asked for by name."""
-    if name == "auto":
-        raise ValueError("'auto' is reserved for format detection; pick another name")
-    if name in _FORMATS and not replace:
-        raise ValueError(f"action format {name!r} is already registered; pass replace=True")
-    _FORMATS[name] = _Format(parser, detect)
-
-
-def formats() -> list[str]:
-    """Registered format names, in the order auto-detection tries them."""
-    return list(_FORMATS)
-
-
-def parse_response(
-    text: str, *, fmt: str = "auto", image_size: tuple[int, int] | None = None
-) -> ParsedAction:
-    """Read one model response. Never raises for bad model output: see ``error`` instead.
-
-    `image_size` is (width, height) of the image the model saw; only formats with pixel
-    coordinates (``qwen-vl``) need it.
-    """
-    if not isinstance(text, str):
-        raise TypeError(f"text: expected str, not {type(text).__name__}")
-    if fmt != "auto" and fmt not in _FORMATS:
-        raise ValueError(f"fmt: unknown action format {fmt!r}; registered: {formats()}")
-    if image_size is not None:
-        width, height = image_size
-        if width <= 0 or height <= 0:
-            raise ValueError(f"image_size: width and height must be positive, got {image_size}")
-    if not text.strip():
-        return unparsed("empty response")
-    if fmt == "auto":
-        fmt = next(
-            (name for name, f in _FORMATS.items() if f.detect is not None and f.detect(text)),
-            "mai-ui",
-        )
-    return _FORMATS[fmt].parse(text, image_size)
+    example: str
+    detect: Callable[[str], bool] | None = None
+    layout: PromptLayout | None = None
 
 
 def unparsed(
@@ -488,17 +457,6 @@ def fallback(
         )
     (arguments,) = candidates.values()
     return normalise_arguments(arguments, scale=scale, fmt="fallback", thinking=thinking)
-
-
-# ---------------------------------------------------------------------------------------------
-# History steps
-
-
-def history_step(response: str, image: Any = None) -> HistoryStep:
-    """A prompt's history step from a raw response, summarised by the action it parses to."""
-    parsed = parse_response(response)
-    return HistoryStep(response=response, summary=action_summary(parsed.action_type, parsed.action),
-                       image=image)
 
 
 # ---------------------------------------------------------------------------------------------
