@@ -12,6 +12,7 @@ from episodelake.collectors.envs.suites import SUITES
 from episodelake.collectors.record.derived import DERIVATIONS
 from episodelake.lake.export.formats import FORMATS
 from episodelake.lake.vocab.families import families as response_formats
+from episodelake.trainer.advantages import ESTIMATORS
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
 
@@ -29,6 +30,7 @@ def listed(section: str) -> set[str]:
     ("Derived step columns", lambda: set(DERIVATIONS)),
     ("Task suites", lambda: set(SUITES)),
     ("Model families", lambda: set(response_formats())),
+    ("Advantage estimators", lambda: set(ESTIMATORS)),
 ])
 def test_each_registry_member_is_listed_on_the_extending_page(section, members):
     assert listed(section) == members()

@@ -56,7 +56,21 @@ Normalisation
   uses mean 0 and std 1.
 - Step term (GiGPO only): A^S = norm(G_t; returns of the rows of the group with the same
   anchor_key). A row alone in its anchor group, or without an anchor key, gets A^S = 0.
-- A = A^E + step_advantage_w * A^S. GRPO: A = A^E (A^S reported as 0).
+- A = A^E + step_advantage_w * A^S.
+
+Estimators
+----------
+Every estimator shares the episode term; they differ in the step term, and `ESTIMATORS` is
+their registry (``AdvantageConfig.algo`` names one):
+
+- ``gigpo``: episode + anchor-state terms, A^S as above (GiGPO)
+- ``grpo``: episode term only, A = A^E (A^S reported as 0; GRPO)
+
+A new estimator is its step term (SQL over a row ``r`` of ``scored`` and its anchor group
+``a``: ``n``, ``mean``, ``std``), an entry in `ESTIMATORS`, its name in `Algo` (the enum the
+CLI and the API show; a test keeps the two equal) and its branch in the plain-Python
+specification (trainer/reference_advantages.py), which tests/trainer/test_advantages.py
+compares with every registered estimator.
 
 Dynamic sampling (DAPO), when asked: groups whose episode rewards R are all equal (within
 1e-9) carry no signal and are dropped before anything is normalised; a one-episode group is
@@ -78,8 +92,9 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
 
@@ -111,6 +126,30 @@ EQUAL_REWARD_TOLERANCE = 1e-9
 _SMALLEST_POWER = 1e-300
 
 
+@dataclass(frozen=True)
+class Estimator:
+    """An advantage estimator: its name, one line on what it adds up, and its step term:
+    `step_term(mode)` is the SQL of A^S for a row ``r`` and its anchor group ``a``, or None
+    when the estimator has none (A^S = 0)."""
+
+    name: str
+    summary: str
+    step_term: Callable[[str], str] | None
+
+
+def _anchor_state_term(mode: str) -> str:
+    """GiGPO's A^S: G_t normalised within the row's anchor group; 0 for a group of one."""
+    return ("CASE WHEN coalesce(a.n, 1) = 1 THEN 0.0 ELSE "
+            + _normalise_sql("r.discounted_return", "a.mean", "a.std", mode) + " END")
+
+
+#: Every advantage estimator, by the name `AdvantageConfig.algo` takes.
+ESTIMATORS: dict[str, Estimator] = {e.name: e for e in (
+    Estimator("gigpo", "episode + anchor-state terms", _anchor_state_term),
+    Estimator("grpo", "episode term only", None),
+)}
+
+
 class AdvantageConfig(SpecModel):
     """The settings of the advantage equations above: their only definition, with their
     defaults and checks.
@@ -124,8 +163,8 @@ class AdvantageConfig(SpecModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     algo: Algo = Field(
-        "gigpo", description="advantage estimator: gigpo (episode + anchor-state terms) or grpo "
-        "(episode term only)")
+        "gigpo", description="advantage estimator: " + " or ".join(
+            f"{e.name} ({e.summary})" for e in ESTIMATORS.values()))
     mode: Mode = Field(
         "mean_norm", description="normalisation: v - mean, or (v - mean) / (std + epsilon)")
     gamma: float = Field(0.95, ge=0.0, le=1.0, description="discount of the step returns")
@@ -379,14 +418,8 @@ def _advantage_sql(episodes: str, steps: str, selected: str, config: AdvantageCo
         "CASE WHEN g.n = 1 THEN 1.0 ELSE g.std END",
         config.mode,
     )
-    if config.algo == "grpo":
-        step_term = "0.0::DOUBLE"
-    else:
-        step_term = (
-            "CASE WHEN coalesce(a.n, 1) = 1 THEN 0.0 ELSE "
-            + _normalise_sql("r.discounted_return", "a.mean", "a.std", config.mode)
-            + " END"
-        )
+    estimator = ESTIMATORS[config.algo]
+    step_term = "0.0::DOUBLE" if estimator.step_term is None else estimator.step_term(config.mode)
     dropped = "g.uniform" if config.dynamic_sampling else "FALSE"
     rows = "step_rows" if config.revisit_rewards else "paid_rows"
     return f"""

@@ -3,7 +3,16 @@
 Recording keeps the bytes and cheap checks; what costs a decode or a model per screenshot is
 a *derivation*, filled in later. `DERIVATIONS` is the one registry: a name, a version, the
 `steps` columns it fills (declared in `lake/core/schema.py`) and a function from one screenshot's
-bytes to their values. Adding a derivation is one entry there and its columns in the schema.
+bytes to their values. Registered derivations, in the order a run computes them:
+
+- ``phash``: the perceptual hash, and the anchor key made from it for steps without one
+- ``thumbs``: a JPEG thumbnail
+- ``ocr``: the screen's text and its boxes
+- ``embed``: a vector of the screen, for `elake similar`
+
+Adding a derivation is one entry in `_BUILT_IN` (or a `register` call) and its columns in the
+schema; `register` refuses a derivation without help text, a name already taken, and columns
+the steps table does not declare.
 
 A step is pending for a derivation while its version column does not hold the derivation's
 version (or, for the perceptual hash, while the column is null), so a run skips what an
@@ -168,8 +177,7 @@ def _frac(value: float, size: int) -> float:
     return min(1.0, max(0.0, float(value) / size))
 
 
-#: Every derivation `elake enrich --what` knows, in the order a run computes them.
-DERIVATIONS: dict[str, Derivation] = {d.name: d for d in (
+_BUILT_IN = (
     Derivation("phash", 1, ("image_phash", "anchor_key"), _phash,
                help="64-bit perceptual hash below the status bar, and the anchor key made from it "
                "for steps without one (steps recorded without the hash)",
@@ -180,7 +188,29 @@ DERIVATIONS: dict[str, Derivation] = {d.name: d for d in (
                help="the screen's text and its boxes (PP-OCRv4 through rapidocr-onnxruntime)"),
     Derivation("embed", EMBEDDING_VERSION, ("embedding",), _embed, "embedding_version",
                help=f"a {schema.EMBEDDING_DIM}-number vector of the screen, for `elake similar`"),
-)}
+)
+
+#: Every derivation `elake enrich --what` knows, in the order a run computes them.
+DERIVATIONS: dict[str, Derivation] = {}
+
+
+def register(derivation: Derivation) -> None:
+    """Add a derivation (computed after those already registered). Refused: a name already
+    taken, no help text (`elake enrich --help` and the docs show it), or a column the steps
+    table does not declare (declare it in `lake/core/schema.py` first)."""
+    if derivation.name in DERIVATIONS:
+        raise ValueError(f"a derivation named {derivation.name!r} is already registered")
+    if not derivation.help.strip():
+        raise ValueError(f"derivation {derivation.name!r}: help is required")
+    undeclared = [c for c in (*derivation.written(), *derivation.reads) if c not in schema.STEPS.names]
+    if undeclared:
+        raise ValueError(f"derivation {derivation.name!r}: the steps table has no column(s) "
+                         f"{undeclared}; declare them in lake/core/schema.py")
+    DERIVATIONS[derivation.name] = derivation
+
+
+for _derivation in _BUILT_IN:
+    register(_derivation)
 
 
 def derivations(names: Sequence[str] | None) -> list[Derivation]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import re
+import typing
 
 import duckdb
 import pyarrow as pa
@@ -11,10 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from episodelake.lake.core.errors import InvalidInput
+from episodelake.trainer import advantages
 from episodelake.trainer.advantages import (
+    ESTIMATORS,
     OUTPUT_COLUMNS,
     REFERENCE_ADVANTAGES,
     AdvantageConfig,
+    Algo,
     compute_advantages,
 )
 from episodelake.trainer.reference_advantages import reference_advantages
@@ -115,7 +120,7 @@ def batches(draw):
 
 configs = st.builds(
     dict,
-    algo=st.sampled_from(["gigpo", "grpo"]),
+    algo=st.sampled_from(list(ESTIMATORS)),
     mode=st.sampled_from(["mean_norm", "mean_std_norm"]),
     gamma=st.sampled_from([0.0, 0.5, 0.95, 1.0]) | st.floats(0.01, 1.0),
     step_advantage_w=st.sampled_from([1.0, 0.5, 0.0, 2.0]),
@@ -369,3 +374,12 @@ def test_bad_configuration_is_named(params, message):
     with pytest.raises(InvalidInput) as caught:
         AdvantageConfig(**params)
     assert message in str(caught.value)
+
+
+def test_the_algo_type_names_every_registered_estimator_and_each_is_documented():
+    """`Algo` is the enum the CLI and the API show; `ESTIMATORS` is what computes: equal, and
+    each estimator listed in the module docstring (the equations' page)."""
+    assert list(typing.get_args(Algo)) == list(ESTIMATORS)
+    for name, estimator in ESTIMATORS.items():
+        assert estimator.summary.strip()
+        assert re.search(rf"^- ``{name}``: ", advantages.__doc__, re.MULTILINE), name

@@ -9,7 +9,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from episodelake.trainer.advantages import AdvantageConfig, compute_advantages
+from episodelake.trainer.advantages import ESTIMATORS, AdvantageConfig, compute_advantages
 from episodelake.trainer.credit import Credit, score
 
 
@@ -66,7 +66,7 @@ def pair_count(episodes: pa.Table, steps: pa.Table, config: AdvantageConfig, *, 
     return hits / pairs
 
 
-@pytest.mark.parametrize("algo", ["gigpo", "grpo"])
+@pytest.mark.parametrize("algo", list(ESTIMATORS))
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_rank_formula_equals_counting_every_pair(algo, seed):
     episodes, steps = random_batch(seed)
