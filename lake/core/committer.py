@@ -147,7 +147,8 @@ def commit_lock(lake: Location, timeout_s: float | None = None) -> Iterator[bool
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | (0 if deadline is None else fcntl.LOCK_NB))
                 break
-            except BlockingIOError:
+            except BlockingIOError:  # only with LOCK_NB, so only with a deadline
+                assert deadline is not None
                 if time.monotonic() > deadline:
                     yield False
                     return

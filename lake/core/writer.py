@@ -325,6 +325,7 @@ class LakeWriter:
                     pending = self._pending[table] = _Pending([part])
                 else:
                     pending.parts.append(part)
+            assert pending is not None  # made above when the table had none
             pending.add(batch)
             due = pending.rows >= opts.batch_rows or pending.bytes >= opts.batch_bytes
         if due and self.last_error is None:
