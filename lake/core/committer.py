@@ -45,11 +45,14 @@ its fragment is known committed):
 - an offer committed twice cannot happen: an offer is taken once (a rename under the commit
   lock) and never offered again.
 
-V2 manifest paths: Lance 14 creates every new dataset with them (`enable_v2_manifest_paths`
-defaults to true in `lance.write_dataset`), so the latest version of a new lake's table is
-found in one listing however many versions pile up. A table created by Lance before 0.17
-keeps V1 paths; `migrate_manifest_paths_v2()` converts one (`migrate_manifest_paths`), which
-the committer does not do on its own: it is a one-off maintenance step for a person to run.
+V2 manifest paths: the installed Lance (14) creates every dataset with them
+(`enable_v2_manifest_paths` defaults to true in `lance.write_dataset`, which creates the
+lake's tables), so finding the latest version of a table stays one ordered listing however
+many versions pile up; every lake made with this release has them, and so do the commits
+made here (a commit never changes a dataset's path scheme). A table made by a much older
+Lance with V1 paths keeps them and still works (finding the latest version then lists every
+manifest); `LanceDataset.migrate_manifest_paths_v2()` converts it in place. Nothing here runs
+that on its own: it is a one-off step for a person, with no writer running.
 """
 
 from __future__ import annotations

@@ -285,6 +285,7 @@ class LakeWriter:
         self._versions: set[tuple[str, int | None]] = set()  # (table, version) that took offers
         self._lock = threading.Lock()  # guards _pending and _flights
         self._commit_lock = threading.Lock()  # one commit at a time, in order
+        self._elect_lock = threading.Lock()
         self._closed = False
         #: deferred claims of the episodes this writer's recorder minted (`claims.ClaimBook`)
         self.claims = claims.ClaimBook(self.lake)
@@ -388,8 +389,11 @@ class LakeWriter:
 
     def _elect(self) -> None:
         """Become the machine's committer if there is none (see `committer`)."""
-        if self.options.handoff and self.node_committer is None and not self._closed:
-            self.node_committer = committer.NodeCommitter.elect(self.lake, self._root)
+        if not self.options.handoff or self.node_committer is not None or self._closed:
+            return
+        with self._elect_lock:  # the writer's thread and a flushing caller may both try
+            if self.node_committer is None and not self._closed:
+                self.node_committer = committer.NodeCommitter.elect(self.lake, self._root)
 
     def _take(self, only: str | None, older_than: float | None = None) -> dict[str, _Pending]:
         """Pending rows due for a commit, with the pending rows of every table they refer to
@@ -570,7 +574,8 @@ class LakeWriter:
         finally:
             self._closed = True
             self.claims.closed = True
-            node, self.node_committer = self.node_committer, None
+            with self._elect_lock:
+                node, self.node_committer = self.node_committer, None
             if node is not None:
                 node.stop()
             with self._commit_lock:
