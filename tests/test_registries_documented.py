@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from episodelake.collectors.envs.devices import DEVICES
 from episodelake.collectors.envs.suites import SUITES
 from episodelake.collectors.record.derived import DERIVATIONS
 from episodelake.lake.export.formats import FORMATS
@@ -30,6 +31,7 @@ def listed(section: str) -> set[str]:
     ("Derived step columns", lambda: set(DERIVATIONS)),
     ("Task suites", lambda: set(SUITES)),
     ("Model families", lambda: set(response_formats())),
+    ("Devices", lambda: set(DEVICES)),
     ("Advantage estimators", lambda: set(ESTIMATORS)),
 ])
 def test_each_registry_member_is_listed_on_the_extending_page(section, members):

@@ -1,6 +1,8 @@
-"""`elake collect adb|remote|sim`, `elake serve-env --sim`, `elake judge`: episodes from devices.
+"""`elake collect DEVICE`, `elake serve-env --sim`, `elake judge`: episodes from devices.
 
-Every `collect` kind builds worker specs (device + policy) and runs them through
+`elake collect` has one command per registered device (`collectors/envs/devices.py`: adb,
+remote, sim), built from its `DeviceKind`: its options, then the shared policy and run
+options. Every `collect` kind builds worker specs (device + policy) and runs them through
 :func:`~episodelake.collectors.jobs.batch.run_batch`, the batch runner every episode job shares:
 one worker by default, `--workers N` threads (collection waits on devices, not CPUs), or Ray
 actors with `--ray`.
@@ -9,7 +11,6 @@ actors with `--ray`.
 from __future__ import annotations
 
 import inspect
-import json
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -23,6 +24,8 @@ import typer
 from episodelake.api.cli.app import Commands, UsageError, globals_of
 from episodelake.api.cli.model_options import Fields, with_fields, with_parameters
 from episodelake.api.settings import EnvSettings
+from episodelake.collectors.envs.base import DeviceKind, DeviceOption
+from episodelake.collectors.envs.devices import DEVICES
 from episodelake.collectors.jobs.bulk import RayOptions
 from episodelake.collectors.record.anchor import DEFAULT_THRESHOLD
 from episodelake.lake.core.errors import InvalidInput
@@ -177,105 +180,70 @@ kinds = Commands(help="run an agent on phones and record its episodes")
 commands = Commands()
 
 
-@kinds.command("adb", summary="a real Android phone over adb",
-               description="Drive phones attached over adb (USB or `adb connect`). --dry-run reads "
-               "the screen and records what would be sent, sending nothing.")
-@collecting
-def cmd_collect_adb(
-    ctx: typer.Context,
-    policy_choice: PolicyChoice,
-    run_choice: RunChoice,
-    serial: Annotated[str | None, typer.Option(help="the phone's serial (`adb devices`); default: the only one")] = None,
-    all_phones: Annotated[bool, typer.Option("--all", help="one collector per ready phone")] = False,
-    list_phones: Annotated[bool, typer.Option("--list", help="list attached phones and their state")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="never send input to the phone")] = False,
-    ui_tree: Annotated[bool, typer.Option("--ui-tree", help="store a uiautomator dump with each step")] = False,
-    apps: Annotated[Path | None, typer.Option(help='JSON file {"app label": "package"} for `open`')] = None,
-    task: Annotated[list[str] | None, typer.Option(metavar="TASK", rich_help_panel="run",
-                                                   help="the goal, in words (repeatable)")] = None,
-) -> int:
-    from episodelake.collectors.envs import adb
-    from episodelake.collectors.jobs.batch import AdbSpec
-
-    exclusive(ctx, {"--serial": serial, "--all": all_phones, "--list": list_phones}, required=False)
-    if list_phones:
-        for device in adb.list_devices():
-            note = "ready" if device.ready else device.problem()
-            print(f"{device.serial}\t{device.state}\t{device.model or ''}\t{note}")
-        return 0
-    app_packages = {}
-    if apps:
-        try:
-            app_packages = json.loads(apps.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise InvalidInput(f"--apps {apps}: {exc}") from None
-    serials = adb.ready_serials() if all_phones else [serial]
-    run = replace(run_choice, task=task or ())
-    settings = run.settings(*(["dry-run"] if dry_run else []))
-    policy = policy_choice.spec()
-    workers = [(AdbSpec(s, dry_run, ui_tree, app_packages), policy) for s in serials]
-    return run.run(globals_of(ctx).lake, workers, settings)
+def _option(option: DeviceOption) -> inspect.Parameter:
+    """A device option as the command's parameter (see `DeviceOption`)."""
+    flag = option.flag or "--" + option.name.replace("_", "-")
+    help_text = option.help if option.from_env is None else \
+        f"{option.help} (default ${EnvSettings.variable(option.from_env)})"
+    decl = typer.Option(flag, help=help_text, metavar=option.metavar, rich_help_panel=option.panel,
+                        show_default=option.show_default)
+    return inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=option.default,
+                             annotation=Annotated[option.type, decl])
 
 
-@kinds.command("remote", summary="phones behind ClawGUI-Server / MobileWorld servers",
-               description="Drive environment servers over their HTTP API. Servers that fail move "
-               "to the back of the list (spares).")
-@collecting
-def cmd_collect_remote(
-    ctx: typer.Context,
-    policy_choice: PolicyChoice,
-    run_choice: RunChoice,
-    server: Annotated[list[str] | None, typer.Option(
-        metavar="URL", help="server URL, or URL#DEVICE (repeatable)")] = None,
-    server_file: Annotated[Path | None, typer.Option(help="file with one server URL a line")] = None,
-    token: Annotated[str | None, typer.Option(
-        show_default=False, help=f"bearer token for the servers {ENV_TOKEN_HELP}")] = None,
-    policy: Annotated[Literal["random"] | None, typer.Option(
-        rich_help_panel="policy", help="a built-in policy instead of a model")] = None,
-    task: Annotated[list[str] | None, typer.Option(
-        metavar="TASK", rich_help_panel="run", help="a task name the servers know (repeatable)")] = None,
-    workers: Workers = 1,
-) -> int:
-    from episodelake.collectors.envs.remote import RemoteOptions, read_server_file
-    from episodelake.collectors.jobs.batch import split_servers
-
-    exclusive(ctx, {"--server": server, "--server-file": server_file}, required=True)
-    if server:
-        urls = server
-    else:
-        assert server_file is not None  # exclusive() required one of the two
-        urls = read_server_file(server_file)
-    agent = replace(policy_choice, builtin=policy).spec()
-    token = token if token is not None else globals_of(ctx).environment.env_token
-    specs = split_servers(urls, workers, RemoteOptions(token=token))
-    run = replace(run_choice, task=task or ())
-    return run.run(globals_of(ctx).lake, [(s, agent) for s in specs], run.settings())
+def _choice(values: tuple[str, ...]) -> Any:
+    """``Literal[values]`` for values known at run time: Typer offers them as the flag's choices."""
+    return Literal.__getitem__(values)
 
 
-@kinds.command("sim", summary="the simulated phone, in this process",
-               description="Run tasks of the simulated phone's registry.")
-@collecting
-def cmd_collect_sim(
-    ctx: typer.Context,
-    policy_choice: PolicyChoice,
-    run_choice: RunChoice,
-    seed: Seed = 0,
-    sample: Annotated[int | None, typer.Option(metavar="N", help="N tasks sampled from the registry")] = None,
-    policy: Annotated[Literal["random", "oracle"] | None, typer.Option(
-        rich_help_panel="policy", help="a built-in policy instead of a model")] = None,
-    task: Annotated[list[str] | None, typer.Option(
-        metavar="TASK", rich_help_panel="run", help="a task id of the registry (repeatable)")] = None,
-    workers: Workers = 1,
-) -> int:
-    from episodelake.collectors.envs.sim.tasks import sample_tasks
-    from episodelake.collectors.jobs.batch import SimSpec
+def _device_options(kind: DeviceKind) -> list[inspect.Parameter]:
+    """A device's own options, then `--policy` (its built-in policies, if any), `--task` in
+    its words and, for a device several workers can share, `--workers`."""
+    params = [_option(option) for option in kind.options]
+    if kind.policies:
+        params += _shared(("policy", Annotated[_choice(kind.policies) | None, typer.Option(
+            rich_help_panel="policy", help="a built-in policy instead of a model")], None))
+    params += _shared(("task", Annotated[list[str] | None, typer.Option(
+        metavar="TASK", rich_help_panel="run", help=kind.task_help)], None))
+    if kind.workers:
+        params += _shared(("workers", Workers, 1))
+    return params
 
-    run = replace(run_choice, task=task or ())
-    settings = run.settings()
-    sampled = [t.id for t in sample_tasks(sample, seed)] if sample else []
-    agent = replace(policy_choice, builtin=policy).spec()
-    devices = [(SimSpec(seed, f"sim-{i}"), agent) for i in range(workers)]
-    return run.run(globals_of(ctx).lake, devices, settings, sampled)
+
+def _device_command(kind: DeviceKind) -> Any:
+    """`elake collect KIND`: the device's options become worker specs (`kind.collect`), run
+    with the shared policy and run options."""
+    flags = {o.name: o.flag or "--" + o.name.replace("_", "-") for o in kind.options}
+
+    def command(ctx: typer.Context, policy_choice: PolicyChoice, run_choice: RunChoice,
+                **values: Any) -> int:
+        for group in kind.exclusive:
+            exclusive(ctx, {flags[name]: values[name] for name in group.names}, required=group.required)
+        environment = globals_of(ctx).environment
+        for option in kind.options:
+            if option.from_env is not None and values[option.name] is None:
+                values[option.name] = getattr(environment, option.from_env)
+        collection = kind.collect(values)
+        if collection.lines is not None:
+            for line in collection.lines:
+                print(line)
+            return 0
+        run = replace(run_choice, task=values["task"] or ())
+        settings = run.settings(*collection.tags)
+        agent = replace(policy_choice, builtin=values.get("policy")).spec()
+        return run.run(globals_of(ctx).lake, [(device, agent) for device in collection.devices],
+                       settings, collection.tasks)
+
+    fixed = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context),
+             *_shared(("policy_choice", PolicyChoice, None), ("run_choice", RunChoice, None))]
+    command.__signature__ = inspect.Signature([*fixed, *_device_options(kind)])  # type: ignore[attr-defined]  # functions take it; Callable does not declare it
+    command.__name__ = command.__qualname__ = f"cmd_collect_{kind.name}"
+    return command
+
+
+for _kind in DEVICES.values():
+    kinds.command(_kind.name, summary=_kind.summary, description=_kind.description)(
+        collecting(_device_command(_kind)))
 
 
 @commands.command("serve-env", summary="serve simulated phones through the ClawGUI-Server / MobileWorld API")

@@ -15,19 +15,32 @@ else by a unique match among installed package names.
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from episodelake.collectors.envs.base import (
     ActionResult,
+    Collection,
     Device,
+    DeviceKind,
+    DeviceOption,
+    Exclusive,
+    RerunDevice,
+    RerunTarget,
     Screen,
 )
-from episodelake.lake.core.errors import ActionFailed, DeviceUnavailable, EnvironmentLost
+from episodelake.lake.core.errors import (
+    ActionFailed,
+    DeviceUnavailable,
+    EnvironmentLost,
+    InvalidInput,
+)
 from episodelake.lake.vocab.families import ParsedAction
 
 log = logging.getLogger(__name__)
@@ -391,3 +404,58 @@ class AdbDevice(Device):
         for argv in ran:
             self.shell(argv)
         return ran
+
+
+# --- the device kind: `elake collect adb`, `elake rerun --env adb` ---------------------------
+
+@dataclass(frozen=True)
+class AdbSpec:
+    """A phone over adb, opened where the worker runs (None: the only one attached)."""
+
+    serial: str | None = None
+    dry_run: bool = False
+    with_ui_tree: bool = False
+    apps: dict[str, str] = field(default_factory=dict)
+
+    def open(self) -> Device:
+        return connect(self.serial, dry_run=self.dry_run, with_ui_tree=self.with_ui_tree, apps=self.apps)
+
+
+def _collection(values: dict[str, Any]) -> Collection:
+    if values["list_phones"]:
+        return Collection(lines=tuple(
+            f"{d.serial}\t{d.state}\t{d.model or ''}\t{'ready' if d.ready else d.problem()}"
+            for d in list_devices()))
+    apps: dict[str, str] = {}
+    if values["apps"]:
+        try:
+            apps = json.loads(Path(values["apps"]).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise InvalidInput(f"--apps {values['apps']}: {exc}") from None
+    serials = ready_serials() if values["all_phones"] else [values["serial"]]
+    dry_run = values["dry_run"]
+    return Collection([AdbSpec(s, dry_run, values["ui_tree"], apps) for s in serials],
+                      tags=("dry-run",) if dry_run else ())
+
+
+def _rerun_spec(target: RerunTarget) -> AdbSpec:
+    return AdbSpec(target.serial)
+
+
+DEVICE = DeviceKind(
+    name="adb", summary="a real Android phone over adb", doc=__doc__,
+    description="Drive phones attached over adb (USB or `adb connect`). --dry-run reads the screen "
+    "and records what would be sent, sending nothing.",
+    options=(
+        DeviceOption("serial", str | None, "the phone's serial (`adb devices`); default: the only one"),
+        DeviceOption("all_phones", bool, "one collector per ready phone", False, flag="--all"),
+        DeviceOption("list_phones", bool, "list attached phones and their state", False, flag="--list"),
+        DeviceOption("dry_run", bool, "never send input to the phone", False, flag="--dry-run"),
+        DeviceOption("ui_tree", bool, "store a uiautomator dump with each step", False, flag="--ui-tree"),
+        DeviceOption("apps", Path | None, 'JSON file {"app label": "package"} for `open`'),
+    ),
+    task_help="the goal, in words (repeatable)",
+    collect=_collection,
+    exclusive=(Exclusive(("serial", "all_phones", "list_phones")),),
+    rerun=RerunDevice("adb", _rerun_spec),
+)

@@ -199,3 +199,101 @@ class StepJudge(Protocol):
     def score(self, device: Device, before: Any, action: ParsedAction, final: bool) -> StepScore:
         """The step's verdict, the action carried out; `final` when the episode ends here."""
         ...
+
+
+# --- device kinds: how a device is opened, offered on the command line and re-run ----------
+
+class DeviceSpec(Protocol):
+    """How to open a device where a worker runs: picklable, so it travels to worker
+    processes and Ray actors, and opened there."""
+
+    def open(self) -> Device: ...
+
+
+@dataclass(frozen=True)
+class DeviceOption:
+    """One flag of `elake collect KIND`: the parameter `name` its kind's `collect` reads,
+    parsed as `type` (``str | None``, ``bool``, ``int``, ``Path | None``, ``list[str] | None``,
+    a ``Literal``). `flag` defaults to ``--name-with-dashes``; `panel` is the heading it is
+    listed under in the help (None: the command's own options). `from_env` names an
+    `EnvSettings` field that fills the value when the flag is not given (said in the help)."""
+
+    name: str
+    type: Any
+    help: str
+    default: Any = None
+    flag: str | None = None
+    metavar: str | None = None
+    panel: str | None = None
+    show_default: bool = True
+    from_env: str | None = None
+
+
+@dataclass(frozen=True)
+class Collection:
+    """What a device kind makes of its options: one device spec per worker, tags for the
+    episodes, task names to run besides those given (`--sample`), or, instead of collecting,
+    `lines` to print (`--list`)."""
+
+    devices: Sequence[DeviceSpec] = ()
+    tags: tuple[str, ...] = ()
+    tasks: tuple[str, ...] = ()
+    lines: tuple[str, ...] | None = None
+
+
+class RerunTarget(Protocol):
+    """The device settings a re-run carries (`RerunSpec`): the seed, servers and serial."""
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def servers(self) -> tuple[str, ...]: ...
+
+    @property
+    def serial(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class RerunDevice:
+    """How `elake rerun --env ENV` runs a set on a device kind: `open` makes its spec from
+    the re-run's settings; `check` refuses settings it cannot run with (InvalidInput naming
+    the option); `unknown_tasks` names the tasks of a set it does not know, where it has a
+    task registry."""
+
+    env: str
+    open: Callable[[RerunTarget], DeviceSpec]
+    check: Callable[[RerunTarget], None] | None = None
+    unknown_tasks: Callable[[Sequence[str]], list[str]] | None = None
+
+
+@dataclass(frozen=True)
+class Exclusive:
+    """Options of a kind of which at most one may be given (`required`: exactly one)."""
+
+    names: tuple[str, ...]
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class DeviceKind:
+    """A device as the jobs see it, registered by its module in `envs.devices`.
+
+    `name` is its `elake collect NAME` command (with `summary` and `description` as its
+    help, `doc` the module's docstring); `options` its own flags in help order, then a
+    `--policy` choosing among `policies` (the built-in policies it can run), a `--task`
+    described by `task_help`, and `--workers` when `workers`. `collect(values)` turns the
+    flags' values (by name) into the workers' device specs; `rerun`, when set, lets
+    `elake rerun` run sets on it."""
+
+    name: str
+    summary: str
+    description: str
+    doc: str | None
+    options: tuple[DeviceOption, ...]
+    task_help: str
+    collect: Callable[[dict[str, Any]], Collection]
+    policies: tuple[str, ...] = ()
+    workers: bool = False
+    exclusive: tuple[Exclusive, ...] = ()
+    rerun: RerunDevice | None = None

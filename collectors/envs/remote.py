@@ -32,8 +32,14 @@ import httpx
 
 from episodelake.collectors.envs.base import (
     ActionResult,
+    Collection,
     Device,
+    DeviceKind,
+    DeviceOption,
     Evaluation,
+    Exclusive,
+    RerunDevice,
+    RerunTarget,
     Screen,
     Task,
 )
@@ -43,6 +49,7 @@ from episodelake.lake.core.errors import (
     DeviceError,
     DeviceUnavailable,
     EnvironmentLost,
+    InvalidInput,
 )
 from episodelake.lake.vocab.families import ParsedAction
 
@@ -342,3 +349,60 @@ def _decode_screenshot(url: str, answer: Any) -> bytes:
     if not data.startswith(_IMAGE_MAGIC):
         raise _CallFailed(f"GET {url}/screenshot: b64_png is not an image (starts {data[:8]!r})")
     return data
+
+
+# --- the device kind: `elake collect remote`, `elake rerun --env mobileworld` ---------------
+
+@dataclass(frozen=True)
+class RemoteSpec:
+    """Servers (first, then spares) to open a `RemoteDevice` on where the worker runs."""
+
+    urls: tuple[str, ...]
+    options: RemoteOptions = RemoteOptions()
+
+    def open(self) -> Device:
+        return RemoteDevice(self.urls, options=self.options)
+
+
+def split_servers(urls: Sequence[str], workers: int,
+                  options: RemoteOptions | None = None) -> list[RemoteSpec]:
+    """One RemoteSpec per worker: worker i uses server i and, as its spares, every
+    `workers`-th server after it (the reference's active servers then spare pool)."""
+    if len(urls) < workers:
+        raise InvalidInput(f"{workers} workers need at least {workers} server entries, got "
+                           f"{len(urls)}; a server with several devices can be listed once per "
+                           "device as URL#DEVICE")
+    return [RemoteSpec(tuple(urls[i::workers]), options or RemoteOptions()) for i in range(workers)]
+
+
+def _collection(values: dict[str, Any]) -> Collection:
+    urls = values["server"] or read_server_file(values["server_file"])
+    return Collection(split_servers(urls, values["workers"], RemoteOptions(token=values["token"])))
+
+
+def _rerun_spec(target: RerunTarget) -> RemoteSpec:
+    return RemoteSpec(tuple(target.servers))
+
+
+def _rerun_check(target: RerunTarget) -> None:
+    if not target.servers:
+        raise InvalidInput("env mobileworld needs servers (--server URL, one or more)")
+
+
+DEVICE = DeviceKind(
+    name="remote", summary="phones behind ClawGUI-Server / MobileWorld servers", doc=__doc__,
+    description="Drive environment servers over their HTTP API. Servers that fail move to the back "
+    "of the list (spares).",
+    options=(
+        DeviceOption("server", list[str] | None, "server URL, or URL#DEVICE (repeatable)", metavar="URL"),
+        DeviceOption("server_file", Path | None, "file with one server URL a line"),
+        DeviceOption("token", str | None, "bearer token for the servers", show_default=False,
+                     from_env="env_token"),
+    ),
+    task_help="a task name the servers know (repeatable)",
+    collect=_collection,
+    policies=("random",),
+    workers=True,
+    exclusive=(Exclusive(("server", "server_file"), required=True),),
+    rerun=RerunDevice(RemoteDevice.env, _rerun_spec, check=_rerun_check),
+)

@@ -4,9 +4,10 @@ Every job that produces episodes goes through here (rollouts on the simulated ph
 trainer's rollouts, `elake collect`, re-runs), so they share one way of opening devices and
 agents, of splitting work, and of stopping. A worker is a device, an agent and a `Recorder`
 (its own spool and writer: the lake takes concurrent commits), described by picklable specs
-(:class:`SimSpec`, :class:`AdbSpec`, :class:`RemoteSpec`; :class:`ModelSpec`,
+(a device's spec, from its kind in :mod:`episodelake.collectors.envs.devices`; :class:`ModelSpec`,
 :class:`RandomSpec`, :class:`OracleSpec`, :class:`InProcessAgent`) and opened where the worker
-runs. Work is handed out to whichever worker is free, so a slow device never holds back the
+runs. The runner names no device: the built-in devices' specs (``SimSpec``, ``AdbSpec``,
+``RemoteSpec``) live in their device modules and are importable from here as before. Work is handed out to whichever worker is free, so a slow device never holds back the
 queue. Backends:
 
 - ``"process"``: one spawned process per worker (Lance is not fork-safe), for CPU-bound work
@@ -62,8 +63,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from episodelake.collectors.agents.model import ModelPolicy
 from episodelake.collectors.agents.model_client import ModelClient, ModelOptions
 from episodelake.collectors.agents.random import RandomPolicy
-from episodelake.collectors.envs.base import Device, StepJudge, Task
-from episodelake.collectors.envs.remote import RemoteOptions
+from episodelake.collectors.envs.adb import AdbSpec as AdbSpec
+from episodelake.collectors.envs.base import Device, DeviceSpec, StepJudge, Task
+from episodelake.collectors.envs.remote import RemoteSpec as RemoteSpec
+from episodelake.collectors.envs.remote import split_servers as split_servers
+from episodelake.collectors.envs.sim.device import SimSpec as SimSpec
 from episodelake.collectors.jobs.bulk import connect_ray
 from episodelake.collectors.loop import (
     Agent,
@@ -85,43 +89,6 @@ BACKENDS = ("process", "thread", "ray")
 
 
 # --- specs: how to open a device and an agent where the worker runs ---------------------------
-
-@dataclass(frozen=True)
-class SimSpec:
-    seed: int = 0
-    name: str = "sim-0"
-    with_ui_tree: bool = True
-
-    def open(self) -> Device:
-        from episodelake.collectors.envs.sim.device import SimDevice
-
-        return SimDevice(self.seed, name=self.name, with_ui_tree=self.with_ui_tree)
-
-
-@dataclass(frozen=True)
-class AdbSpec:
-    serial: str | None = None
-    dry_run: bool = False
-    with_ui_tree: bool = False
-    apps: dict[str, str] = field(default_factory=dict)
-
-    def open(self) -> Device:
-        from episodelake.collectors.envs import adb
-
-        return adb.connect(self.serial, dry_run=self.dry_run, with_ui_tree=self.with_ui_tree,
-                           apps=self.apps)
-
-
-@dataclass(frozen=True)
-class RemoteSpec:
-    urls: tuple[str, ...]
-    options: RemoteOptions = RemoteOptions()
-
-    def open(self) -> Device:
-        from episodelake.collectors.envs.remote import RemoteDevice
-
-        return RemoteDevice(self.urls, options=self.options)
-
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -177,23 +144,8 @@ class InProcessAgent:
                            "worker, or with the thread backend")
 
 
-class DeviceSpec(Protocol):
-    def open(self) -> Device: ...
-
-
 class AgentSpec(Protocol):
     def open(self, device: Device) -> Agent: ...
-
-
-def split_servers(urls: Sequence[str], workers: int,
-                  options: RemoteOptions | None = None) -> list[RemoteSpec]:
-    """One RemoteSpec per worker: worker i uses server i and, as its spares, every
-    `workers`-th server after it (the reference's active servers then spare pool)."""
-    if len(urls) < workers:
-        raise InvalidInput(f"{workers} workers need at least {workers} server entries, got "
-                           f"{len(urls)}; a server with several devices can be listed once per "
-                           "device as URL#DEVICE")
-    return [RemoteSpec(tuple(urls[i::workers]), options or RemoteOptions()) for i in range(workers)]
 
 
 # --- one worker -------------------------------------------------------------------------------

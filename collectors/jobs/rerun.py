@@ -31,17 +31,14 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from statistics import NormalDist
 
-from episodelake.collectors.envs.base import Task
+from episodelake.collectors.envs.base import DeviceSpec, Task
+from episodelake.collectors.envs.devices import envs_with_policy, rerun_device, rerun_envs
 from episodelake.collectors.jobs.batch import (
-    AdbSpec,
     AgentSpec,
-    DeviceSpec,
     ModelSpec,
     OracleSpec,
     RandomSpec,
-    RemoteSpec,
     RunSettings,
-    SimSpec,
     run_batch,
 )
 from episodelake.collectors.loop import EpisodeSummary
@@ -50,7 +47,8 @@ from episodelake.lake.core.jobs import Job, get_job, list_jobs
 from episodelake.lake.core.lake import Lake
 from episodelake.lake.export.selection import check_members_present, resolve_set, set_episode_ids
 
-ENVS = ("sim", "mobileworld", "adb")
+#: The envs a set can be re-run on: one per device with a re-run mapping (`envs.devices`).
+ENVS = tuple(rerun_envs())
 #: Policies by name; `noisy:P` is the sim's demo policy making a mistake (wrong tap, wrong
 #: app, early stop, loop) with probability P per step (default 0.3).
 POLICIES = ("oracle", "noisy", "random", "model")
@@ -79,20 +77,20 @@ class RerunSpec:
     serial: str | None = None
 
     def __post_init__(self) -> None:
-        if self.env not in ENVS:
-            raise InvalidInput(f"env must be one of {', '.join(ENVS)}, not {self.env!r}")
+        device = rerun_device(self.env)
         kind = self.policy.split(":", 1)[0]
         if kind not in POLICIES:
             raise InvalidInput(f"policy must be one of {', '.join(POLICIES)} (noisy:P for a share P of "
                                f"mistakes per step), not {self.policy!r}")
-        if kind in ("oracle", "noisy") and self.env != "sim":
-            raise InvalidInput(f"policy {kind!r} plays the simulated phone's oracle: use it with env sim")
+        if kind in ("oracle", "noisy") and self.env not in envs_with_policy("oracle"):
+            raise InvalidInput(f"policy {kind!r} plays the simulated phone's oracle: use it with env "
+                               f"{' or '.join(envs_with_policy('oracle'))}")
         if kind == "noisy" and not 0 <= self.noise <= 1:
             raise InvalidInput(f"policy: the noise share of {self.policy!r} must be in [0, 1]")
         if kind == "model" and not (self.model_url and self.model):
             raise InvalidInput("policy model needs model_url (--model-url http://host:8000/v1) and model (--model NAME)")
-        if self.env == "mobileworld" and not self.servers:
-            raise InvalidInput("env mobileworld needs servers (--server URL, one or more)")
+        if device.check is not None:
+            device.check(self)
         for name in ("n", "max_steps"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 1000:
@@ -261,12 +259,8 @@ def render(report: dict) -> str:
 
 # -- devices and agents --------------------------------------------------------------------------
 def device_spec(spec: RerunSpec) -> DeviceSpec:
-    """The device the spec names, as the batch runner opens it."""
-    if spec.env == "sim":
-        return SimSpec(spec.seed, name=f"sim-{spec.seed}")
-    if spec.env == "mobileworld":
-        return RemoteSpec(tuple(spec.servers))
-    return AdbSpec(spec.serial)
+    """The device the spec's env names, as the batch runner opens it."""
+    return rerun_device(spec.env).open(spec)
 
 
 def agent_spec(spec: RerunSpec) -> AgentSpec:
@@ -336,8 +330,7 @@ def run_rerun(lake: Lake, spec: RerunSpec, progress: Progress | None = None, *,
 
 def _rerun(lake: Lake, spec: RerunSpec, job: Job) -> dict:
     set_info, tasks = _before(lake, spec)
-    if spec.env == "sim":
-        _check_sim_tasks(set_info, tasks)
+    _check_tasks(spec.env, set_info, tasks)
     rerun_id = job.job_id
     started = datetime.now(UTC)
     recorded = {**asdict(spec), "servers": list(spec.servers), "set_id": set_info["set_id"]}
@@ -367,18 +360,13 @@ def _rerun(lake: Lake, spec: RerunSpec, job: Job) -> dict:
     return report
 
 
-def _check_sim_tasks(set_info: dict, tasks: list[TaskResult]) -> None:
-    from episodelake.collectors.envs.sim.tasks import get_task
-
-    unknown = []
-    for t in tasks:
-        try:
-            get_task(t.task)
-        except KeyError:
-            unknown.append(t.task)
+def _check_tasks(env: str, set_info: dict, tasks: list[TaskResult]) -> None:
+    """Refuse a set whose tasks the env's device does not know (where it has a registry)."""
+    unknown_tasks = rerun_device(env).unknown_tasks
+    unknown = unknown_tasks([t.task for t in tasks]) if unknown_tasks is not None else []
     if unknown:
         raise InvalidInput(f"set {set_info['name']!r}: task(s) {', '.join(unknown[:5])} are not tasks of the "
-                           "simulated phone; re-run the set on the env its episodes came from (--env)")
+                           f"{env} env; re-run the set on the env its episodes came from (--env)")
 
 
 # -- reading re-runs back ------------------------------------------------------------------------

@@ -25,9 +25,9 @@ from pathlib import Path
 from tqdm import tqdm
 
 from episodelake.collectors.envs.base import Task
-from episodelake.collectors.envs.sim.device import SimJudge
+from episodelake.collectors.envs.sim.device import SimJudge, SimSpec
 from episodelake.collectors.envs.sim.tasks import get_task
-from episodelake.collectors.jobs.batch import AgentSpec, OracleSpec, RunSettings, SimSpec, run_batch
+from episodelake.collectors.jobs.batch import AgentSpec, OracleSpec, RunSettings, run_batch
 from episodelake.collectors.loop import EpisodeSummary
 from episodelake.lake import Lake
 from episodelake.lake.vocab.seeds import derive

@@ -15,17 +15,23 @@ step-judge hook of the episode loop).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from episodelake.collectors.envs.base import (
     ActionResult,
+    Collection,
     Device,
+    DeviceKind,
+    DeviceOption,
     Evaluation,
+    RerunDevice,
+    RerunTarget,
     Screen,
     StepScore,
     Task,
 )
-from episodelake.collectors.envs.server import TaskInfo
 from episodelake.collectors.envs.sim import tasks as sim_tasks
 from episodelake.collectors.envs.sim.geometry import HEIGHT, WIDTH
 from episodelake.collectors.envs.sim.judge import RuleJudge
@@ -33,6 +39,9 @@ from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.state import PhoneState
 from episodelake.lake.core.errors import ActionFailed, DeviceError, InvalidInput
 from episodelake.lake.vocab.families import ParsedAction
+
+if TYPE_CHECKING:  # the server (FastAPI) loads only for `elake serve-env`
+    from episodelake.collectors.envs.server import TaskInfo
 
 
 class SimDevice(Device):
@@ -125,4 +134,55 @@ def _sim(device: Device) -> SimDevice:
 
 def task_infos() -> list[TaskInfo]:
     """The registry as the environment server lists it (tags: difficulty, template)."""
+    from episodelake.collectors.envs.server import TaskInfo
+
     return [TaskInfo(t.id, t.goal, [t.difficulty, t.name]) for t in sim_tasks.all_tasks()]
+
+
+# --- the device kind: `elake collect sim`, `elake rerun --env sim` -----------------------------
+
+@dataclass(frozen=True)
+class SimSpec:
+    """A simulated phone, built where the worker runs."""
+
+    seed: int = 0
+    name: str = "sim-0"
+    with_ui_tree: bool = True
+
+    def open(self) -> Device:
+        return SimDevice(self.seed, name=self.name, with_ui_tree=self.with_ui_tree)
+
+
+def _collection(values: dict[str, Any]) -> Collection:
+    seed, sample = values["seed"], values["sample"]
+    sampled = tuple(t.id for t in sim_tasks.sample_tasks(sample, seed)) if sample else ()
+    return Collection([SimSpec(seed, f"sim-{i}") for i in range(values["workers"])], tasks=sampled)
+
+
+def _rerun_spec(target: RerunTarget) -> SimSpec:
+    return SimSpec(target.seed, name=f"sim-{target.seed}")
+
+
+def _unknown_tasks(names: Sequence[str]) -> list[str]:
+    unknown = []
+    for name in names:
+        try:
+            sim_tasks.get_task(name)
+        except KeyError:
+            unknown.append(name)
+    return unknown
+
+
+DEVICE = DeviceKind(
+    name="sim", summary="the simulated phone, in this process", doc=__doc__,
+    description="Run tasks of the simulated phone's registry.",
+    options=(
+        DeviceOption("seed", int, "phone seed (default 0)", 0, show_default=False),
+        DeviceOption("sample", int | None, "N tasks sampled from the registry", metavar="N"),
+    ),
+    task_help="a task id of the registry (repeatable)",
+    collect=_collection,
+    policies=("random", "oracle"),
+    workers=True,
+    rerun=RerunDevice(SimDevice.env, _rerun_spec, unknown_tasks=_unknown_tasks),
+)
