@@ -46,7 +46,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from episodelake.lake.core import claims, committer, layout, schema, spool, tables
-from episodelake.lake.core.errors import LakeError
+from episodelake.lake.core.errors import EpisodeLakeError, LakeError
 from episodelake.lake.core.store import Location, location
 
 log = logging.getLogger(__name__)
@@ -543,7 +543,9 @@ class LakeWriter:
                     self._commit(only=None, older_than=None if woken or backoff else self.options.max_age_s)
                 backoff = 0.0
             except Exception as exc:
-                first = backoff == 0.0  # the whole traceback once per run of failures
+                # one line per failure; the traceback once per run of failures, and only for a
+                # failure the lake did not already explain (a store that cannot be reached, 403, 404)
+                first = backoff == 0.0 and not isinstance(exc, EpisodeLakeError)
                 backoff = min(max(backoff, interval) * 2, MAX_RETRY_WAIT_S)
                 retry_at = time.monotonic() + backoff
                 log.warning("background commit failed; rows stay in the spool, retrying in %.1f s: %s",
