@@ -2,10 +2,11 @@
 
 Middleware, outermost first: security headers on every response (a Content-Security-Policy
 that allows this origin only, and no framing), CORS (only when origins are configured:
-closed by default), trusted Host names for loopback binds (a page on another site cannot
-reach the server through DNS rebinding), the token guard (for any configured token), the
-body size limit (ours, not FastAPI's `max_body_size`, which answers an oversized
-Content-Length in plain text, not our error shape).
+closed by default), trusted Host names (a page on another site cannot reach the server
+through DNS rebinding), authentication (who asks: the server's token or a user's, needed
+once either exists), the body size limit (ours, not FastAPI's `max_body_size`, which
+answers an oversized Content-Length in plain text, not our error shape). What each role
+may do is checked per route (`deps.authorize`, a dependency of every API route).
 
 At start-up the server makes sure every table exists (a lake made before a table was added
 gains it) and records `interrupted` for the jobs left running by a process that died.
@@ -16,18 +17,19 @@ from __future__ import annotations
 import asyncio
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from episodelake.api import errors
+from episodelake.api.deps import authorize
 from episodelake.api.jobs import Jobs
 from episodelake.api.maintenance import AutoCompactor, background_enricher
 from episodelake.api.routes import ROUTERS, docs, exports, web
-from episodelake.api.security import AllowedHosts, BodyLimit, SecurityHeaders, TokenGuard
+from episodelake.api.security import AllowedHosts, Authentication, BodyLimit, SecurityHeaders
 from episodelake.api.settings import Settings
 from episodelake.lake.core.lake import Lake
+from episodelake.lake.core.users import Directory
 
-LOOPBACK_NAMES = ["127.0.0.1", "localhost", "::1"]
 #: At shutdown, how long to wait for running jobs to stop at their next progress report.
 JOB_STOP_WAIT_S = 10.0
 
@@ -38,6 +40,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         app.state.lake = lake if lake is not None else Lake(settings.lake, create=False)
+        app.state.users = Directory(app.state.lake)
         app.state.jobs = Jobs(app.state.lake, progress_interval_s=settings.job_progress_interval_s)
         await asyncio.to_thread(app.state.jobs.open, {exports.KIND: exports.interrupted})
         compactor = AutoCompactor(app.state.lake).start()  # curation stays fast: see api/maintenance.py
@@ -60,16 +63,17 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     app.state.settings = settings
     errors.install(app)
     for router in ROUTERS:
-        app.include_router(router, prefix="/api", responses=errors.ERROR_RESPONSES)
+        app.include_router(router, prefix="/api", responses=errors.ERROR_RESPONSES,
+                           dependencies=[Depends(authorize)])
     docs.mount(app)
     web.mount(app, settings.static_dir)
 
     # add_middleware wraps: the last added runs first
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
-    if settings.token:
-        app.add_middleware(TokenGuard, token=settings.token)
-    if settings.local_only:
-        app.add_middleware(AllowedHosts, names=[*LOOPBACK_NAMES, settings.host])
+    app.add_middleware(Authentication, token=settings.token)
+    names = settings.host_names()
+    if names is not None:
+        app.add_middleware(AllowedHosts, names=names)
     if settings.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
                            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],

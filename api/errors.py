@@ -56,6 +56,10 @@ class Unauthorized(EpisodeLakeError):
     """No token, or a wrong one, where the server requires one."""
 
 
+class Forbidden(EpisodeLakeError):
+    """A signed-in person whose role does not allow what they asked."""
+
+
 class PayloadTooLarge(EpisodeLakeError):
     """A request body over the server's limit."""
 
@@ -98,6 +102,7 @@ STATUS: dict[type[EpisodeLakeError], int] = {
     ModelError: 502,
     # the API's own
     Unauthorized: 401,
+    Forbidden: 403,
     PayloadTooLarge: 413,
     BadHost: 400,
     WebAppNotBuilt: 503,
@@ -131,7 +136,7 @@ class ErrorBody(BaseModel):
 
 #: Documented on every route so clients (and schemathesis) know the error shape.
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorBody} for code in (400, 401, 404, 409, 413, 422)}
+    code: {"model": ErrorBody} for code in (400, 401, 403, 404, 409, 413, 422)}
 
 
 _HTTP_KINDS = {404: "NotFound", 405: "MethodNotAllowed", 413: "PayloadTooLarge"}

@@ -14,12 +14,14 @@ import dataclasses
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from episodelake.api.errors import ErrorDetail
 from episodelake.api.listing import EpisodeFilter
 from episodelake.collectors.jobs.rerun import RerunSpec
 from episodelake.lake.core import schema
+from episodelake.lake.core.layout import ID_MAX, ID_PATTERN
+from episodelake.lake.core.schema import Role
 from episodelake.lake.curation.curation import MAX_NAME, MAX_TEXT
 from episodelake.lake.export.spec import ExportOptions
 from episodelake.lake.vocab.overlay import ActionView
@@ -235,14 +237,15 @@ class SetUpdate(BaseModel):
 class MemberPut(BaseModel):
     model_config = ConfigDict(extra="forbid")
     failure_category: FailureCategory | None = None
-    failing_step: int | None = Field(None, ge=0, le=1_000_000)
+    failing_step: StrictInt | None = Field(None, ge=0, le=1_000_000, description="a step number: "
+                                           "true, 1.0 or \"1\" are refused, not read as 1")
     note: str | None = Field(None, max_length=MAX_TEXT)
     added_by: str | None = Field(None, max_length=MAX_NAME)
 
 
 class AnnotationCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    step: int | None = Field(None, ge=0, le=1_000_000, description="null annotates the whole episode")
+    step: StrictInt | None = Field(None, ge=0, le=1_000_000, description="null annotates the whole episode")
     label: str | None = Field(None, max_length=MAX_NAME)
     note: str | None = Field(None, max_length=MAX_TEXT)
     author: str | None = Field(None, max_length=MAX_NAME)
@@ -284,9 +287,49 @@ class GroupDetail(BaseModel):
 
 class Health(BaseModel):
     ok: bool
-    lake: str
+    lake: str = Field(description="the lake's name (its folder's or prefix's last part)")
+    location: str | None = Field(None, description="where the lake lives: for admins, and on a "
+                                 "server that needs no token")
     tables: dict[str, int]
     tags: list[str]
+
+
+class Me(BaseModel):
+    """Who the server takes the caller for."""
+
+    name: str | None = Field(description="null on a server that needs no token (anyone on this machine)")
+    role: Role = Field(description="what they may do: viewer reads; curator also changes sets, notes, "
+                       "labels and views and starts exports and re-runs; admin also deletes and manages users")
+    sign_in: bool = Field(description="whether this server needs a token")
+
+
+class UserOut(BaseModel):
+    name: str
+    role: Role
+    created_at: datetime | None = None
+    created_by: str | None = None
+
+
+class UserCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=ID_MAX, pattern=ID_PATTERN)
+    role: Role
+
+
+class UserCreated(UserOut):
+    token: str = Field(description="shown once: only its hash is kept")
+
+
+class AuditEntry(BaseModel):
+    audit_id: str
+    changed_at: datetime | None
+    who: str | None
+    action: str | None
+    target_table: str | None
+    target_id: str | None
+    episode_id: str | None
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
 
 
 def _default(spec: type, name: str) -> Any:

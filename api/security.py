@@ -1,18 +1,18 @@
-"""Guards that must see every request and response, before routing: body size, the token,
-the Host name on loopback binds, and the security headers of every response.
+"""Guards that must see every request and response, before routing: body size, who is
+asking (tokens and users), the Host name, and the security headers of every response.
 
 They are plain ASGI middleware rather than FastAPI dependencies because a dependency only
 runs for API routes, while the token must also protect the built web app, `/openapi.json`
 and `/api/docs`, an oversized body must be refused before anything reads it, and the headers
 must be on every answer, errors and static files included.
 
-The token is accepted as `Authorization: Bearer <token>`, as the `elake_token` cookie, or
-once as `?token=<token>` in a page URL (a browser cannot add headers to `<img>` requests);
-a valid query token is answered with the cookie set, so links without it keep working.
+How a token travels is `Authentication`'s docstring; what each role may do is
+`episodelake.api.deps.authorize`'s.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 from collections.abc import Sequence
@@ -24,8 +24,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from episodelake.api.errors import BadHost, PayloadTooLarge, Unauthorized, error_json, status_of
 from episodelake.lake.core.errors import EpisodeLakeError
+from episodelake.lake.core.users import Directory, Principal
 
 COOKIE = "elake_token"
+#: The name the server's own token (`ELAKE_TOKEN`) signs in as, with the admin role.
+SERVER_USER = "server"
 
 #: Same-origin only: no third-party script, style, image or connection, and no framing.
 #: Styles allow inline attributes: Swagger UI and React's `style` props set them (styles
@@ -146,44 +149,135 @@ class _BodyTooLarge(HTTPException):
     """The body limit, raised from `receive` (an HTTPException, so FastAPI passes it on)."""
 
 
-class TokenGuard:
-    """Require the token on every HTTP request when one is configured."""
+#: The sign-in page: a form that posts the token (so it never sits in a URL, a history or a
+#: log); plain HTML, no script, within the Content-Security-Policy.
+SIGN_IN_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign in - EpisodeLake</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<body style="font-family: system-ui, sans-serif; max-width: 28rem; margin: 4rem auto; padding: 0 1rem">
+<main><h1>EpisodeLake</h1>
+<p>This lake needs a token. Ask its admin for one (<code>elake user add NAME --role viewer</code>).</p>
+<p role="alert">{message}</p>
+<form method="post" action="/signin">
+<label for="token">Token</label><br>
+<input id="token" name="token" type="password" autocomplete="current-password" required
+       style="width: 100%; padding: .4rem; margin: .3rem 0 1rem">
+<button type="submit">Sign in</button>
+</form></main></body></html>
+"""
+#: Most bytes a sign-in form may send.
+MAX_SIGN_IN_BODY = 4096
 
-    def __init__(self, app: ASGIApp, token: str):
+
+class Authentication:
+    """Find out who makes each request, and refuse anyone unknown where a token is needed.
+
+    A token is needed when the server has its own (`ELAKE_TOKEN`, which acts as an admin
+    named `server`) or the lake has users (`episodelake.lake.core.users`); otherwise the
+    request goes on anonymous, as on a private loopback server. The person found is put in
+    the request's state (`request.state.user`, a `Principal` or None), where the routes'
+    role check (`episodelake.api.deps.authorize`) and `who` read it.
+
+    Tokens travel as `Authorization: Bearer <token>` or in the HttpOnly `elake_token`
+    cookie. A browser gets the cookie from the sign-in form (`POST /signin`) or by opening
+    `/?token=<token>` once (the link `elake serve` prints): that answer sets the cookie and
+    redirects to `/`, so the token leaves the address bar. A token in any other URL is
+    refused, since URLs end up in histories, logs and Referer headers.
+    """
+
+    def __init__(self, app: ASGIApp, token: str | None):
         self.app = app
-        self.token = token.encode()
+        self.server = Principal(SERVER_USER, "admin") if token else None
+        self.token = token
 
-    def _presented(self, scope: Scope) -> tuple[bytes | None, bool]:
-        """(token presented, whether it came in the query string)."""
-        headers = dict(scope["headers"])
-        auth = headers.get(b"authorization", b"")
-        if auth[:7].lower() == b"bearer ":
-            return auth[7:].strip(), False
-        cookies = SimpleCookie(headers.get(b"cookie", b"").decode("latin-1"))
-        if COOKIE in cookies:
-            return cookies[COOKIE].value.encode(), False
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        if "token" in query:
-            return query["token"][0].encode(), True
-        return None, False
+    def _directory(self, scope: Scope) -> Directory | None:
+        state = getattr(scope.get("app"), "state", None)
+        return getattr(state, "users", None)
+
+    def _who(self, scope: Scope, token: str) -> Principal | None:
+        if self.token and hmac.compare_digest(token.encode(), self.token.encode()):
+            return self.server
+        directory = self._directory(scope)
+        return directory.authenticate(token) if directory is not None else None
+
+    def _required(self, scope: Scope) -> bool:
+        directory = self._directory(scope)
+        return self.token is not None or (directory is not None and directory.any())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # the app has no websockets; lifespan passes
             return await self.app(scope, receive, send)
-        presented, from_query = self._presented(scope)
-        if presented is None:
-            return await _reply(send, Unauthorized(
-                "this server needs its token: send `Authorization: Bearer <ELAKE_TOKEN>`, "
-                "or open the app once with ?token=<ELAKE_TOKEN>"), [(b"www-authenticate", b"Bearer")])
-        if not hmac.compare_digest(presented, self.token):
-            return await _reply(send, Unauthorized("the token is wrong"), [(b"www-authenticate", b"Bearer")])
-        if not from_query:
+        path, method = scope["path"], scope["method"]
+        if path == "/signin" and method == "POST":
+            return await self._sign_in(scope, receive, send)
+        if path == "/signout":
+            return await _redirect(send, "/", clear_cookie=True)
+        headers = dict(scope["headers"])
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if "token" in query:
+            if path != "/" or method not in ("GET", "HEAD"):
+                return await _reply(send, Unauthorized(
+                    "a token in a URL is refused (URLs end up in histories and logs): send "
+                    "`Authorization: Bearer <token>`, or open /?token=<token> once to sign the browser in"))
+            principal = await asyncio.to_thread(self._who, scope, query["token"][0])
+            if principal is None:
+                return await _reply(send, Unauthorized("the token is wrong"))
+            return await _redirect(send, "/", cookie=query["token"][0])
+        if not await asyncio.to_thread(self._required, scope):
+            scope.setdefault("state", {})["user"] = None
             return await self.app(scope, receive, send)
-        cookie = f"{COOKIE}={self.token.decode()}; Path=/; HttpOnly; SameSite=Strict".encode()
+        presented = _presented(headers)
+        principal = None if presented is None else await asyncio.to_thread(self._who, scope, presented)
+        if principal is None:
+            wrong = presented is not None
+            if method in ("GET", "HEAD") and not path.startswith("/api/") and b"text/html" in headers.get(b"accept", b""):
+                return await _page(send, 401, SIGN_IN_PAGE.format(
+                    message="That token is not (or no longer) valid." if wrong else ""))
+            return await _reply(send, Unauthorized(
+                "the token is wrong (or its user was removed)" if wrong else
+                "this server needs a token: send `Authorization: Bearer <token>`, or sign in at /signin"),
+                [(b"www-authenticate", b"Bearer")])
+        scope.setdefault("state", {})["user"] = principal
+        await self.app(scope, receive, send)
 
-        async def with_cookie(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", []), (b"set-cookie", cookie)]}
-            await send(message)
+    async def _sign_in(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if len(body) > MAX_SIGN_IN_BODY:
+                return await _reply(send, PayloadTooLarge(f"a sign-in form is at most {MAX_SIGN_IN_BODY} bytes"))
+            if not message.get("more_body"):
+                break
+        token = (parse_qs(body.decode("latin-1")).get("token") or [""])[0].strip()
+        principal = await asyncio.to_thread(self._who, scope, token) if token else None
+        if principal is None:
+            return await _page(send, 401, SIGN_IN_PAGE.format(message="That token is not (or no longer) valid."))
+        await _redirect(send, "/", cookie=token)
 
-        await self.app(scope, receive, with_cookie)
+
+def _presented(headers: dict[bytes, bytes]) -> str | None:
+    """The token a request carries in its Authorization header or cookie."""
+    auth = headers.get(b"authorization", b"")
+    if auth[:7].lower() == b"bearer ":
+        return auth[7:].strip().decode("latin-1")
+    cookies = SimpleCookie(headers.get(b"cookie", b"").decode("latin-1"))
+    return cookies[COOKIE].value if COOKIE in cookies else None
+
+
+async def _redirect(send: Send, location: str, *, cookie: str | None = None, clear_cookie: bool = False) -> None:
+    headers = [(b"location", location.encode()), (b"content-length", b"0"), (b"cache-control", b"no-store")]
+    if cookie is not None:
+        headers.append((b"set-cookie", f"{COOKIE}={cookie}; Path=/; HttpOnly; SameSite=Strict".encode()))
+    if clear_cookie:
+        headers.append((b"set-cookie", f"{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0".encode()))
+    await send({"type": "http.response.start", "status": 303, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def _page(send: Send, status: int, html: str) -> None:
+    body = html.encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/html; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()), (b"cache-control", b"no-store")]})
+    await send({"type": "http.response.body", "body": body})

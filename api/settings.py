@@ -11,6 +11,7 @@ command line, so they do not show in the process list.
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path, PurePath
 from typing import Annotated, Any
 
@@ -36,11 +37,24 @@ DEFAULT_PORT = 8799
 #: Hosts that need no token: the machine's own loopback names. Everything else (0.0.0.0,
 #: a LAN address, even another 127.x address) is treated as shared and needs a token.
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+#: Binds that listen on every address: the Host a client uses could be any of the machine's.
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
 #: Where `just web` puts the built app, first match wins.
 STATIC_CANDIDATES = (Path(__file__).parent / "static", Path(__file__).parent.parent / "web" / "dist")
 
 #: The API server's bearer token: long enough that guessing it is hopeless.
 Token = Annotated[str, Field(min_length=16)]
+
+
+def machine_names() -> list[str]:
+    """This machine's host name, full name and the addresses they resolve to."""
+    names = {socket.gethostname(), socket.getfqdn()}
+    for name in list(names):
+        try:
+            names.update(str(info[4][0]) for info in socket.getaddrinfo(name, None))
+        except OSError:
+            pass
+    return sorted(n.lower() for n in names if n)
 
 
 def default_static_dir() -> Path | None:
@@ -68,8 +82,11 @@ class EnvSettings(BaseSettings):
         "dev server, http://localhost:5173)")
     env_token: str | None = Field(None, description="bearer token of environment servers: sent by "
                                   "`elake collect remote`, required by `elake serve-env`")
+    allowed_hosts: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="comma-separated names the server answers to besides its own (the Host "
+        "header of a request: e.g. the DNS name behind a proxy); * answers any")
 
-    @field_validator("cors_origins", mode="before")
+    @field_validator("cors_origins", "allowed_hosts", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -103,6 +120,8 @@ class Settings(BaseModel):
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)
     token: Token | None = Field(None, description="required for any non-loopback bind")
     cors_origins: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = Field((), description="Host names the server answers to besides "
+                                           "loopback, the bound address and this machine's names; * any")
     max_body_bytes: int = Field(1 << 20, ge=1024, description="larger request bodies get 413")
     sql_max_rows: int = Field(10_000, ge=1)
     sql_max_bytes: int = Field(8 << 20, ge=1024, description="a SQL result stops before its rows pass "
@@ -150,13 +169,29 @@ class Settings(BaseModel):
     def local_only(self) -> bool:
         return self.host in LOCAL_HOSTS
 
+    def host_names(self) -> list[str] | None:
+        """The names a request's Host header may give (None: any, `allowed_hosts` has `*`).
+
+        Loopback names always; the bound address; on a wildcard bind (0.0.0.0, ::) this
+        machine's name, full name and addresses; and `allowed_hosts`. Checking the name on
+        every bind keeps a page on another site from reaching the server through DNS
+        rebinding, token or not."""
+        if "*" in self.allowed_hosts:
+            return None
+        names = [*LOCAL_HOSTS, *self.allowed_hosts]
+        if self.host in WILDCARD_HOSTS:
+            names += machine_names()
+        else:
+            names.append(self.host)
+        return names
+
     @classmethod
     def from_env(cls, environment: EnvSettings | None = None, **overrides: Any) -> Settings:
         """Settings for the lake, token and CORS origins of `environment` (default: this
         process's), with `overrides` (the command line's) taking precedence."""
         environment = EnvSettings.load() if environment is None else environment
         values = {"lake": environment.lake, "token": environment.token,
-                  "cors_origins": environment.cors_origins}
+                  "cors_origins": environment.cors_origins, "allowed_hosts": environment.allowed_hosts}
         try:
             return cls(**{**values, **overrides})
         except ValidationError as exc:

@@ -4,7 +4,7 @@ One Typer app (`app`): each command module of this package holds its commands as
 app (`episodelake.api.cli.app`), and this module adds them to the root in help order, by
 direct import: `lake` (info, sql, tag, optimize, recover), `clawgui` (import/export/watch
 ClawGUI folders), `rollout` (rollout, demo), `collect` (collect, serve-env, judge), `rerun`,
-`enrich` (enrich, search, similar), `export` (export sft), `train`, `serve` (serve, openapi). A verb that several modules share
+`enrich` (enrich, search, similar), `export` (export sft), `train`, `serve` (serve, openapi), `users` (user add|list|remove). A verb that several modules share
 (`elake export sft`, `elake export clawgui`) is a group made here from each module's part.
 Options made from a spec model's fields come from `model_options`. The command line sits on
 top of every package (lake, collectors, trainer, API), so none of them imports it; each
@@ -40,6 +40,7 @@ from episodelake.api.cli import (
     rollout,
     serve,
     train,
+    users,
 )
 from episodelake.api.cli.app import Commands, Globals
 from episodelake.api.settings import EnvSettings
@@ -100,6 +101,7 @@ app.add_typer(edit.purges)
 app.add_typer(train.commands)
 app.add_typer(lineage.commands)
 app.add_typer(serve.commands)
+app.add_typer(users.commands, name="user")
 
 
 def main(argv: list[str] | None = None) -> int:

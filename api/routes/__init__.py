@@ -9,6 +9,7 @@ from episodelake.api.routes import (
            health,
            jobs,
            overview,
+           people,
            reruns,
            runs,
            search,
@@ -23,4 +24,4 @@ from episodelake.api.routes import (
 
 ROUTERS = [health.router, tasks.router, episodes.router, steps.router, stats.router, overview.router, sql.router,
            sets.router, annotations.router, groups.router, exports.router, reruns.router, runs.router,
-           jobs.router, views.router, search.router, similar.router, edits.router]
+           jobs.router, views.router, search.router, similar.router, edits.router, people.router]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from episodelake.api.deps import LakeDep, WhoDep
+from episodelake.api.deps import IdPath, LakeDep, WhoDep, needs
 from episodelake.lake.core import edits
 
 router = APIRouter(tags=["edits"])
@@ -43,26 +43,26 @@ def _answer(report: dict) -> dict:
     return {k: report[k] for k in ("job_id", "op", "episode_ids", "versions_before")}
 
 
-@router.post("/episodes/{episode_id}/retask", response_model=EditResult)
-def retask(lake: LakeDep, who: WhoDep, episode_id: str, body: RetaskRequest) -> dict:
+@router.post("/episodes/{episode_id}/retask", response_model=EditResult, openapi_extra=needs("admin"))
+def retask(lake: LakeDep, who: WhoDep, episode_id: IdPath, body: RetaskRequest) -> dict:
     """Give the episode another task name and/or goal."""
     return _answer(edits.retask(lake, episode_id, task=body.task_name, goal=body.task_goal,
                                 group=body.group_id, who=who))
 
 
-@router.post("/episodes/{episode_id}/split", response_model=EditResult)
-def split(lake: LakeDep, who: WhoDep, episode_id: str, body: SplitRequest) -> dict:
+@router.post("/episodes/{episode_id}/split", response_model=EditResult, openapi_extra=needs("admin"))
+def split(lake: LakeDep, who: WhoDep, episode_id: IdPath, body: SplitRequest) -> dict:
     """Cut the episode before step `at`; the rest becomes a new episode numbered from 0."""
     return _answer(edits.split(lake, episode_id, body.at, new_id=body.new_id, who=who))
 
 
-@router.delete("/episodes/{episode_id}", response_model=EditResult)
-def delete(lake: LakeDep, who: WhoDep, episode_id: str) -> dict:
+@router.delete("/episodes/{episode_id}", response_model=EditResult, openapi_extra=needs("admin"))
+def delete(lake: LakeDep, who: WhoDep, episode_id: IdPath) -> dict:
     """Delete the episode from the current version (older versions keep it until a purge)."""
     return _answer(edits.delete(lake, [episode_id], who=who))
 
 
-@router.post("/edits/{job_id}/undo", response_model=EditResult)
-def undo(lake: LakeDep, who: WhoDep, job_id: str) -> dict:
+@router.post("/edits/{job_id}/undo", response_model=EditResult, openapi_extra=needs("admin"))
+def undo(lake: LakeDep, who: WhoDep, job_id: IdPath) -> dict:
     """Put the episodes an edit touched back as they were before it."""
     return _answer(edits.undo(lake, job_id, who=who))

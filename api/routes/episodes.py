@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Header, Query, Response
 
-from episodelake.api.deps import FilterDep, LakeDep, SettingsDep
+from episodelake.api.deps import FilterDep, IdPath, LakeDep, SettingsDep
 from episodelake.api.listing import SORTS, list_episodes, queue_position
 from episodelake.api.models import EpisodeDetail, EpisodePage, QueuePosition
 from episodelake.lake.core.lake import Lake
@@ -81,7 +81,7 @@ def episodes(
 
 @router.get("/episodes/{episode_id}/queue", response_model=QueuePosition)
 def queue(
-    lake: LakeDep, settings: SettingsDep, filt: FilterDep, episode_id: str,
+    lake: LakeDep, settings: SettingsDep, filt: FilterDep, episode_id: IdPath,
     sort: SortField = "created_at",  # type: ignore[valid-type]  # SortField is built at import
     order: Literal["asc", "desc"] = "desc",
 ) -> dict:
@@ -103,6 +103,6 @@ def episode_detail(lake: Lake, episode_id: str) -> dict:
 
 
 @router.get("/episodes/{episode_id}", response_model=EpisodeDetail)
-def episode(lake: LakeDep, episode_id: str) -> dict:
+def episode(lake: LakeDep, episode_id: IdPath) -> dict:
     """The episode, its steps (no image bytes, no prompts), its sets and annotations."""
     return episode_detail(lake, episode_id)

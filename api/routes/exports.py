@@ -19,7 +19,7 @@ from pathlib import Path
 from fastapi import APIRouter, Response
 from fastapi.responses import StreamingResponse
 
-from episodelake.api.deps import JobsDep, LakeDep, SettingsDep, WhoDep
+from episodelake.api.deps import IdPath, JobsDep, LakeDep, SettingsDep, WhoDep, needs
 from episodelake.api.jobs import ACTIVE
 from episodelake.api.models import ExportCreate, ExportDetail, ExportFormatInfo, ExportSummary
 from episodelake.api.settings import Settings
@@ -147,14 +147,14 @@ def start_export(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, body: Expo
 
 
 @router.get("/exports/{export_id}", response_model=ExportDetail)
-def export(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, export_id: str) -> dict:
+def export(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, export_id: IdPath) -> dict:
     """One export: status, progress while it runs, its spec and manifest once finished."""
     check_id(export_id, "export_id")
     return export_of(lake, settings, jobs.get(export_id), export_id)
 
 
-@router.delete("/exports/{export_id}", response_model=ExportDetail)
-def delete(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, export_id: str) -> dict:
+@router.delete("/exports/{export_id}", response_model=ExportDetail, openapi_extra=needs("admin"))
+def delete(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, export_id: IdPath) -> dict:
     """Delete an export: its folder under the exports folder goes, its record says `deleted`.
 
     A running export is a 409; one whose server died (`interrupted`) can be deleted. An
@@ -175,7 +175,7 @@ def delete(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, export_id: str) 
     response_class=Response,
     responses={200: {"content": {"application/zip": {}}, "description": "the export folder as a zip"}},
 )
-def download(lake: LakeDep, settings: SettingsDep, export_id: str) -> StreamingResponse:
+def download(lake: LakeDep, settings: SettingsDep, export_id: IdPath) -> StreamingResponse:
     """The finished export's folder as a zip, streamed as it is built."""
     row = get_export(lake, export_id)
     if row["status"] != "finished":

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import duckdb
 from fastapi import APIRouter, Query
 
-from episodelake.api.deps import FilterDep, LakeDep, SettingsDep
+from episodelake.api.deps import FilterDep, IdPath, LakeDep, SettingsDep
 from episodelake.api.listing import where_clause
 from episodelake.api.models import GroupDetail, GroupSummary
 from episodelake.api.routes.episodes import episode_out, image_url
@@ -64,7 +64,7 @@ def groups(lake: LakeDep, settings: SettingsDep, filt: FilterDep,
 
 
 @router.get("/groups/{group_id}", response_model=GroupDetail)
-def group(lake: LakeDep, group_id: str,
+def group(lake: LakeDep, group_id: IdPath,
           gamma: Annotated[float, Query(ge=0.0, le=1.0, description="discount for the returns")] = 0.95) -> dict:
     check_id(group_id, "group_id")
     episodes = lake.sql("SELECT * FROM episodes WHERE group_id = ? ORDER BY episode_id", [group_id]).to_pylist()

@@ -8,7 +8,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from episodelake.api.deps import JobsDep
+from episodelake.api.deps import IdPath, JobsDep
 from episodelake.api.models import JobOut
 from episodelake.lake.core import schema
 from episodelake.lake.core.errors import NotFound
@@ -29,7 +29,7 @@ def jobs_list(
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut)
-def job(jobs: JobsDep, job_id: str) -> dict:
+def job(jobs: JobsDep, job_id: IdPath) -> dict:
     """One job: status, progress, error, what it was asked to do."""
     check_id(job_id, "job_id")
     found = jobs.get(job_id)

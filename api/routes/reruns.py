@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from episodelake.api.deps import JobsDep, LakeDep, SettingsDep, WhoDep
+from episodelake.api.deps import IdPath, JobsDep, LakeDep, SettingsDep, WhoDep
 from episodelake.api.jobs import ACTIVE
 from episodelake.api.models import RerunCreate, RerunDetail, RerunSummary
 from episodelake.collectors.jobs.rerun import (
@@ -80,7 +80,7 @@ def start_rerun(lake: LakeDep, settings: SettingsDep, jobs: JobsDep, body: Rerun
 
 
 @router.get("/reruns/{rerun_id}", response_model=RerunDetail)
-def rerun(lake: LakeDep, jobs: JobsDep, rerun_id: str) -> dict:
+def rerun(lake: LakeDep, jobs: JobsDep, rerun_id: IdPath) -> dict:
     """One re-run's report: per task before/after, fixed and broke, the delta with its interval."""
     check_id(rerun_id, "rerun_id")
     return rerun_of(lake, jobs.get(rerun_id), rerun_id)

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from episodelake.api.deps import LakeDep
+from episodelake.api.deps import IdPath, LakeDep
 from episodelake.api.models import RunDetail, RunsOverSeeds, RunSummary
 from episodelake.lake.core.errors import InvalidInput, NotFound
 from episodelake.lake.core.layout import check_id
@@ -150,7 +150,7 @@ def _interval(interval: stats.Interval) -> dict[str, Any]:
 
 
 @router.get("/runs/{run_id}", response_model=RunDetail)
-def run(lake: LakeDep, run_id: str) -> dict:
+def run(lake: LakeDep, run_id: IdPath) -> dict:
     """A run's iterations in order with their metrics, and each numeric metric as a series."""
     check_id(run_id, "run_id")
     rows = lake.sql("SELECT iteration, kind, config, metrics, created_at FROM runs WHERE run_id = ? "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from episodelake.api.deps import LakeDep
+from episodelake.api.deps import CuratorDep, IdPath, LakeDep, needs
 from episodelake.api.models import Member, MemberPut, Set, SetCreate, SetUpdate
 from episodelake.lake.curation import curation
 
@@ -17,39 +17,42 @@ def list_sets(lake: LakeDep) -> list[dict]:
 
 
 @router.post("/sets", response_model=Set, status_code=201)
-def create_set(lake: LakeDep, body: SetCreate) -> dict:
-    return curation.create_set(lake, body.name, body.kind, body.description, body.pinned_tag)
+def create_set(lake: LakeDep, who: CuratorDep, body: SetCreate) -> dict:
+    return curation.create_set(lake, body.name, body.kind, body.description, body.pinned_tag, who=who)
 
 
 @router.get("/sets/{set_id}", response_model=Set)
-def get_set(lake: LakeDep, set_id: str) -> dict:
+def get_set(lake: LakeDep, set_id: IdPath) -> dict:
     return curation.get_set(lake, set_id)
 
 
 @router.patch("/sets/{set_id}", response_model=Set)
-def update_set(lake: LakeDep, set_id: str, body: SetUpdate) -> dict:
+def update_set(lake: LakeDep, who: CuratorDep, set_id: IdPath, body: SetUpdate) -> dict:
     """Rename, describe, change the kind, pin to a tag (null unpins)."""
-    return curation.update_set(lake, set_id, **body.model_dump(exclude_unset=True))
+    return curation.update_set(lake, set_id, who=who, **body.model_dump(exclude_unset=True))
 
 
-@router.delete("/sets/{set_id}", status_code=204, response_class=Response)
-def delete_set(lake: LakeDep, set_id: str) -> Response:
-    curation.delete_set(lake, set_id)
+@router.delete("/sets/{set_id}", status_code=204, response_class=Response, openapi_extra=needs("admin"))
+def delete_set(lake: LakeDep, who: CuratorDep, set_id: IdPath) -> Response:
+    """Delete the set (an admin's: its members go with it for everyone)."""
+    curation.delete_set(lake, set_id, who=who)
     return Response(status_code=204)
 
 
 @router.get("/sets/{set_id}/members", response_model=list[Member])
-def members(lake: LakeDep, set_id: str) -> list[dict]:
+def members(lake: LakeDep, set_id: IdPath) -> list[dict]:
     return curation.members(lake, set_id)
 
 
 @router.put("/sets/{set_id}/members/{episode_id}", response_model=Member)
-def put_member(lake: LakeDep, set_id: str, episode_id: str, body: MemberPut) -> dict:
-    """Add the episode to the set, or replace its category, failing step and note."""
-    return curation.add_member(lake, set_id, episode_id, **body.model_dump())
+def put_member(lake: LakeDep, who: CuratorDep, set_id: IdPath, episode_id: IdPath, body: MemberPut) -> dict:
+    """Add the episode to the set, or replace its category, failing step and note; `added_by`
+    is the signed-in person where the server has users, else as sent."""
+    fields = body.model_dump()
+    return curation.add_member(lake, set_id, episode_id, **{**fields, "added_by": who or fields["added_by"]})
 
 
 @router.delete("/sets/{set_id}/members/{episode_id}", status_code=204, response_class=Response)
-def remove_member(lake: LakeDep, set_id: str, episode_id: str) -> Response:
-    curation.remove_member(lake, set_id, episode_id)
+def remove_member(lake: LakeDep, who: CuratorDep, set_id: IdPath, episode_id: IdPath) -> Response:
+    curation.remove_member(lake, set_id, episode_id, who=who)
     return Response(status_code=204)

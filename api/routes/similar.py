@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from episodelake.api.deps import LakeDep
+from episodelake.api.deps import IdPath, LakeDep
 from episodelake.api.routes.episodes import image_url
 from episodelake.api.routes.steps import StepNo, StepsWhere, episode_context
 from episodelake.lake.core.layout import check_id
@@ -31,7 +31,7 @@ class SimilarStep(BaseModel):
 
 @router.get("/episodes/{episode_id}/steps/{step}/similar", response_model=list[SimilarStep])
 def similar_steps(
-    lake: LakeDep, episode_id: str, step: StepNo,
+    lake: LakeDep, episode_id: IdPath, step: StepNo,
     k: Annotated[int, Query(ge=1, le=lake_similar.MAX_K, description="how many neighbours")] = 10,
     where: StepsWhere = None,
 ) -> list[dict]:

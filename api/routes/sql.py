@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from fastapi import APIRouter, Query, Response
 
-from episodelake.api.deps import LakeDep, SettingsDep
+from episodelake.api.deps import LakeDep, SettingsDep, needs
 from episodelake.api.models import SqlRequest, SqlResult
 from episodelake.lake.core.errors import InvalidInput
 
@@ -51,7 +51,7 @@ def cell(value: object) -> object:
     return str(value)
 
 
-@router.post("/sql", response_model=SqlResult)
+@router.post("/sql", response_model=SqlResult, openapi_extra=needs("viewer"))
 def sql(lake: LakeDep, settings: SettingsDep, body: SqlRequest) -> dict:
     """Run one read-only query; `truncated` says a cap cut the result, `truncated_by` which."""
     started = perf_counter()

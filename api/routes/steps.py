@@ -20,7 +20,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Response
 from pydantic import BaseModel, Field
 
-from episodelake.api.deps import LakeDep
+from episodelake.api.deps import IdPath, LakeDep
 from episodelake.api.images_cache import stored_image
 from episodelake.api.models import StepDetail
 from episodelake.api.routes.episodes import step_out
@@ -96,7 +96,7 @@ def thumbnail(lake: Lake, image: bytes, max_side: int) -> bytes:
 
 
 @router.get("/episodes/{episode_id}/steps/{step}", response_model=StepDetail)
-def step(lake: LakeDep, episode_id: str, step: StepNo) -> dict:
+def step(lake: LakeDep, episode_id: IdPath, step: StepNo) -> dict:
     """One step with its prompt and collector info."""
     return step_out(step_row(lake, episode_id, step))
 
@@ -108,7 +108,7 @@ def step(lake: LakeDep, episode_id: str, step: StepNo) -> dict:
                      "description": "the screenshot as stored, or a rendering of it"}},
 )
 def step_image(
-    lake: LakeDep, episode_id: str, step: StepNo,
+    lake: LakeDep, episode_id: IdPath, step: StepNo,
     annotated: Annotated[bool, Query(description="draw the action on it (PNG, or JPEG with max_side)")] = False,
     max_side: Annotated[int | None, Query(ge=32, le=4096, description="scale down to this many pixels on "
                                           "the long side (JPEG; without `annotated`, made once and cached)")] = None,
@@ -149,7 +149,7 @@ class Redaction(BaseModel):
 
 
 @router.get("/episodes/{episode_id}/steps/{step}/redaction", response_model=Redaction)
-def step_redaction(lake: LakeDep, episode_id: str, step: StepNo) -> dict:
+def step_redaction(lake: LakeDep, episode_id: IdPath, step: StepNo) -> dict:
     """What the image's `?redact=1` masks, and by which rule; never the text that matched.
     409 if the step has no OCR text."""
     regions = redaction_regions(step_row(lake, episode_id, step))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from episodelake.api.deps import LakeDep
+from episodelake.api.deps import CuratorDep, IdPath, LakeDep
 from episodelake.api.models import SavedView, SavedViewCreate
 from episodelake.lake.curation import curation
 
@@ -18,17 +18,18 @@ def list_views(lake: LakeDep) -> list[dict]:
 
 
 @router.post("/views", response_model=SavedView, status_code=201)
-def create_view(lake: LakeDep, body: SavedViewCreate) -> dict:
+def create_view(lake: LakeDep, who: CuratorDep, body: SavedViewCreate) -> dict:
     """Save a filter under a name no other view has (409 names the view that has it)."""
-    return curation.create_view(lake, body.name, body.filters.model_dump(mode="json", exclude_defaults=True))
+    return curation.create_view(lake, body.name, body.filters.model_dump(mode="json", exclude_defaults=True),
+                                who=who)
 
 
 @router.get("/views/{view_id}", response_model=SavedView)
-def get_view(lake: LakeDep, view_id: str) -> dict:
+def get_view(lake: LakeDep, view_id: IdPath) -> dict:
     return curation.get_view(lake, view_id)
 
 
 @router.delete("/views/{view_id}", status_code=204, response_class=Response)
-def delete_view(lake: LakeDep, view_id: str) -> Response:
-    curation.delete_view(lake, view_id)
+def delete_view(lake: LakeDep, who: CuratorDep, view_id: IdPath) -> Response:
+    curation.delete_view(lake, view_id, who=who)
     return Response(status_code=204)

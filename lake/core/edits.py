@@ -43,7 +43,7 @@ import lance
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from episodelake.lake.core import jobs, layout, schema, tables
+from episodelake.lake.core import audit, jobs, layout, schema, tables
 from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
 from episodelake.lake.core.lake import Lake
 from episodelake.lake.core.sql import sql_in, sql_string
@@ -115,6 +115,10 @@ def _run(lake: Lake, op: str, params: dict, work: Callable[[], dict], who: str |
         job.result = {**job.result, **work()}
         job.progress(1, 1)
     lake.invalidate()
+    # the rows before are in the versions the job names; the log says who did what to which
+    audit.record_many(lake, [audit.entry(who, f"edit.{op}", "episodes", episode_id, None,
+                                         {"job_id": job.job_id, "op": op, **params}, episode_id=episode_id)
+                             for episode_id in params.get("episode_ids") or []])
     return {"job_id": job.job_id, **(job.result or {})}
 
 

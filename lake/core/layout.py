@@ -48,7 +48,12 @@ SPOOL_SUFFIX = ".arrows"
 #: In a remote lake's local folder: the lake's URI, so a copied spool names its lake.
 LAKE_NOTE = "lake.txt"
 
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,199}$")
+#: An id: letters, digits and . _ : @ + = -, starting with a letter or digit, never `..`
+#: (a dot is followed by another character or ends the id), at most ID_MAX characters. The
+#: API declares the same pattern for every id in a URL, so its OpenAPI document tells clients.
+ID_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9_:@+=-]|\.[A-Za-z0-9_:@+=-])*\.?$"
+ID_MAX = 200
+_ID = re.compile(ID_PATTERN)
 
 
 def table_path(lake: Location | Path | str, table: str) -> Location:
@@ -138,7 +143,7 @@ def check_id(value: object, field: str) -> str:
     """
     from episodelake.lake.core.errors import InvalidInput
 
-    if not isinstance(value, str) or not _ID.match(value) or ".." in value:
+    if not isinstance(value, str) or len(value) > ID_MAX or not _ID.match(value):
         raise InvalidInput(
             f"{field} {value!r} is not a valid id: use 1-200 letters, digits and . _ : @ + = -, "
             "starting with a letter or digit, without '..'"

@@ -28,6 +28,8 @@ from episodelake.lake.core.rows import (
 
 #: Columns holding image bytes. SQL views leave them out unless a query names one.
 IMAGE_COLUMNS = {"steps": ("image", "thumbnail")}
+#: Columns no SQL query sees (the lake's views leave them out): only their own module reads them.
+SECRET_COLUMNS = {"users": ("token_sha256",)}
 #: The image columns holding what was recorded, never rewritten; the others are derived.
 RECORDED_IMAGE_COLUMNS = {"steps": ("image",)}
 
@@ -36,9 +38,12 @@ RECORDED_IMAGE_COLUMNS = {"steps": ("image",)}
 SetKind = Literal["failure", "regression", "sft", "eval"]
 FailureCategory = Literal["grounding", "planning", "perception", "environment", "other"]
 JobStatus = Literal["queued", "running", "done", "failed", "interrupted", "cancelled"]
+#: What a person may do on a served lake, each role including the ones before it.
+Role = Literal["viewer", "curator", "admin"]
 SET_KINDS: tuple[SetKind, ...] = get_args(SetKind)
 FAILURE_CATEGORIES: tuple[FailureCategory, ...] = get_args(FailureCategory)
 JOB_STATUSES: tuple[JobStatus, ...] = get_args(JobStatus)
+ROLES: tuple[Role, ...] = get_args(Role)
 
 #: The long side of the thumbnails `elake enrich --what thumbs` stores.
 THUMBNAIL_SIDE = 240
@@ -138,6 +143,8 @@ class Set(Row):
     created_at: datetime | None = None
     updated_at: datetime | None = None
     deleted: bool | None = None
+    # added after the first release of the table (older tables gain it, null)
+    created_by: str | None = None  # the user who made it (null: before users, or the CLI)
 
 
 class SetMember(Row):
@@ -233,6 +240,8 @@ class SavedView(Row):
     created_at: datetime | None = None
     updated_at: datetime | None = None
     deleted: bool | None = None
+    # added after the first release of the table (older tables gain it, null)
+    created_by: str | None = None
 
 
 class Lineage(Row):
@@ -253,9 +262,40 @@ class Lineage(Row):
     created_at: datetime | None = None
 
 
+class User(Row):
+    """A person who may use a served lake, with a role (`ROLES`). The token is never stored,
+    only its SHA-256 (tokens are 32 random bytes, so the hash cannot be guessed back); a
+    removed user keeps the row, `removed` set, so the audit log's names keep meaning."""
+
+    table: ClassVar[str | None] = "users"
+    name: str
+    role: str | None = None  # ROLES
+    token_sha256: str | None = None
+    created_at: datetime | None = None
+    created_by: str | None = None
+    removed: bool | None = None
+
+
+class Audit(Row):
+    """One change made to the lake's shared state (sets, members, notes, labels, views,
+    users, edits): who made it, when, and the row before and after (JSON; null before a
+    creation and after a deletion)."""
+
+    table: ClassVar[str | None] = "audit"
+    audit_id: str
+    changed_at: datetime | None = None
+    who: str | None = None
+    action: str | None = None  # e.g. set.create, member.put, annotation.delete, user.add
+    target_table: str | None = None
+    target_id: str | None = None  # the row's key, its parts joined by "/"
+    episode_id: str | None = None  # the episode the change concerns, if one (a purge removes the row)
+    before: JsonText | None = None
+    after: JsonText | None = None
+
+
 #: The row class of each table, in the order tables are listed.
 ROWS: tuple[type[Row], ...] = (Episode, Step, Set, SetMember, Annotation, Export, Run, Job,
-                               SavedView, Lineage)
+                               SavedView, Lineage, User, Audit)
 OCR_BOX = OcrLine.arrow_struct()
 EPISODES = Episode.arrow_schema()
 STEPS = Step.arrow_schema()
@@ -267,6 +307,8 @@ RUNS = Run.arrow_schema()
 JOBS = Job.arrow_schema()
 SAVED_VIEWS = SavedView.arrow_schema()
 LINEAGE = Lineage.arrow_schema()
+USERS = User.arrow_schema()
+AUDIT = Audit.arrow_schema()
 
 TABLES: dict[str, pa.Schema] = {str(row.table): row.arrow_schema() for row in ROWS}
 
@@ -282,6 +324,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     "jobs": ("job_id",),
     "saved_views": ("view_id",),
     "lineage": ("lineage_id",),
+    "users": ("name",),
+    "audit": ("audit_id",),
 }
 
 #: Tables whose rows are written once and never updated: appends, deduplicated on replay.

@@ -177,13 +177,14 @@ def register_views(
     for table in _tables_named(datasets, query):
         ds = datasets[table]
         image_cols = schema.IMAGE_COLUMNS.get(table, ())
-        if not image_cols:
+        secret_cols = schema.SECRET_COLUMNS.get(table, ())
+        if not image_cols and not secret_cols:
             con.register(table, ds)
-        elif wants_images:
+        elif image_cols and wants_images:
             con.register(table, _ImageBytes(ds.uri, version=ds.version))
         else:
             con.register(f"__{table}_all", ds)
-            cols = ", ".join(f'"{c}"' for c in schema.columns(table))
+            cols = ", ".join(f'"{c}"' for c in schema.columns(table) if c not in secret_cols)
             con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT {cols} FROM __{table}_all")
 
 

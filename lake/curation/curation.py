@@ -5,7 +5,8 @@ failure category, the step where the episode went wrong and a note. Annotations 
 step (or a whole episode when `step` is null). Every change is one `Lake.upsert` commit on
 the `sets` / `set_members` / `annotations` tables (a member change is two: its set's
 `updated_at` follows it), so it is durable when the call returns and visible to the next
-SQL query. Nothing is deleted: sets and annotations get a `deleted`
+SQL query; then one `audit` row says who made the change and the row before and after
+(`episodelake.lake.core.audit`). Nothing is deleted: sets and annotations get a `deleted`
 flag and members a `removed` flag, so older lake versions (and tags that pin a set) keep
 meaning what they meant, and SQL over curation filters on those flags.
 
@@ -19,7 +20,7 @@ import unicodedata
 import uuid
 from datetime import UTC, datetime
 
-from episodelake.lake.core import layout, schema
+from episodelake.lake.core import audit, layout, schema
 from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
 from episodelake.lake.core.lake import Lake
 
@@ -112,7 +113,7 @@ def _check_tag(lake: Lake, tag: object) -> str | None:
 
 
 def create_set(lake: Lake, name: str, kind: str = "failure", description: str | None = None,
-               pinned_tag: str | None = None) -> dict:
+               pinned_tag: str | None = None, *, who: str | None = None) -> dict:
     name = _required_text(name, "name", MAX_NAME)
     set_id = f"set-{uuid.uuid4().hex[:12]}"
     row = {
@@ -124,14 +125,16 @@ def create_set(lake: Lake, name: str, kind: str = "failure", description: str | 
         "created_at": _now(),
         "updated_at": _now(),
         "deleted": False,
+        "created_by": _text(who, "who", MAX_NAME),
     }
     with _write_lock:
         _check_name_free(lake, name)
         lake.upsert("sets", [row])
+        audit.record(lake, who, "set.create", "sets", set_id, None, row)
     return get_set(lake, set_id)
 
 
-def update_set(lake: Lake, set_id: str, **changes: object) -> dict:
+def update_set(lake: Lake, set_id: str, *, who: str | None = None, **changes: object) -> dict:
     """Rename, describe, change the kind or (un)pin a set; `None` clears description/pinned_tag."""
     unknown = set(changes) - set(SET_FIELDS)
     if unknown:
@@ -150,14 +153,16 @@ def update_set(lake: Lake, set_id: str, **changes: object) -> dict:
             row["pinned_tag"] = _check_tag(lake, changes["pinned_tag"])
         row["updated_at"] = _now()
         lake.upsert("sets", [row])
+        audit.record(lake, who, "set.update", "sets", set_id, {k: current[k] for k in schema.SETS.names}, row)
     return get_set(lake, set_id)
 
 
-def delete_set(lake: Lake, set_id: str) -> None:
+def delete_set(lake: Lake, set_id: str, *, who: str | None = None) -> None:
     with _write_lock:
         current = get_set(lake, set_id)
         row = {k: current[k] for k in schema.SETS.names}
         lake.upsert("sets", [{**row, "deleted": True, "updated_at": _now()}])
+        audit.record(lake, who, "set.delete", "sets", set_id, row, None)
 
 
 # -- members ---------------------------------------------------------------------------
@@ -189,9 +194,11 @@ def _check_step(lake: Lake, episode_id: str, step: object, field: str) -> int | 
 def add_member(lake: Lake, set_id: str, episode_id: str, *, failure_category: str | None = None,
                failing_step: int | None = None, note: str | None = None,
                added_by: str | None = None) -> dict:
-    """Add an episode to a set, or replace its category, failing step and note."""
+    """Add an episode to a set, or replace its category, failing step and note; `added_by`
+    is who does it (recorded on the member and in the audit log)."""
     get_set(lake, set_id)
     lake.episode(episode_id)  # validates the id and that the episode exists
+    who = _text(added_by, "added_by", MAX_NAME)
     row = {
         "set_id": set_id,
         "episode_id": episode_id,
@@ -199,14 +206,24 @@ def add_member(lake: Lake, set_id: str, episode_id: str, *, failure_category: st
         else _choice(failure_category, "failure_category", schema.FAILURE_CATEGORIES),
         "failing_step": _check_step(lake, episode_id, failing_step, "failing_step"),
         "note": _text(note, "note"),
-        "added_by": _text(added_by, "added_by", MAX_NAME),
+        "added_by": who,
         "added_at": _now(),
         "removed": False,
     }
     with _write_lock:
+        before = _member_row(lake, set_id, episode_id)
         lake.upsert("set_members", [row])
         _touch_set(lake, set_id)
+        audit.record(lake, who, "member.put", "set_members", f"{set_id}/{episode_id}", before, row,
+                     episode_id=episode_id)
     return member(lake, set_id, episode_id)
+
+
+def _member_row(lake: Lake, set_id: str, episode_id: str) -> dict | None:
+    """The live member row as stored, or None."""
+    rows = _rows(lake, "SELECT * FROM set_members WHERE set_id = ? AND episode_id = ? "
+                 "AND NOT coalesce(removed, false)", [set_id, episode_id])
+    return rows[0] if rows else None
 
 
 def _touch_set(lake: Lake, set_id: str) -> None:
@@ -224,12 +241,14 @@ def member(lake: Lake, set_id: str, episode_id: str) -> dict:
     return rows[0]
 
 
-def remove_member(lake: Lake, set_id: str, episode_id: str) -> None:
+def remove_member(lake: Lake, set_id: str, episode_id: str, *, who: str | None = None) -> None:
     with _write_lock:
         current = member(lake, layout.check_id(set_id, "set_id"), episode_id)
         row = {k: current[k] for k in schema.SET_MEMBERS.names}
         lake.upsert("set_members", [{**row, "removed": True}])
         _touch_set(lake, set_id)
+        audit.record(lake, who, "member.remove", "set_members", f"{set_id}/{episode_id}", row, None,
+                     episode_id=episode_id)
 
 
 def memberships(lake: Lake, episode_id: str) -> list[dict]:
@@ -260,21 +279,25 @@ def annotate(lake: Lake, episode_id: str, step: int | None, *, label: str | None
     note = _text(note, "note")
     if label is None and note is None:
         raise InvalidInput("label or note: an annotation needs at least one of them")
+    who = _text(author, "author", MAX_NAME)
+    annotation_id = f"ann-{uuid.uuid4().hex[:16]}"
     row = {
-        "annotation_id": f"ann-{uuid.uuid4().hex[:16]}",
+        "annotation_id": annotation_id,
         "episode_id": episode_id,
         "step": _check_step(lake, episode_id, step, "step"),
         "label": label,
         "note": note,
-        "author": _text(author, "author", MAX_NAME),
+        "author": who,
         "created_at": _now(),
         "deleted": False,
     }
     lake.upsert("annotations", [row])
+    audit.record(lake, who, "annotation.create", "annotations", annotation_id, None, row,
+                 episode_id=episode_id)
     return row
 
 
-def delete_annotation(lake: Lake, annotation_id: str) -> None:
+def delete_annotation(lake: Lake, annotation_id: str, *, who: str | None = None) -> None:
     layout.check_id(annotation_id, "annotation_id")
     with _write_lock:
         rows = _rows(lake, "SELECT * FROM annotations WHERE annotation_id = ? AND NOT coalesce(deleted, false)",
@@ -282,6 +305,8 @@ def delete_annotation(lake: Lake, annotation_id: str) -> None:
         if not rows:
             raise NotFound(f"annotation {annotation_id!r} does not exist (or was deleted)")
         lake.upsert("annotations", [{**rows[0], "deleted": True}])
+        audit.record(lake, who, "annotation.delete", "annotations", annotation_id, rows[0], None,
+                     episode_id=rows[0]["episode_id"])
 
 
 # -- saved views -----------------------------------------------------------------------
@@ -303,7 +328,7 @@ def get_view(lake: Lake, view_id: str) -> dict:
     return _view_out(rows[0])
 
 
-def create_view(lake: Lake, name: str, filters: dict) -> dict:
+def create_view(lake: Lake, name: str, filters: dict, *, who: str | None = None) -> dict:
     """Save `filters` (episode filter field -> value, checked by the caller) under `name`,
     which no other live view has."""
     name = _required_text(name, "name", MAX_NAME)
@@ -311,18 +336,21 @@ def create_view(lake: Lake, name: str, filters: dict) -> dict:
         raise InvalidInput(f"filters must be an object of filter fields, not {type(filters).__name__}")
     view_id = f"view-{uuid.uuid4().hex[:12]}"
     row = {"view_id": view_id, "name": name, "filters": json.dumps(filters, sort_keys=True),
-           "created_at": _now(), "updated_at": _now(), "deleted": False}
+           "created_at": _now(), "updated_at": _now(), "deleted": False,
+           "created_by": _text(who, "who", MAX_NAME)}
     with _write_lock:
         clash = [v for v in list_views(lake) if v["name"] == name]
         if clash:
             raise Conflict(f"name: a saved view named {name!r} exists ({clash[0]['view_id']}); "
                            "pick another name or delete that view")
         lake.upsert("saved_views", [row])
+        audit.record(lake, who, "view.create", "saved_views", view_id, None, row)
     return get_view(lake, view_id)
 
 
-def delete_view(lake: Lake, view_id: str) -> None:
+def delete_view(lake: Lake, view_id: str, *, who: str | None = None) -> None:
     with _write_lock:
         current = get_view(lake, view_id)
         row = {**current, "filters": json.dumps(current["filters"], sort_keys=True)}
         lake.upsert("saved_views", [{**row, "deleted": True, "updated_at": _now()}])
+        audit.record(lake, who, "view.delete", "saved_views", view_id, row, None)

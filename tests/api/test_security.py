@@ -151,15 +151,17 @@ def test_writes_without_the_token_change_nothing(shared_server, lake):
     assert lake.sql("select count(*) from sets").column(0)[0].as_py() == before
 
 
-def test_query_token_sets_a_cookie_for_the_browser(shared_server):
+def test_query_token_sets_a_cookie_for_the_browser_at_the_root_only(shared_server):
     with httpx.Client(base_url=shared_server.url) as c:
-        r = c.get("/api/health", params={"token": TOKEN})
-        assert r.status_code == 200
+        refused = c.get("/api/health", params={"token": TOKEN})
+        assert refused.status_code == 401 and "URL" in error_of(refused)["message"]
+        r = c.get("/", params={"token": TOKEN})
+        assert r.status_code == 303 and r.headers["location"] == "/"  # the token leaves the address bar
         cookie = r.headers["set-cookie"]
         assert "elake_token=" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
         assert c.get("/api/health").status_code == 200  # the cookie now carries the token
-        assert c.get("/api/health", params={"token": "wrong-token-0123456789"}).status_code == 200  # cookie wins
-    assert httpx.get(f"{shared_server.url}/api/health", params={"token": "x"}).status_code == 401
+        assert c.get("/api/me").json() == {"name": "server", "role": "admin", "sign_in": True}
+    assert httpx.get(f"{shared_server.url}/", params={"token": "wrong-token-0123456789"}).status_code == 401
 
 
 def auth() -> dict:

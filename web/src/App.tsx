@@ -7,6 +7,7 @@ import { KeysHelp } from "./components/KeysHelp";
 import { LiveIndicator } from "./components/Live";
 import { ViewPage } from "./components/SavedViews";
 import { Search } from "./components/Search";
+import { SignedIn } from "./components/SignedIn";
 import { Loading } from "./components/Status";
 import { Toasts } from "./components/Toasts";
 import { useTitle } from "./hooks";
@@ -142,6 +143,7 @@ function App() {
         <LiveIndicator />
         <KeysHelp />
         <a href="/api/docs">API</a>
+        <SignedIn />
       </header>
       <div id="content" tabIndex={-1}>
         <Suspense fallback={<Loading what="the page" />}>

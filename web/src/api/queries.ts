@@ -113,6 +113,14 @@ export const queries = {
       queryFn: ({ signal }) => call(api.GET("/api/episodes/{episode_id}/steps/{step}/redaction", { params: { path: { episode_id: episodeId, step } }, signal })),
     }),
   health: () => queryOptions({ queryKey: ["health"], queryFn: ({ signal }) => call(api.GET("/api/health", { signal })) }),
+  /** Who the server takes this browser for (a signed-in person, or anyone on a server that needs no token). */
+  me: () => queryOptions({ queryKey: ["me"], staleTime: 60_000, queryFn: ({ signal }) => call(api.GET("/api/me", { signal })) }),
+  /** The audit log's newest changes, optionally of one row (a set, a member `SET/EPISODE`). */
+  audit: (targetId?: string) =>
+    queryOptions({
+      queryKey: ["audit", targetId ?? null],
+      queryFn: ({ signal }) => call(api.GET("/api/audit", { params: { query: { target_id: targetId, limit: 20 } }, signal })),
+    }),
   // The server's formats are fixed while it runs.
   exportFormats: () =>
     queryOptions({ queryKey: ["export-formats"], staleTime: Infinity, queryFn: ({ signal }) => call(api.GET("/api/export-formats", { signal })) }),

@@ -21,6 +21,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Audit Log
+         * @description Changes to sets, members, notes, labels, views, users and episodes: newest first.
+         */
+        get: operations["audit_log_api_audit_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/edits/{job_id}/undo": {
         parameters: {
             query?: never;
@@ -92,7 +112,11 @@ export interface paths {
         /** Annotations */
         get: operations["annotations_api_episodes__episode_id__annotations_get"];
         put?: never;
-        /** Annotate */
+        /**
+         * Annotate
+         * @description Label or note a step (or the episode); the author is the signed-in person where the
+         *     server has users, else `author` as sent.
+         */
         post: operations["annotate_api_episodes__episode_id__annotations_post"];
         delete?: never;
         options?: never;
@@ -383,7 +407,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Health */
+        /**
+         * Health
+         * @description `lake` is the lake's name; `location` (where it lives: a folder or a URI) only for an
+         *     admin, or on a server that needs no token, since a path tells others about the machine.
+         */
         get: operations["health_api_health_get"];
         put?: never;
         post?: never;
@@ -425,6 +453,27 @@ export interface paths {
          * @description One job: status, progress, error, what it was asked to do.
          */
         get: operations["job_api_jobs__job_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Me
+         * @description Who the server takes the caller for; on a server that needs no token, anyone on this
+         *     machine is an unnamed admin.
+         */
+        get: operations["me_api_me_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -633,7 +682,10 @@ export interface paths {
         get: operations["get_set_api_sets__set_id__get"];
         put?: never;
         post?: never;
-        /** Delete Set */
+        /**
+         * Delete Set
+         * @description Delete the set (an admin's: its members go with it for everyone).
+         */
         delete: operations["delete_set_api_sets__set_id__delete"];
         options?: never;
         head?: never;
@@ -671,7 +723,8 @@ export interface paths {
         get?: never;
         /**
          * Put Member
-         * @description Add the episode to the set, or replace its category, failing step and note.
+         * @description Add the episode to the set, or replace its category, failing step and note; `added_by`
+         *     is the signed-in person where the server has users, else as sent.
          */
         put: operations["put_member_api_sets__set_id__members__episode_id__put"];
         post?: never;
@@ -758,6 +811,44 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List Users */
+        get: operations["list_users_api_users_get"];
+        put?: never;
+        /**
+         * Add User
+         * @description Make a user; the answer holds their token, which is shown this once.
+         */
+        post: operations["add_user_api_users_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/users/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove User */
+        delete: operations["remove_user_api_users__name__delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -900,6 +991,31 @@ export interface components {
              * @description null annotates the whole episode
              */
             step?: number | null;
+        };
+        /** AuditEntry */
+        AuditEntry: {
+            /** Action */
+            action: string | null;
+            /** After */
+            after: {
+                [key: string]: unknown;
+            } | null;
+            /** Audit Id */
+            audit_id: string;
+            /** Before */
+            before: {
+                [key: string]: unknown;
+            } | null;
+            /** Changed At */
+            changed_at: string | null;
+            /** Episode Id */
+            episode_id: string | null;
+            /** Target Id */
+            target_id: string | null;
+            /** Target Table */
+            target_table: string | null;
+            /** Who */
+            who: string | null;
         };
         /** Bin */
         Bin: {
@@ -1395,8 +1511,16 @@ export interface components {
         };
         /** Health */
         Health: {
-            /** Lake */
+            /**
+             * Lake
+             * @description the lake's name (its folder's or prefix's last part)
+             */
             lake: string;
+            /**
+             * Location
+             * @description where the lake lives: for admins, and on a server that needs no token
+             */
+            location?: string | null;
             /** Ok */
             ok: boolean;
             /** Tables */
@@ -1488,6 +1612,28 @@ export interface components {
              */
             total: number | null;
         };
+        /**
+         * Me
+         * @description Who the server takes the caller for.
+         */
+        Me: {
+            /**
+             * Name
+             * @description null on a server that needs no token (anyone on this machine)
+             */
+            name: string | null;
+            /**
+             * Role
+             * @description what they may do: viewer reads; curator also changes sets, notes, labels and views and starts exports and re-runs; admin also deletes and manages users
+             * @enum {string}
+             */
+            role: "viewer" | "curator" | "admin";
+            /**
+             * Sign In
+             * @description whether this server needs a token
+             */
+            sign_in: boolean;
+        };
         /** MeanInterval */
         MeanInterval: {
             /** High */
@@ -1537,7 +1683,10 @@ export interface components {
         MemberPut: {
             /** Added By */
             added_by?: string | null;
-            /** Failing Step */
+            /**
+             * Failing Step
+             * @description a step number: true, 1.0 or "1" are refused, not read as 1
+             */
             failing_step?: number | null;
             /** Failure Category */
             failure_category?: ("grounding" | "planning" | "perception" | "environment" | "other") | null;
@@ -2060,6 +2209,8 @@ export interface components {
         SavedView: {
             /** Created At */
             created_at?: string | null;
+            /** Created By */
+            created_by?: string | null;
             filters: components["schemas"]["EpisodeFilter"];
             /** Name */
             name?: string | null;
@@ -2142,6 +2293,8 @@ export interface components {
         Set: {
             /** Created At */
             created_at?: string | null;
+            /** Created By */
+            created_by?: string | null;
             /** Description */
             description?: string | null;
             /** Kind */
@@ -2453,6 +2606,49 @@ export interface components {
             /** Unjudged */
             unjudged: number;
         };
+        /** UserCreate */
+        UserCreate: {
+            /** Name */
+            name: string;
+            /**
+             * Role
+             * @enum {string}
+             */
+            role: "viewer" | "curator" | "admin";
+        };
+        /** UserCreated */
+        UserCreated: {
+            /** Created At */
+            created_at?: string | null;
+            /** Created By */
+            created_by?: string | null;
+            /** Name */
+            name: string;
+            /**
+             * Role
+             * @enum {string}
+             */
+            role: "viewer" | "curator" | "admin";
+            /**
+             * Token
+             * @description shown once: only its hash is kept
+             */
+            token: string;
+        };
+        /** UserOut */
+        UserOut: {
+            /** Created At */
+            created_at?: string | null;
+            /** Created By */
+            created_by?: string | null;
+            /** Name */
+            name: string;
+            /**
+             * Role
+             * @enum {string}
+             */
+            role: "viewer" | "curator" | "admin";
+        };
     };
     responses: never;
     parameters: never;
@@ -2467,6 +2663,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 annotation_id: string;
             };
             cookie?: never;
@@ -2491,6 +2688,104 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    audit_log_api_audit_get: {
+        parameters: {
+            query?: {
+                /** @description only this person's changes */
+                who?: string | null;
+                /** @description only changes of this row and its parts (its key; a set's id also lists its members', SET_ID/EPISODE_ID) */
+                target_id?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEntry"][];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2541,6 +2836,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 job_id: string;
             };
             cookie?: never;
@@ -2567,6 +2863,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2690,6 +2995,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not Found */
             404: {
                 headers: {
@@ -2733,6 +3047,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 episode_id: string;
             };
             cookie?: never;
@@ -2759,6 +3074,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2809,6 +3133,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 episode_id: string;
             };
             cookie?: never;
@@ -2835,6 +3160,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2885,6 +3219,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 episode_id: string;
             };
             cookie?: never;
@@ -2911,6 +3246,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2961,6 +3305,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 episode_id: string;
             };
             cookie?: never;
@@ -2991,6 +3336,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3072,6 +3426,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 episode_id: string;
             };
             cookie?: never;
@@ -3098,6 +3453,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3148,6 +3512,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 episode_id: string;
             };
             cookie?: never;
@@ -3178,6 +3543,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3228,6 +3602,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 episode_id: string;
             };
             cookie?: never;
@@ -3258,6 +3633,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3308,6 +3692,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 episode_id: string;
                 step: number;
             };
@@ -3335,6 +3720,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3392,6 +3786,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 episode_id: string;
                 step: number;
             };
@@ -3421,6 +3816,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3471,6 +3875,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 episode_id: string;
                 step: number;
             };
@@ -3498,6 +3903,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3553,6 +3967,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 episode_id: string;
                 step: number;
             };
@@ -3580,6 +3995,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3661,6 +4085,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not Found */
             404: {
                 headers: {
@@ -3728,6 +4161,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3813,6 +4255,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not Found */
             404: {
                 headers: {
@@ -3856,6 +4307,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 export_id: string;
             };
             cookie?: never;
@@ -3882,6 +4334,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3932,6 +4393,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 export_id: string;
             };
             cookie?: never;
@@ -3958,6 +4420,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4008,6 +4479,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 export_id: string;
             };
             cookie?: never;
@@ -4034,6 +4506,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4145,6 +4626,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not Found */
             404: {
                 headers: {
@@ -4191,6 +4681,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 group_id: string;
             };
             cookie?: never;
@@ -4217,6 +4708,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4291,6 +4791,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4377,6 +4886,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not Found */
             404: {
                 headers: {
@@ -4420,6 +4938,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 job_id: string;
             };
             cookie?: never;
@@ -4446,6 +4965,98 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    me_api_me_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Me"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4530,6 +5141,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not Found */
             404: {
                 headers: {
@@ -4597,6 +5217,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4682,6 +5311,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not Found */
             404: {
                 headers: {
@@ -4725,6 +5363,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 rerun_id: string;
             };
             cookie?: never;
@@ -4751,6 +5390,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4835,6 +5483,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not Found */
             404: {
                 headers: {
@@ -4912,6 +5569,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not Found */
             404: {
                 headers: {
@@ -4955,6 +5621,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 run_id: string;
             };
             cookie?: never;
@@ -4981,6 +5648,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5070,6 +5746,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not Found */
             404: {
                 headers: {
@@ -5144,6 +5829,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not Found */
             404: {
                 headers: {
@@ -5211,6 +5905,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5296,6 +5999,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not Found */
             404: {
                 headers: {
@@ -5339,6 +6051,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 set_id: string;
             };
             cookie?: never;
@@ -5365,6 +6078,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5415,6 +6137,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 set_id: string;
             };
             cookie?: never;
@@ -5439,6 +6162,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5489,6 +6221,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 set_id: string;
             };
             cookie?: never;
@@ -5519,6 +6252,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5569,6 +6311,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 set_id: string;
             };
             cookie?: never;
@@ -5595,6 +6338,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5645,7 +6397,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 set_id: string;
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 episode_id: string;
             };
             cookie?: never;
@@ -5676,6 +6430,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5726,7 +6489,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 set_id: string;
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 episode_id: string;
             };
             cookie?: never;
@@ -5751,6 +6516,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5836,6 +6610,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not Found */
             404: {
                 headers: {
@@ -5909,6 +6692,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6019,6 +6811,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not Found */
             404: {
                 headers: {
@@ -6122,6 +6923,269 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_users_api_users_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserOut"][];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    add_user_api_users_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UserCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserCreated"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    remove_user_api_users__name__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not Found */
             404: {
                 headers: {
@@ -6189,6 +7253,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6274,6 +7347,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not Found */
             404: {
                 headers: {
@@ -6317,6 +7399,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 view_id: string;
             };
             cookie?: never;
@@ -6343,6 +7426,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6393,6 +7485,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 view_id: string;
             };
             cookie?: never;
@@ -6417,6 +7510,15 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -80,7 +80,7 @@ export function SetPage({ id }: { id: string }) {
   const update = (body: Partial<Pick<SetRow, "name" | "kind" | "description" | "pinned_tag">>) =>
     action.run(async () => {
       await call(api.PATCH("/api/sets/{set_id}", { params: { path: { set_id: id } }, body: body as never }));
-      void invalidate(["sets"], ["episode"]); // the episodes' memberships name the set
+      void invalidate(["sets"], ["episode"], ["audit"]); // the episodes' memberships name the set
     });
   const deleteSet = async () => {
     const name = set.data?.name ?? id;
@@ -98,7 +98,7 @@ export function SetPage({ id }: { id: string }) {
       navigate("/sets");
       // Gone: dropped rather than refetched; the list and the episodes' memberships refresh.
       queryClient.removeQueries({ queryKey: ["sets", id] });
-      void invalidate(["sets"], ["episode"]);
+      void invalidate(["sets"], ["episode"], ["audit"]);
     });
   };
   const remove = async (m: Member) => {
@@ -109,7 +109,7 @@ export function SetPage({ id }: { id: string }) {
           body: { failure_category: (m.failure_category as FailureCategory | null) ?? null, failing_step: m.failing_step ?? null, note: m.note ?? null, added_by: m.added_by ?? null },
         }),
       );
-    const reload = () => invalidate(["sets"], ["episode", m.episode_id]);
+    const reload = () => invalidate(["sets"], ["episode", m.episode_id], ["audit"]);
     try {
       await call(api.DELETE("/api/sets/{set_id}/members/{episode_id}", { params: { path: { set_id: id, episode_id: m.episode_id } } }));
       reload();
@@ -157,6 +157,7 @@ export function SetPage({ id }: { id: string }) {
             </form>
             <p className="muted">
               {s.members} members · <Link to={`/?set_id=${enc(id)}`}>browse them</Link> · set id <span className="mono">{s.set_id}</span>
+              {s.created_by && ` · made by ${s.created_by}`}
             </p>
           </div>
         )}
@@ -191,6 +192,36 @@ export function SetPage({ id }: { id: string }) {
           />
         )}
       </Async>
+      <SetChanges setId={id} />
     </main>
+  );
+}
+
+/** The set's last changes (its own and its members'), from the audit log: who did what, when. */
+function SetChanges({ setId }: { setId: string }) {
+  const changes = useQuery(queries.audit(setId));
+  return (
+    <section aria-labelledby="set-changes" className="set-changes">
+      <h3 id="set-changes">Changes</h3>
+      <Async state={changes} what="changes">
+        {(list) => (
+          <ListTable
+            testid="set-changes"
+            columns={["when", "who", "what", "episode"]}
+            items={list}
+            row={(c) => (
+              <tr key={c.audit_id}>
+                <td>
+                  <Time value={c.changed_at} />
+                </td>
+                <td>{c.who ?? "—"}</td>
+                <td>{c.action}</td>
+                <td className="mono">{c.episode_id ?? ""}</td>
+              </tr>
+            )}
+          />
+        )}
+      </Async>
+    </section>
   );
 }

@@ -1,0 +1,142 @@
+"""People and roles: who may use a served lake, and what each may do.
+
+`add` makes a user with a role (`schema.ROLES`: viewer < curator < admin, each allowed what
+the ones before it are) and returns their token once: only its SHA-256 is stored, in the
+`users` table, whose hash column no SQL query sees (`schema.SECRET_COLUMNS`). Tokens are 32
+random bytes, so the hash cannot be guessed back and a plain hash suffices.
+
+While the lake has no users, a server bound to loopback stays open as before (its own
+token, when set, still guards it). Once any user exists the server requires a user's token
+on every request, loopback included (`episodelake.api.security`). The rules of who may do
+what are the server's; this module only stores people and checks tokens.
+
+A removed user keeps their row (`removed` set), so names in the audit log and in
+`added_by` keep meaning someone; a name once removed can be added again with a new token.
+The last admin cannot be removed while others remain: someone must be able to manage them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from episodelake.lake.core import audit, layout, schema
+from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
+
+#: Tokens start with this, so one found in a log or a paste is recognisable.
+TOKEN_PREFIX = "elk_"
+#: How long a server trusts its copy of the users table: a user added or removed from the
+#: command line is known to a running server after at most this long.
+REFRESH_S = 2.0
+#: How stale the copy may be when a token is not in it (see `Directory.authenticate`).
+MISS_REFRESH_S = 0.25
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who makes a request, and their role."""
+
+    name: str
+    role: schema.Role
+
+    def may(self, role: schema.Role) -> bool:
+        """Whether this person's role includes `role`."""
+        return schema.ROLES.index(self.role) >= schema.ROLES.index(role)
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _check_role(role: object) -> schema.Role:
+    if role not in schema.ROLES:
+        raise InvalidInput(f"role must be one of {', '.join(schema.ROLES)}, not {role!r}")
+    return role
+
+
+def _stored(lake) -> list[dict]:
+    """Every users row, hashes included (read from Lance: SQL never shows the hash)."""
+    lake.invalidate("users")
+    return lake.dataset("users").to_table().to_pylist()
+
+
+def _public(row: dict) -> dict:
+    return {k: v for k, v in row.items() if k != "token_sha256"}
+
+
+def list_users(lake) -> list[dict]:
+    """Live users by name, without their token hashes."""
+    return sorted((_public(r) for r in _stored(lake) if not r["removed"]), key=lambda r: r["name"])
+
+
+def add(lake, name: str, role: str, *, by: str | None = None) -> tuple[dict, str]:
+    """Make user `name` with `role`; returns (their row, their token). The token is not
+    kept anywhere: whoever adds the user hands it over."""
+    layout.check_id(name, "name")
+    role = _check_role(role)
+    current = {r["name"]: r for r in _stored(lake)}
+    if name in current and not current[name]["removed"]:
+        raise Conflict(f"user {name!r} exists (role {current[name]['role']}); remove them first to "
+                       "issue a new token or change the role")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    row = {"name": name, "role": role, "token_sha256": token_hash(token), "created_at": datetime.now(UTC),
+           "created_by": by, "removed": False}
+    lake.upsert("users", [row])
+    audit.record(lake, by, "user.add", "users", name, _public(current[name]) if name in current else None,
+                 _public(row))
+    return _public(row), token
+
+
+def remove(lake, name: str, *, by: str | None = None) -> dict:
+    """Remove user `name`: their token stops working (on a running server within REFRESH_S)."""
+    layout.check_id(name, "name")
+    live = {r["name"]: r for r in _stored(lake) if not r["removed"]}
+    if name not in live:
+        raise NotFound(f"no user {name!r}; users: {', '.join(sorted(live)) or 'none'}")
+    admins = [n for n, r in live.items() if r["role"] == "admin"]
+    if admins == [name] and len(live) > 1:
+        raise Conflict(f"{name!r} is the last admin: add another admin first (`elake user add NAME "
+                       "--role admin`), or remove the other users")
+    row = {**live[name], "removed": True}
+    lake.upsert("users", [row])
+    audit.record(lake, by, "user.remove", "users", name, _public(live[name]), _public(row))
+    return _public(row)
+
+
+class Directory:
+    """A server's view of the users table: token -> person, re-read at most every REFRESH_S.
+
+    Reads are a Lance scan of a tiny table; the cache keeps one per request from costing
+    one. Thread-safe: requests run on many threads."""
+
+    def __init__(self, lake, refresh_s: float = REFRESH_S):
+        self.lake = lake
+        self.refresh_s = refresh_s
+        self._lock = threading.Lock()
+        self._read_at = float("-inf")
+        self._by_hash: dict[str, Principal] = {}
+
+    def _current(self, max_age_s: float | None = None) -> dict[str, Principal]:
+        with self._lock:
+            if time.monotonic() - self._read_at >= (self.refresh_s if max_age_s is None else max_age_s):
+                self._by_hash = {r["token_sha256"]: Principal(r["name"], r["role"])
+                                 for r in _stored(self.lake) if not r["removed"] and r["token_sha256"]}
+                self._read_at = time.monotonic()
+            return self._by_hash
+
+    def any(self) -> bool:
+        """Whether the lake has users (then every request must name one)."""
+        return bool(self._current())
+
+    def authenticate(self, token: str) -> Principal | None:
+        """The person whose token this is (a lookup by the token's hash: timing it tells an
+        attacker nothing about any token). A token not known re-reads the table if the copy is
+        older than MISS_REFRESH_S, so a user just added can sign in at once, while wrong
+        tokens cost at most one read per MISS_REFRESH_S."""
+        presented = token_hash(token)
+        found = self._current().get(presented)
+        return found if found is not None else self._current(MISS_REFRESH_S).get(presented)

@@ -1,0 +1,111 @@
+"""People in the web app (headless Chromium): on a lake with users the app asks for a token,
+shows who is signed in, a viewer reads every page and is refused changes with a message that
+says why, and a curator's changes are recorded under their name in the audit log and on the
+set's page."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from episodelake.api.settings import Settings, default_static_dir
+from episodelake.lake.core import users
+from tests.api.webapp_support import ServerThread, build_lake
+from tests.browser.conftest import axe_violations, shot
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def people_lake(tmp_path_factory):
+    lake = build_lake(tmp_path_factory.mktemp("people-browser") / "lake")
+    lake.tokens = {role: users.add(lake, f"{role}-ann", role, by="test")[1]  # type: ignore[attr-defined]
+                   for role in ("viewer", "curator")}
+    return lake
+
+
+@pytest.fixture(scope="module")
+def people_server(people_lake):
+    with ServerThread(Settings(lake=people_lake.path, static_dir=default_static_dir()), people_lake) as srv:
+        yield srv
+
+
+@pytest.fixture
+def fresh(browser):
+    """A page in a context of its own: no cookie from another person's test."""
+    context = browser.browser.new_context(viewport={"width": 1400, "height": 900}) if browser.browser else None
+    page = context.new_page() if context else browser.new_page()
+    page.set_default_timeout(15_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    page.close()
+    if context:
+        context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+def sign_in(page, server, token: str) -> None:
+    page.context.clear_cookies()
+    page.goto(server.url + "/")
+    page.get_by_label("Token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_test_id("signed-in").wait_for()
+
+
+def test_the_app_asks_for_a_token_and_refuses_a_wrong_one(fresh, people_server):
+    fresh.context.clear_cookies()
+    fresh.goto(people_server.url + "/episodes/wifi_on-0/steps/0")
+    assert fresh.get_by_role("heading", name="EpisodeLake").is_visible()
+    fresh.get_by_label("Token").fill("elk_not-a-token")
+    fresh.get_by_role("button", name="Sign in").click()
+    fresh.get_by_text("That token is not (or no longer) valid.").wait_for()
+    assert axe_violations(fresh) == []
+
+
+def test_a_viewer_reads_every_page_and_is_told_why_a_change_is_refused(fresh, people_server, people_lake):
+    sign_in(fresh, people_server, people_lake.tokens["viewer"])
+    assert fresh.get_by_test_id("signed-in").inner_text().startswith("viewer-ann (viewer)")
+    for path, testid in [("/episodes/wifi_on-0/steps/0", "screen"), ("/sets", "sets-page"), ("/sql", "sql-page")]:
+        fresh.goto(people_server.url + path)
+        fresh.get_by_test_id(testid).wait_for()
+    fresh.goto(people_server.url + "/episodes/wifi_on-0/steps/0")
+    fresh.get_by_label("New failure set name").fill("viewer's set")
+    fresh.get_by_role("button", name="Create").click()
+    refused = fresh.get_by_test_id("toast").filter(has_text="viewer-ann is a viewer")
+    refused.wait_for()
+    assert "needs the curator role" in refused.inner_text()
+    shot(fresh, "people-viewer-refused")
+    people_lake.invalidate()
+    assert people_lake.sql("select count(*) n from sets where name = 'viewer''s set'").to_pylist()[0]["n"] == 0
+    fresh.goto(people_server.url + "/signout")
+    assert fresh.get_by_label("Token").is_visible()
+
+
+def test_a_curators_changes_are_recorded_under_their_name(fresh, people_server, people_lake):
+    sign_in(fresh, people_server, people_lake.tokens["curator"])
+    fresh.goto(people_server.url + "/episodes/wifi_on-1/steps/1")
+    fresh.get_by_test_id("screen").wait_for()
+    fresh.get_by_label("New failure set name").fill("ann's failures")
+    fresh.get_by_role("button", name="Create").click()
+    fresh.get_by_test_id("curation-target").get_by_text("ann's failures").wait_for()
+    fresh.get_by_test_id("note").fill("misses the toggle")
+    fresh.locator("body").click(position={"x": 5, "y": 300})
+    fresh.keyboard.press("1")
+    fresh.get_by_test_id("toast").get_by_text(re.compile("Saved in ann's failures")).wait_for()
+    people_lake.invalidate()
+    trail = people_lake.sql("select who, action from audit where who = 'curator-ann' "
+                            "order by changed_at").to_pylist()
+    assert [t["action"] for t in trail] == ["set.create", "member.put"]
+    member = people_lake.sql("select added_by from set_members where episode_id = 'wifi_on-1'").to_pylist()
+    assert member == [{"added_by": "curator-ann"}]
+    set_id = people_lake.sql("select set_id from sets where name = 'ann''s failures'").to_pylist()[0]["set_id"]
+    fresh.goto(f"{people_server.url}/sets/{set_id}")
+    fresh.get_by_text("made by curator-ann").wait_for()
+    changes = fresh.get_by_test_id("set-changes")
+    changes.get_by_text("member.put").wait_for()
+    assert changes.get_by_text("curator-ann").count() == 2
+    assert fresh.get_by_test_id("members").get_by_text("by curator-ann").is_visible()
+    shot(fresh, "people-curator-set")
+    assert axe_violations(fresh) == []
