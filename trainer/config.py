@@ -132,6 +132,16 @@ class TrainConfig(SpecModel):
     dtype: Dtype = Field(
         "auto", description="vlm weights: auto is bfloat16 on a GPU, float32 on CPU")
     vllm_gpu_memory: float = Field(0.3, description="vlm: share of GPU memory vLLM may take")
+    # --- the SFT warm-up of the VLM policy (trainer/warmup.py) --------------------------------
+    sft_warmup_steps: int = Field(0, ge=0, description="vlm: supervised steps on lake data "
+                                  "before the first RL iteration, read with sft_dataset (0: none)")
+    sft_warmup_set: str | None = Field(None, description="vlm: the curation set the SFT warm-up "
+                                       "learns from (its successful episodes)")
+    sft_warmup_where: str | None = Field(None, description="vlm: SQL condition over episodes "
+                                         "JOIN steps selecting what the SFT warm-up learns from "
+                                         "(as `elake export sft --where`)")
+    sft_warmup_lr: float | None = Field(None, gt=0.0, description="vlm: learning rate of the SFT "
+                                        "warm-up; default --lr")
 
     @model_validator(mode="after")
     def _check(self) -> TrainConfig:
@@ -160,6 +170,7 @@ class TrainConfig(SpecModel):
                               f"{self.clip_eps}; the upper range is the same or wider")
         if self.threads is None:
             self.threads = 1 if self.policy == "tiny" else 0
+        self._check_sft_warmup()
         if self.policy == "vlm":
             if not self.model_path:
                 raise ConfigError("model_path: --policy vlm needs --model-path DIR, a local "
@@ -179,6 +190,20 @@ class TrainConfig(SpecModel):
             if self.generation == "vllm":
                 raise ConfigError("generation: vllm generates for --policy vlm only")
         return self
+
+    def _check_sft_warmup(self) -> None:
+        selection = self.sft_warmup_set is not None or self.sft_warmup_where is not None
+        if self.sft_warmup_steps and self.policy != "vlm":
+            raise ConfigError(f"sft_warmup_steps: the SFT warm-up trains --policy vlm only (the "
+                              f"{self.policy} policy does not read chat samples); drop "
+                              "--sft-warmup-steps or pass --policy vlm")
+        if self.sft_warmup_steps and not selection:
+            raise ConfigError("sft_warmup_steps: say what the warm-up learns from with "
+                              "--sft-warmup-set NAME or --sft-warmup-where SQL (e.g. \"task_name "
+                              "= 'wifi_on'\")")
+        if selection and not self.sft_warmup_steps:
+            raise ConfigError("sft_warmup_steps: --sft-warmup-set/--sft-warmup-where choose the "
+                              "warm-up's data; give --sft-warmup-steps N (N > 0) to run it")
 
     def advantage_summary(self) -> str:
         """One line naming the set of advantage settings in use (printed when training starts)."""

@@ -13,6 +13,9 @@
 5. evaluates the updated policy on held-out tasks (their own run id, ``<run_id>.eval``);
 6. writes the iteration's metrics into the lake's ``runs`` table and a checkpoint.
 
+With ``--sft-warmup-steps`` (``--policy vlm``), supervised steps on lake data read with
+`episodelake.trainer.data.sft_dataset` come before iteration 0 (:mod:`episodelake.trainer.warmup`).
+
 A run is resumed from its last checkpoint (``--resume``): iterations already done are not
 repeated, and the stored config must match except for what `RESUMABLE` allows to change.
 Held-out tasks are unseen parameter values of the training templates (``open_app`` for an
@@ -46,6 +49,7 @@ from episodelake.lake.core.layout import check_id, local_state
 from episodelake.lake.vocab.seeds import derive
 from episodelake.trainer import checkpoint
 from episodelake.trainer import credit as credit_score
+from episodelake.trainer import warmup as sft_warmup
 from episodelake.trainer.advantages import AdvantageResult, compute_advantages
 from episodelake.trainer.config import RESUMABLE, ConfigError, TrainConfig
 from episodelake.trainer.engine import Engine, build_engine, deepspeed_usable
@@ -65,6 +69,7 @@ class TrainResult:
     run_id: str
     checkpoint_dir: Path
     metrics: list[dict[str, Any]] = field(default_factory=list)
+    warmup: sft_warmup.WarmupResult | None = None
 
 
 def train(config: TrainConfig, lake: Lake, *, progress: bool = True) -> TrainResult:
@@ -73,6 +78,8 @@ def train(config: TrainConfig, lake: Lake, *, progress: bool = True) -> TrainRes
     # checkpoints are local files: in the lake folder, or this machine's folder for a remote lake
     root = Path(config.checkpoint_dir) if config.checkpoint_dir else local_state(lake.location) / CHECKPOINTS / run_id
     start, resumed = _resume_point(config, run_id, root)
+    # the SFT warm-up's selection is resolved before the model loads: a bad one fails at once
+    warm = sft_warmup.prepare(lake, config) if start == 0 else None
     if config.threads:
         torch.set_num_threads(config.threads)
     policy = build_policy(config, resumed / checkpoint.POLICY_DIR if resumed else None)
@@ -87,6 +94,9 @@ def train(config: TrainConfig, lake: Lake, *, progress: bool = True) -> TrainRes
     result = TrainResult(run_id, root)
     log.info("run %s: iterations %d..%d, %d training and %d held-out tasks, engine %s",
              run_id, start, config.iterations - 1, len(train_tasks), len(eval_tasks), engine.name)
+    if warm is not None:  # a resumed run's weights have had it
+        result.warmup = sft_warmup.run(warm, lake, policy, engine, config, run_id=run_id,
+                                       progress=progress)
 
     for iteration in range(start, config.iterations):
         timer = PhaseTimer()

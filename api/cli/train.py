@@ -52,12 +52,16 @@ def cmd_train(
     lake = Lake(globals_of(ctx).lake)
     result = train(config, lake, progress=not no_progress)
     # lineage: each checkpoint this session wrote, with the episodes that trained it
-    from episodelake.lake.core.lineage import record_training
+    from episodelake.lake.core.lineage import record_training, warmup_output
     from episodelake.trainer.checkpoint import iteration_folder
 
     for iteration in range(config.iterations - len(result.metrics), config.iterations):
         record_training(lake, result.run_id, iteration, str(iteration_folder(result.checkpoint_dir, iteration)),
                         config=config.model_dump(mode="json"))
+    if result.warmup is not None:
+        losses = result.warmup.losses
+        print(f"sft warm-up: {result.warmup.steps} step(s), loss {losses[0]:.4f} -> "
+              f"{losses[-1]:.4f}; what it read: elake lineage {warmup_output(result.run_id)}")
     last = result.metrics[-1] if result.metrics else None
     print(f"run {result.run_id}: {len(result.metrics)} iteration(s) this session; "
           f"checkpoints in {result.checkpoint_dir}")

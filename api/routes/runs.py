@@ -1,6 +1,8 @@
 """Runs from the `runs` table (training iterations, re-runs, rollouts): their metrics over time.
 
-The trainer writes one row per iteration with its metrics as JSON; which keys a run has
+The trainer writes one row per iteration with its metrics as JSON (and a run with an SFT
+warm-up one more, at iteration -1 with kind `sft_warmup`, its metrics under `sft_warmup`:
+the listing does not count it as an iteration); which keys a run has
 depends on the trainer's version and options, so nothing here assumes any: every number in
 a row's metrics becomes a series (nested keys joined with '.', e.g. `update.loss`), and a
 key an iteration lacks is null there. Non-finite numbers (a NaN loss) are null too, since
@@ -73,7 +75,8 @@ def runs(
     """Every run, most recently updated first, with its last iteration's numbers."""
     where, params = ("WHERE kind = ?", [kind]) if kind is not None else ("", [])
     rows = lake.sql(f"""
-        SELECT run_id, arg_max(kind, iteration) AS kind, count(*) AS iterations,
+        SELECT run_id, arg_max(kind, iteration) AS kind,
+               count(*) FILTER (WHERE iteration >= 0) AS iterations,
                max(iteration) AS last_iteration, min(created_at) AS started_at,
                max(created_at) AS updated_at, arg_max(metrics, iteration) AS metrics
         FROM runs {where} GROUP BY run_id ORDER BY updated_at DESC NULLS LAST, run_id

@@ -70,17 +70,31 @@ TRAINED_ON = ("run_id = ? AND TRY_CAST(policy_version AS INTEGER) IS NOT NULL "
               "AND TRY_CAST(policy_version AS INTEGER) <= ?")
 
 
+def warmup_output(run_id: str) -> str:
+    """The `output` of a training run's SFT warm-up (`episodelake.trainer.warmup`)."""
+    return f"{run_id}/sft-warmup"
+
+
 def record_training(lake, run_id: str, iteration: int, output: str, *, config: dict | None = None) -> dict:
     """The lineage row of checkpoint `output`, made by iteration `iteration` of run `run_id`:
-    every rollout episode of the run up to that iteration trained it."""
-    ids = [r["episode_id"] for r in lake.sql(
+    every rollout episode of the run up to that iteration trained it, and the episodes of the
+    run's SFT warm-up when it had one (its own row, `warmup_output(run_id)`)."""
+    rollouts = [r["episode_id"] for r in lake.sql(
         f"SELECT episode_id FROM episodes WHERE {TRAINED_ON} ORDER BY episode_id", [run_id, iteration]).to_pylist()]
-    steps = lake.sql(f"SELECT count(*) AS n FROM steps WHERE episode_id IN "
-                     f"(SELECT episode_id FROM episodes WHERE {TRAINED_ON})", [run_id, iteration]).to_pylist()[0]["n"]
+    warmup = sorted({eid for r in lake.sql(
+        "SELECT episode_ids FROM lineage WHERE run_id = ? AND kind = 'train' AND output = ?",
+        [run_id, warmup_output(run_id)]).to_pylist() for eid in r["episode_ids"] or []})
+    ids = sorted(set(rollouts) | set(warmup))
+    steps = lake.sql("SELECT count(*) AS n FROM steps WHERE list_contains(?::VARCHAR[], episode_id)",
+                     [ids]).to_pylist()[0]["n"]
+    selection = {"run_id": run_id, "iteration": iteration, "where": f"episodes: {TRAINED_ON}",
+                 "config": config}
+    counts = {"episodes": len(ids), "steps": steps}
+    if warmup:
+        selection["sft_warmup"] = warmup_output(run_id)
+        counts["sft_warmup_episodes"] = len(warmup)
     return record(lake, "train", output, run_id=run_id, lake_versions=lake.current_versions(),
-                  selection={"run_id": run_id, "iteration": iteration,
-                             "where": f"episodes: {TRAINED_ON}", "config": config},
-                  counts={"episodes": len(ids), "steps": steps}, episode_ids=ids)
+                  selection=selection, counts=counts, episode_ids=ids)
 
 
 def _parsed(row: dict) -> dict:

@@ -16,7 +16,10 @@ save, which costs a model load per iteration but works with any vLLM version).
 
 Learning scores the recorded response re-tokenised (plus the end-of-turn token): the lake
 stores text, so a response whose generated tokens were not the canonical tokenisation is
-scored under the canonical one.
+scored under the canonical one. The SFT warm-up (`episodelake.trainer.warmup`) scores the
+samples of `episodelake.trainer.data.sft_dataset` the same way (`encode_item`, `sft_loss`):
+their chat messages go through the same chat template and image expansion, so there is one
+way to build the model's inputs, not one per data source.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from __future__ import annotations
 import gc
 import io
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,7 +155,30 @@ class VLMPolicy:
                response: str | None = None) -> Inputs:
         """Model inputs: `images` are the shown earlier screenshots then the current one."""
         pictures = [Image.open(io.BytesIO(data)).convert("RGB") for data in images]
-        text = self._prompt(goal, history, len(images) - 1)
+        return self._inputs(self._prompt(goal, history, len(images) - 1), pictures, response)
+
+    def encode_item(self, item: Mapping[str, Any]) -> Inputs:
+        """A dataset item as model inputs: an `sft_dataset` sample (chat `messages` whose
+        last assistant turn is the step's response, PIL `images` in the order of the image
+        parts). The prompt is every message before that turn, through the same chat template
+        and image expansion as acting; the target is the turn's text plus the end-of-turn
+        token, as `score` scores a recorded response."""
+        messages = list(item["messages"])
+        turns = [i for i, message in enumerate(messages) if message["role"] == "assistant"]
+        if not turns:
+            raise ValueError("the item has no assistant turn to learn (messages: "
+                             f"{[m['role'] for m in messages]})")
+        last = turns[-1]
+        content = messages[last]["content"]
+        response = content if isinstance(content, str) else "".join(
+            part.get("text", "") for part in content if part["type"] == "text")
+        text = _one_text(self.tokenizer.apply_chat_template(
+            messages[:last], add_generation_prompt=True, tokenize=False))
+        return self._inputs(text, [image.convert("RGB") for image in item["images"]], response)
+
+    def _inputs(self, text: str, pictures: list[Image.Image], response: str | None) -> Inputs:
+        """Inputs of a prompt already through the chat template (one image slot per picture),
+        then `response` and the end-of-turn token when given."""
         vision = self.image_processor(images=pictures, return_tensors="pt")
         merge = self.image_processor.merge_size ** 2
         pieces = text.split(IMAGE_TOKEN)
@@ -277,7 +303,21 @@ class VLMPolicy:
     def score(self, samples: Sequence[Sample]) -> TokenLogProbs:
         """Per-token log-probs of each recorded response, left-aligned: row i's tokens are
         0 .. response_length_i - 1 (the response, then the end-of-turn token)."""
-        prepared = [self._encode_sample(sample) for sample in samples]
+        return self._token_logprobs([self._encode_sample(sample) for sample in samples])
+
+    def score_items(self, items: Sequence[Mapping[str, Any]]) -> TokenLogProbs:
+        """`score` for dataset items (`encode_item`): per-token log-probs of each item's
+        target, the last assistant turn and the end-of-turn token."""
+        return self._token_logprobs([self.encode_item(item) for item in items])
+
+    def sft_loss(self, items: Sequence[Mapping[str, Any]]) -> tuple[torch.Tensor, int]:
+        """(mean negative log-likelihood of the items' target tokens, how many there are):
+        the supervised loss of the SFT warm-up (`episodelake.trainer.warmup`)."""
+        scored = self.score_items(items)
+        tokens = int(scored.mask.sum())
+        return -scored.logp.sum() / max(tokens, 1), tokens
+
+    def _token_logprobs(self, prepared: list[Inputs]) -> TokenLogProbs:
         inputs = self._batch(prepared, with_response=True)
         logits = self.module(**inputs).logits
         width = max(len(p.input_ids) - p.prompt_length for p in prepared)
