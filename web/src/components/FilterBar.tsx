@@ -1,4 +1,8 @@
+// The episode filter in the sidebar: outcome and a zero-step-reward flag at hand, the rest
+// under "more filters" (a form that fits the sidebar's width; the set picked by its name).
 import { useState, type FormEvent } from "react";
+import { useQuery } from "@tanstack/react-query";
+import { queries } from "../api/queries";
 import { navigate, useLocation, withQuery } from "../router";
 
 const FIELDS: [string, string][] = [
@@ -8,7 +12,6 @@ const FIELDS: [string, string][] = [
   ["run_id", "run"],
   ["env", "env"],
   ["tag", "tag"],
-  ["set_id", "set id"],
   ["min_length", "min length"],
   ["max_length", "max length"],
 ];
@@ -30,6 +33,7 @@ export function FilterBar() {
     const data = new FormData(e.currentTarget);
     const changes: Record<string, string | null> = {};
     for (const [k] of FIELDS) changes[k] = String(data.get(k) ?? "");
+    changes.set_id = String(data.get("set_id") ?? "");
     changes.where = String(data.get("where") ?? "");
     set(changes);
   };
@@ -69,6 +73,7 @@ export function FilterBar() {
               <input name={k} defaultValue={query.get(k) ?? ""} />
             </label>
           ))}
+          <SetPicker current={query.get("set_id") ?? ""} />
           <label className="field wide">
             SQL condition over episodes
             <textarea name="where" placeholder="e.g. episode_reward > 0.5" defaultValue={query.get("where") ?? ""} />
@@ -80,5 +85,26 @@ export function FilterBar() {
         </form>
       )}
     </div>
+  );
+}
+
+/** The set filter: live sets by name (the id is what goes in the URL); a set the URL names
+ * that is not among them (deleted, or not loaded yet) stays a choice under its id. */
+function SetPicker({ current }: { current: string }) {
+  const sets = useQuery(queries.sets());
+  const known = sets.data?.some((s) => s.set_id === current);
+  return (
+    <label className="field">
+      set
+      <select name="set_id" aria-label="set" defaultValue={current} key={`${current}:${sets.data?.length ?? 0}`}>
+        <option value="">{sets.error ? "sets did not load" : "any set"}</option>
+        {current && !known && <option value={current}>{current}</option>}
+        {sets.data?.map((s) => (
+          <option key={s.set_id} value={s.set_id}>
+            {s.name}
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }
