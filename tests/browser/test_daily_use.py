@@ -373,18 +373,18 @@ def test_the_replay_is_usable_at_800_pixels(page):
 # 11 --------------------------------------------------------------------------------------
 def test_compare_keys_and_rows(page):
     page.goto(page.base + "/compare/wifi_on-1/wifi_on-2?step=0")
-    page.get_by_test_id("compare-step").get_by_text("step index 0").wait_for()
+    page.get_by_test_id("compare-step").get_by_text("step 0 (1/6)").wait_for()
     page.keyboard.press("Shift+D")
-    page.get_by_test_id("compare-step").get_by_text("step index 1").wait_for()
+    page.get_by_test_id("compare-step").get_by_text("step 1 (2/6)").wait_for()
     page.keyboard.press("Control+ArrowRight")  # the browser's, not a step
     page.wait_for_timeout(200)
     assert "step=1" in page.url
     page.keyboard.press("Shift+A")
-    page.get_by_test_id("compare-step").get_by_text("step index 0").wait_for()
-    row = page.get_by_role("button", name="step index 3")
+    page.get_by_test_id("compare-step").get_by_text("step 0 (1/6)").wait_for()
+    row = page.get_by_role("button", name="step 3", exact=True)
     row.focus()
     page.keyboard.press("Enter")
-    page.get_by_test_id("compare-step").get_by_text("step index 3").wait_for()
+    page.get_by_test_id("compare-step").get_by_text("step 3 (4/6)").wait_for()
     assert "step=3" in page.url
 
 

@@ -62,3 +62,70 @@ def test_more_filters_fit_the_sidebar_and_pick_a_set_by_name(page, size):
     tree.get_by_text("wifi_on").first.wait_for()
     expect(tree.get_by_text("set_alarm")).to_have_count(0)
     expect(page.get_by_test_id("filters").get_by_label("set", exact=True)).to_have_value(set_id)
+
+
+# 9 ---------------------------------------------------------------------------------------
+CARDS = """() => [...document.querySelectorAll('[data-testid=anchor-row] .card')].map(c => {
+  const img = c.querySelector('img'), id = c.querySelector('.card-id');
+  const lines = new Set([...(() => { const r = document.createRange(); r.selectNodeContents(id); return r.getClientRects(); })()]
+    .filter(b => b.width > 0).map(b => Math.round(b.top)));
+  return {ratio: img.clientWidth / img.clientHeight, natural: img.naturalWidth / img.naturalHeight,
+          id: id.textContent, idLines: lines.size, hyphens: getComputedStyle(id).hyphens, text: c.innerText,
+          titles: [...c.querySelectorAll('[title]')].map(e => e.title).join(' | ')};
+})"""
+
+
+@pytest.mark.parametrize("size", [LAPTOP, PHONE], ids=["1280x800", "390x844"])
+def test_group_cards_keep_the_screens_shape_whole_ids_and_say_what_r_and_a_are(page, size):
+    """Issue 24, 9: a group's thumbnails were squashed into squares, ids cut (with a hyphen)
+    and "R"/"A" left unexplained."""
+    page.set_viewport_size(size)
+    page.goto(page.base + "/groups/g-wifi_on")
+    page.get_by_test_id("anchor-row").first.wait_for()
+    page.wait_for_function("() => [...document.querySelectorAll('[data-testid=anchor-row] .card img')].every(i => i.complete && i.naturalWidth)")
+    cards = page.evaluate(CARDS)
+    assert cards
+    for c in cards:
+        assert c["ratio"] == pytest.approx(c["natural"], rel=0.03), c  # 270x600 screens stay tall
+        assert re.fullmatch(r"wifi_on-\d", c["id"]) and c["idLines"] == 1 and c["hyphens"] != "auto", c
+        assert re.search(r"return -?\d", c["text"]) and re.search(r"advantage -?\d", c["text"]), c
+        assert "discounted return" in c["titles"] and "advantage" in c["titles"], c
+    legend = page.get_by_test_id("group-legend")
+    expect(legend).to_contain_text("return")
+    expect(legend).to_contain_text("advantage")
+    assert page.evaluate("document.documentElement.scrollWidth") <= size["width"]
+    assert axe_violations(page) == []
+    shot(page, f"group-cards-{size['width']}")
+
+
+@pytest.mark.parametrize("size", [LAPTOP, PHONE], ids=["1280x800", "390x844"])
+def test_compare_names_task_and_goal_counts_steps_as_the_replay_and_keeps_the_click_marker_visible(page, size):
+    """Issue 24, 9: Compare showed ids only, counted "step index 2 of 6" where the replay said
+    "step 2 (3/6)", and its red click marker vanished on red icons."""
+    page.set_viewport_size(size)
+    page.goto(page.base + "/episodes/wifi_on-2/steps/2")
+    page.wait_for_selector('[data-testid=screen][data-loaded-step="2"]')
+    replay_counter = page.get_by_test_id("step-counter").inner_text()
+    assert replay_counter == "step 2 (3/6)"
+    page.get_by_test_id("compare-select").select_option("wifi_on-1")
+    page.wait_for_url(re.compile(r"/compare/wifi_on-2/wifi_on-1\?step=2$"))
+    expect(page.get_by_test_id("compare-step")).to_have_text(replay_counter)
+    page.goto(page.base + "/compare/wifi_on-2/set_alarm-1?step=2")  # two tasks
+    expect(page.get_by_test_id("compare-step")).to_have_text(replay_counter)
+    compare = page.get_by_test_id("compare")
+    for task, goal in (("wifi_on", "Turn on Wi-Fi"), ("set_alarm", "Set an alarm for 7:30")):
+        expect(compare.get_by_text(task, exact=True)).to_be_visible()
+        expect(compare.get_by_text(goal, exact=True)).to_be_visible()
+    page.keyboard.press("Home")
+    expect(page.get_by_test_id("compare-step")).to_have_text("step 0 (1/6)")
+    assert page.url.endswith("?step=0")
+    # step 0 is a click: its red marker sits on a white halo, so a red icon under it leaves it seen
+    halo = page.evaluate("""() => [...document.querySelectorAll('[data-marker=click]')].map(g => {
+      const halo = g.querySelector('[data-halo]'), red = g.querySelector('circle[data-point=at]');
+      return {halo: halo && getComputedStyle(halo).stroke, haloWidth: halo && Number(halo.getAttribute('stroke-width')),
+              ring: Number(g.querySelector('circle[fill=none]:not([data-halo])')?.getAttribute('stroke-width'))}; })""")
+    assert len(halo) == 2, halo
+    for h in halo:
+        assert h["halo"] == "rgb(255, 255, 255)" and h["haloWidth"] > h["ring"], h
+    assert axe_violations(page) == []
+    shot(page, f"compare-{size['width']}")

@@ -2,7 +2,8 @@
 // SVG's viewBox is the image size and it stretches with the image). It draws the API's
 // `action_view` and nothing else: the marker's points are fractions of the screen, and
 // `?annotated=1` draws the same object with PIL (lake/vocab/overlay.py, same shapes, colours
-// and sizes; the sizes come from overlayGeometry.ts). The badge is HTML text, escaped by React.
+// and sizes; the sizes come from overlayGeometry.ts), and outlines the red markers in white.
+// The badge is HTML text, escaped by React.
 import type { Schemas, Step } from "../api/client";
 import { arrowHead, markerUnit, strokeWidth, toPixels } from "./overlayGeometry";
 
@@ -11,6 +12,10 @@ const ORANGE = "#ff8c00";
 const BLUE = "#1e6eff";
 const GREEN = "#14be46";
 const PURPLE = "#963cdc";
+/** The outline under red markers (click, double tap), so they stay seen on red icons (the
+ * server's PIL drawing, lake/vocab/overlay.py, has no outline yet). */
+const HALO = "#ffffff";
+const haloWidth = (line: number) => Math.max(1.5, line / 2);
 
 type Marker = Schemas["ActionMarker"];
 
@@ -27,15 +32,23 @@ function MarkerShape({ marker, w, h }: { marker: Marker; w: number; h: number })
   const line = strokeWidth(unit);
   const [a, b] = toPixels(marker.points, w, h);
   switch (marker.kind) {
-    case "click":
+    case "click": {
+      // A white halo under the red: on a red icon the marker keeps its outline.
+      const halo = haloWidth(line);
+      const cross = Math.max(1, Math.floor(line / 2));
       return (
         <g data-marker="click">
+          <circle data-halo="" cx={a[0]} cy={a[1]} r={unit} fill="none" stroke={HALO} strokeWidth={line + 2 * halo} />
+          <circle data-halo="" cx={a[0]} cy={a[1]} r={unit / 2 + halo} fill={HALO} />
+          <line data-halo="" x1={a[0] - unit * 1.6 - halo} y1={a[1]} x2={a[0] + unit * 1.6 + halo} y2={a[1]} stroke={HALO} strokeWidth={cross + 2 * halo} />
+          <line data-halo="" x1={a[0]} y1={a[1] - unit * 1.6 - halo} x2={a[0]} y2={a[1] + unit * 1.6 + halo} stroke={HALO} strokeWidth={cross + 2 * halo} />
           <Ring at={a} r={unit} stroke={RED} width={line} />
           <Dot at={a} r={unit / 2} fill={RED} role="at" />
-          <line x1={a[0] - unit * 1.6} y1={a[1]} x2={a[0] + unit * 1.6} y2={a[1]} stroke={RED} strokeWidth={Math.max(1, Math.floor(line / 2))} />
-          <line x1={a[0]} y1={a[1] - unit * 1.6} x2={a[0]} y2={a[1] + unit * 1.6} stroke={RED} strokeWidth={Math.max(1, Math.floor(line / 2))} />
+          <line x1={a[0] - unit * 1.6} y1={a[1]} x2={a[0] + unit * 1.6} y2={a[1]} stroke={RED} strokeWidth={cross} />
+          <line x1={a[0]} y1={a[1] - unit * 1.6} x2={a[0]} y2={a[1] + unit * 1.6} stroke={RED} strokeWidth={cross} />
         </g>
       );
+    }
     case "long_press":
       return (
         <g data-marker="long_press">
@@ -47,6 +60,8 @@ function MarkerShape({ marker, w, h }: { marker: Marker; w: number; h: number })
     case "double_tap":
       return (
         <g data-marker="double_tap">
+          <circle data-halo="" cx={a[0]} cy={a[1]} r={unit} fill="none" stroke={HALO} strokeWidth={line + 2 * haloWidth(line)} />
+          <circle data-halo="" cx={a[0]} cy={a[1]} r={unit * 0.6} fill="none" stroke={HALO} strokeWidth={line + 2 * haloWidth(line)} />
           <Ring at={a} r={unit} stroke={RED} width={line} />
           <Ring at={a} r={unit * 0.6} stroke={RED} width={line} />
           <Dot at={a} r={unit / 4} fill={RED} role="at" />

@@ -1,5 +1,6 @@
-// /compare/<a>/<b>?step=<n>: two episodes side by side, aligned on the step index, with the
-// action sequence of both below (rows where they differ are highlighted).
+// /compare/<a>/<b>?step=<n>: two episodes side by side, each under its task and goal, aligned
+// on the step's place (step <n> of the longer one), counted as the replay counts ("step 2
+// (3/6)"), with the action sequence of both below (rows where they differ are highlighted).
 import { useEffect, useState } from "react";
 import { useQueries } from "@tanstack/react-query";
 import type { EpisodeDetail, Step } from "../api/client";
@@ -33,12 +34,18 @@ export function ComparePage({ a, b }: { a: string; b: string }) {
 
 function Aligned({ a, b }: { a: EpisodeDetail; b: EpisodeDetail }) {
   const { query } = useLocation();
-  const length = Math.max(a.steps.length, b.steps.length);
-  const index = Math.min(Math.max(0, Number(query.get("step") ?? 0) || 0), Math.max(0, length - 1));
+  // The longer episode numbers the rows; `?step=` is its step number, as in the replay's
+  // address (an episode's steps are numbered from 0, so both usually agree).
+  const ref = b.steps.length > a.steps.length ? b : a;
+  const length = ref.steps.length;
+  const asked = Number(query.get("step") ?? 0) || 0;
+  const at = ref.steps.findIndex((s) => s.step === asked);
+  const index = at >= 0 ? at : Math.min(Math.max(0, asked), Math.max(0, length - 1));
+  const stepNo = (i: number) => ref.steps[i]?.step ?? i;
   const [annotated, setAnnotated] = useState(true);
   const go = (i: number) => {
     const n = Math.max(0, Math.min(length - 1, i));
-    navigate(`/compare/${enc(a.episode.episode_id)}/${enc(b.episode.episode_id)}?step=${n}`, { replace: true });
+    navigate(`/compare/${enc(a.episode.episode_id)}/${enc(b.episode.episode_id)}?step=${stepNo(n)}`, { replace: true });
   };
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
@@ -63,7 +70,7 @@ function Aligned({ a, b }: { a: EpisodeDetail; b: EpisodeDetail }) {
           ◀
         </button>
         <span data-testid="compare-step">
-          step index {index} of {length}
+          step {stepNo(index)} ({index + 1}/{length})
         </span>
         <button type="button" onClick={() => go(index + 1)} disabled={index >= length - 1} aria-label="next step">
           ▶
@@ -75,7 +82,7 @@ function Aligned({ a, b }: { a: EpisodeDetail; b: EpisodeDetail }) {
       </div>
       <div className="side-by-side">
         {[a, b].map((d) => (
-          <Column key={d.episode.episode_id} detail={d} step={d.steps[index]} annotated={annotated} />
+          <Column key={d.episode.episode_id} detail={d} index={index} annotated={annotated} />
         ))}
       </div>
       <p className="muted">Keys: A/D or ←/→ step (with or without Shift) · Home/End · O overlay; or pick a row.</p>
@@ -94,8 +101,8 @@ function Aligned({ a, b }: { a: EpisodeDetail; b: EpisodeDetail }) {
             return (
               <tr key={i} className={`${i === index ? "current" : ""} ${sa !== sb ? "differs" : ""}`} onClick={() => go(i)} aria-current={i === index ? "step" : undefined}>
                 <td>
-                  <button type="button" className="link" aria-label={`step index ${i}`} onClick={(e) => (e.stopPropagation(), go(i))}>
-                    {i}
+                  <button type="button" className="link" aria-label={`step ${stepNo(i)}`} onClick={(e) => (e.stopPropagation(), go(i))}>
+                    {stepNo(i)}
                   </button>
                 </td>
                 <td>{sa}</td>
@@ -109,8 +116,9 @@ function Aligned({ a, b }: { a: EpisodeDetail; b: EpisodeDetail }) {
   );
 }
 
-function Column({ detail, step, annotated }: { detail: EpisodeDetail; step?: Step; annotated: boolean }) {
+function Column({ detail, index, annotated }: { detail: EpisodeDetail; index: number; annotated: boolean }) {
   const ep = detail.episode;
+  const step: Step | undefined = detail.steps[index];
   return (
     <section className="column">
       <h3>
@@ -122,6 +130,20 @@ function Column({ detail, step, annotated }: { detail: EpisodeDetail; step?: Ste
           {count(ep.episode_length, "step")}
         </span>
       </h3>
+      <p className="compare-task">
+        <strong>{ep.task_name ?? "(no task)"}</strong>
+        {ep.task_goal && (
+          <>
+            {" · "}
+            <span className="goal">{ep.task_goal}</span>
+          </>
+        )}
+      </p>
+      {step && (
+        <p className="muted" data-testid="compare-column-step">
+          step {step.step} ({index + 1}/{detail.steps.length})
+        </p>
+      )}
       {step ? (
         <>
           <Screen step={step} annotated={annotated} maxHeight="calc(100vh - 360px)" />

@@ -1,5 +1,7 @@
 // /groups and /groups/<id>: episode groups, and one group's anchor-state groups as rows of
 // thumbnails with each step's discounted return and advantage, to judge the grouping by eye.
+// A card keeps the screen's shape and the whole episode id on one line; a legend and each
+// number's tooltip say what return and advantage are.
 import { useQuery } from "@tanstack/react-query";
 import { imageSrc } from "../api/client";
 import { queries } from "../api/queries";
@@ -65,6 +67,10 @@ export function GroupPage({ id }: { id: string }) {
             <p className="muted">
               {g.anchors.length} anchor states · {g.anchors.filter((a) => a.episodes > 1).length} shared by several episodes · {g.unanchored_steps} steps without an anchor key
             </p>
+            <p className="muted" data-testid="group-legend">
+              Each card: a step's screen, its episode and step, its action, then <strong>return</strong> (the discounted return from that step
+              on) and <strong>advantage</strong> (how much better than its group the step did, episode and anchor state together: the weight GiGPO gives the step's update).
+            </p>
             {g.anchors.map((a) => (
               <section key={a.anchor_key} className="anchor-row" data-testid="anchor-row">
                 <h4>
@@ -74,12 +80,15 @@ export function GroupPage({ id }: { id: string }) {
                   {a.steps.map((s) => (
                     <Link key={`${s.episode_id}/${s.step}`} className="card" to={`/episodes/${enc(s.episode_id)}/steps/${s.step}`}>
                       <img src={imageSrc(s.image_url, 140)} alt="" loading="lazy" />
-                      <span className="mono">
-                        {s.episode_id.slice(0, 14)} #{s.step}
+                      <span className="mono card-line">
+                        <span className="card-id">{s.episode_id}</span> #{s.step}
                       </span>
                       <span>{s.action_type}</span>
-                      <span>
-                        R {num(s.discounted_return)} · A {num(s.advantage)}
+                      <span className="card-line">
+                        <span title="discounted return: the rewards from this step on, each discounted by gamma per step">return {num(s.discounted_return)}</span>
+                      </span>
+                      <span className="card-line">
+                        <span title="advantage: how much better than its group this step did (GiGPO: its episode against the group's, its return against its anchor state's)">advantage {num(s.advantage)}</span>
                       </span>
                     </Link>
                   ))}
