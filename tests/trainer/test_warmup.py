@@ -18,7 +18,7 @@ from episodelake.lake import Lake
 from episodelake.lake.core.errors import NotFound, SqlRefused
 from episodelake.lake.core.lineage import lineage_of
 from episodelake.lake.export.errors import EmptySelection
-from episodelake.trainer import loop, warmup
+from episodelake.trainer import checkpoint, loop, warmup
 from episodelake.trainer.config import ConfigError, TrainConfig
 from episodelake.trainer.data import sft_dataset
 from episodelake.trainer.engine import build_engine
@@ -112,7 +112,8 @@ def test_the_loss_goes_down_and_lands_in_runs_and_lineage(lake, tiny_vlm):
     assert lineage["selection"]["options"]["where"] == "episode_id = 'ep-003'"
 
 
-def test_elake_train_runs_the_warmup_then_rl(tmp_path, tiny_vlm, capsys):
+def test_elake_train_runs_the_warmup_then_rl_and_a_resumed_run_skips_it(tmp_path, tiny_vlm, capsys,
+                                                                        monkeypatch):
     path = tmp_path / "lake"
     build_lake(path, episodes_per_task=1, steps=2)
     code = main(["--lake", str(path), "train", "--policy", "vlm", "--model-path", str(tiny_vlm),
@@ -131,9 +132,23 @@ def test_elake_train_runs_the_warmup_then_rl(tmp_path, tiny_vlm, capsys):
     assert summary["iterations"] == 1 and summary["kind"] == "train"  # the warm-up is no iteration
     (warm,) = lineage_of(lake, "cli/sft-warmup")
     assert warm["episode_ids"] == ["ep-002", "ep-003"]  # task-2 and task-3
-    (checkpoint,) = lineage_of(lake, "iter-000000")  # the checkpoint counts the warm-up's episodes
-    assert set(warm["episode_ids"]) < set(checkpoint["episode_ids"])
-    assert checkpoint["counts"]["sft_warmup_episodes"] == 2
+    (trained,) = lineage_of(lake, "iter-000000")  # the checkpoint counts the warm-up's episodes
+    assert set(warm["episode_ids"]) < set(trained["episode_ids"])
+    assert trained["counts"]["sft_warmup_episodes"] == 2
+
+    # resumed, the run goes on from its checkpoint, which has the warmed-up weights
+    def refuse(*args, **kwargs):
+        raise AssertionError("the warm-up ran again")
+
+    monkeypatch.setattr(warmup, "prepare", refuse)
+    monkeypatch.setattr(warmup, "run", refuse)
+    newest = checkpoint.latest(path / loop.CHECKPOINTS / "cli")
+    assert newest is not None
+    stored = TrainConfig.from_json(json.dumps(checkpoint.read_state(newest)["config"]))
+    resumed = stored.model_copy(update={"iterations": 2, "resume": True})
+    result = loop.train(resumed, Lake(path), progress=False)
+    assert result.warmup is None and len(result.metrics) == 1
+    assert len(lineage_of(Lake(path), "cli/sft-warmup")) == 1
 
 
 @pytest.mark.parametrize(("settings", "error", "words"), [

@@ -170,7 +170,8 @@ export function RunPage({ id }: { id: string }) {
             <>
               <h2>{r.run_id}</h2>
               <p className="muted">
-                {r.kind} · {r.iterations.length} iteration(s) ·{" "}
+                {r.kind} · {r.iterations.filter((it) => it.iteration >= 0).length} iteration(s) ·{" "}
+                {r.iterations.some((it) => it.iteration < 0) && <>SFT warm-up at iteration -1 · </>}
                 <Link to={episodesWhere(readByRun(r.run_id))} data-testid="run-episodes">
                   episodes its checkpoints were trained on
                 </Link>
