@@ -141,9 +141,13 @@ class TaskNode(BaseModel):
 
 
 class SuccessCell(BaseModel):
+    """One task under one policy version of one run."""
+
+    run_id: str | None
     task_name: str | None
     policy_version: str | None
     episodes: int
+    judged: int = Field(description="episodes with a success verdict (the rate's denominator)")
     successes: int
     success_rate: float | None
 
@@ -157,13 +161,18 @@ class Bin(BaseModel):
 class Stats(BaseModel):
     episodes: int
     steps: int
-    success_by_task_policy: list[SuccessCell]
+    success_by_task_policy: list[SuccessCell] = Field(
+        description="per run, task and policy version, by run then task then version")
     step_reward_histogram: list[Bin]
     step_reward_nulls: int
     length_histogram: list[Bin]
 
 
 class PolicySuccess(BaseModel):
+    """One policy version of one run: versions of different runs are different policies,
+    even when their names are the same."""
+
+    run_id: str | None
     policy_version: str | None
     episodes: int
     successes: int
@@ -207,6 +216,14 @@ class SqlColumn(BaseModel):
     type: str
 
 
+class SqlTable(BaseModel):
+    """A table as SQL sees it: its columns, image columns marked (selected only when named)."""
+
+    name: str
+    columns: list[SqlColumn]
+    image_columns: list[str] = Field(description="blob columns: a query gets them only by naming them")
+
+
 class SqlResult(BaseModel):
     columns: list[SqlColumn]
     rows: list[list[Any]]
@@ -241,6 +258,23 @@ class MemberPut(BaseModel):
                                            "true, 1.0 or \"1\" are refused, not read as 1")
     note: str | None = Field(None, max_length=MAX_TEXT)
     added_by: str | None = Field(None, max_length=MAX_NAME)
+
+
+class MembersAdd(BaseModel):
+    """Episodes to file into a set at once: listed, or every episode a filter matches."""
+
+    model_config = ConfigDict(extra="forbid")
+    episode_ids: list[str] | None = Field(None, max_length=10_000, description="these episodes")
+    filter: EpisodeFilter | None = Field(None, description="every episode the episode list's filter matches "
+                                         "(its query fields as an object)")
+    failure_category: FailureCategory | None = None
+    note: str | None = Field(None, max_length=MAX_TEXT)
+
+
+class MembersAdded(BaseModel):
+    set_id: str
+    added: int = Field(description="episodes filed now")
+    already: int = Field(description="episodes that were members already (their curation kept)")
 
 
 class AnnotationCreate(BaseModel):

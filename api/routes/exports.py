@@ -119,10 +119,10 @@ def export_formats() -> list[dict]:
 
 @router.get("/exports", response_model=list[ExportSummary])
 def exports(lake: LakeDep, settings: SettingsDep, jobs: JobsDep) -> list[dict]:
-    """Every recorded export (deleted ones left out), newest first, after this server's jobs
-    not recorded yet."""
-    every = list_exports(lake, include_deleted=True)
-    rows = [r for r in every if r["status"] != "deleted"]
+    """Every recorded export, newest first, after this server's jobs not recorded yet. A
+    deleted export is listed too, `status: deleted`: its files are gone, its record (what it
+    selected, from which versions, its manifest) stays."""
+    every = rows = list_exports(lake, include_deleted=True)
     of_kind = jobs.of_kind(KIND)
     recorded = {r["export_id"] for r in every}
     pending = [pending_out(j) for j in of_kind.values() if j["job_id"] not in recorded and j["status"] in ACTIVE]

@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from episodelake.api.deps import CuratorDep, IdPath, LakeDep, needs
-from episodelake.api.models import Member, MemberPut, Set, SetCreate, SetUpdate
+from episodelake.api.deps import CuratorDep, IdPath, LakeDep, SettingsDep, needs
+from episodelake.api.listing import where_clause
+from episodelake.api.models import (
+    Member,
+    MemberPut,
+    MembersAdd,
+    MembersAdded,
+    Set,
+    SetCreate,
+    SetUpdate,
+)
+from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.curation import curation
 
 router = APIRouter(tags=["sets"])
@@ -42,6 +52,21 @@ def delete_set(lake: LakeDep, who: CuratorDep, set_id: IdPath) -> Response:
 @router.get("/sets/{set_id}/members", response_model=list[Member])
 def members(lake: LakeDep, set_id: IdPath) -> list[dict]:
     return curation.members(lake, set_id)
+
+
+@router.post("/sets/{set_id}/members", response_model=MembersAdded)
+def add_members(lake: LakeDep, settings: SettingsDep, who: CuratorDep, set_id: IdPath, body: MembersAdd) -> dict:
+    """File many episodes at once: `episode_ids`, or every episode `filter` matches (as the
+    episode list shows them). Members already in the set keep their curation."""
+    if (body.episode_ids is None) == (body.filter is None):
+        raise InvalidInput("give episode_ids or filter, one of the two")
+    ids = body.episode_ids
+    if body.filter is not None:
+        condition, params = where_clause(lake, body.filter, timeout_s=settings.sql_timeout_s)
+        ids = [r["episode_id"] for r in lake.sql(f"SELECT e.episode_id FROM episodes e WHERE {condition} "
+                                                 "ORDER BY e.episode_id", params).to_pylist()]
+    return curation.add_members(lake, set_id, ids or [], failure_category=body.failure_category, note=body.note,
+                                added_by=who or "web")
 
 
 @router.put("/sets/{set_id}/members/{episode_id}", response_model=Member)

@@ -21,7 +21,8 @@ import pyarrow.parquet as pq
 from fastapi import APIRouter, Query, Response
 
 from episodelake.api.deps import LakeDep, SettingsDep, needs
-from episodelake.api.models import SqlRequest, SqlResult
+from episodelake.api.models import SqlRequest, SqlResult, SqlTable
+from episodelake.lake.core import schema
 from episodelake.lake.core.errors import InvalidInput
 
 router = APIRouter(tags=["sql"])
@@ -49,6 +50,18 @@ def cell(value: object) -> object:
     if isinstance(value, str | int | float | bool) or value is None:
         return value
     return str(value)
+
+
+@router.get("/sql/tables", response_model=list[SqlTable])
+def tables() -> list[dict]:
+    """Every table a query can name, with its columns and their Arrow types (the schema
+    browser of the SQL console); columns no query sees (token hashes) are left out."""
+    out = []
+    for name, arrow in schema.TABLES.items():
+        hidden = schema.SECRET_COLUMNS.get(name, ())
+        out.append({"name": name, "image_columns": list(schema.IMAGE_COLUMNS.get(name, ())),
+                    "columns": [{"name": f.name, "type": str(f.type)} for f in arrow if f.name not in hidden]})
+    return out
 
 
 @router.post("/sql", response_model=SqlResult, openapi_extra=needs("viewer"))

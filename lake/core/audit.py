@@ -43,14 +43,14 @@ def record(lake, who: str | None, action: str, table: str, key: str, before: Map
     """Write one audit row (one commit) and return it. `lake` is a writable `Lake` (typed
     loosely: `lake.core.lake` imports nothing from here)."""
     row = entry(who, action, table, key, before, after, episode_id=episode_id)
-    lake.upsert("audit", [row])
+    lake.insert("audit", [row])
     return row
 
 
 def record_many(lake, rows: list[dict]) -> None:
     """Write `entry` rows in one commit."""
     if rows:
-        lake.upsert("audit", rows)
+        lake.insert("audit", rows)
 
 
 def listing(lake, *, who: str | None = None, target_id: str | None = None, limit: int = 100) -> list[dict]:

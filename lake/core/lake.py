@@ -22,6 +22,7 @@ from lance.dataset import Version
 from episodelake.lake.core import layout, schema, tables
 from episodelake.lake.core import sql as lake_sql
 from episodelake.lake.core.errors import InvalidInput, LakeCorrupt, LakeError, NotFound
+from episodelake.lake.core.group_commit import GroupCommit
 from episodelake.lake.core.images import sniff_format
 from episodelake.lake.core.sql import sql_in, sql_string
 from episodelake.lake.core.store import Location, location, store_errors
@@ -68,6 +69,8 @@ class Lake:
         #: called with the table's name after each `upsert` (the server compacts on its own
         #: through this); a listener must return at once
         self.write_listeners: list[Callable[[str], None]] = []
+        #: concurrent `upsert`/`insert` calls into one table share commits (see group_commit)
+        self.group_commit = GroupCommit()
 
     # -- datasets ----------------------------------------------------------------------
     def dataset(self, table: str) -> lance.LanceDataset:
@@ -237,9 +240,20 @@ class Lake:
         return LakeWriter(self.location, options)
 
     def upsert(self, table: str, rows: list[dict]) -> None:
-        """Write small rows (curation, bookkeeping) as one immediate commit."""
+        """Write small rows (curation, bookkeeping), replacing rows of the same key; durable
+        when it returns. Calls from many threads at once share commits (`group_commit`)."""
+        self._write(table, rows, "upsert")
+
+    def insert(self, table: str, rows: list[dict]) -> None:
+        """Append rows whose keys are new (log rows: audit, lineage), without the key lookup
+        an upsert makes; durable when it returns, commits shared as `upsert`'s."""
+        self._write(table, rows, "append")
+
+    def _write(self, table: str, rows: list[dict], kind: str) -> None:
         self.check_writable()
-        tables.commit(self.path, table, schema.conform(table, rows), "upsert")
+        conformed = schema.conform(table, rows)
+        self.group_commit.submit((table, kind), conformed,
+                                 lambda batch: tables.commit(self.path, table, batch, kind))
         self.invalidate(table)
         for listener in self.write_listeners:
             listener(table)

@@ -32,8 +32,6 @@ TOKEN_PREFIX = "elk_"
 #: How long a server trusts its copy of the users table: a user added or removed from the
 #: command line is known to a running server after at most this long.
 REFRESH_S = 2.0
-#: How stale the copy may be when a token is not in it (see `Directory.authenticate`).
-MISS_REFRESH_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -60,8 +58,14 @@ def _check_role(role: object) -> schema.Role:
 
 def _stored(lake) -> list[dict]:
     """Every users row, hashes included (read from Lance: SQL never shows the hash)."""
+    return _stored_at(lake)[1]
+
+
+def _stored_at(lake) -> tuple[int, list[dict]]:
+    """(the users table's version, its rows), read at its latest version."""
     lake.invalidate("users")
-    return lake.dataset("users").to_table().to_pylist()
+    ds = lake.dataset("users")
+    return ds.version, ds.to_table().to_pylist()
 
 
 def _public(row: dict) -> dict:
@@ -118,13 +122,21 @@ class Directory:
         self.refresh_s = refresh_s
         self._lock = threading.Lock()
         self._read_at = float("-inf")
+        self._version = -1
         self._by_hash: dict[str, Principal] = {}
 
-    def _current(self, max_age_s: float | None = None) -> dict[str, Principal]:
+    def _current(self, *, unless_unchanged: bool = False) -> dict[str, Principal]:
+        """The copy, re-read if older than `refresh_s`; with `unless_unchanged`, re-read at
+        once unless the table's version is still the one read (a manifest check)."""
         with self._lock:
-            if time.monotonic() - self._read_at >= (self.refresh_s if max_age_s is None else max_age_s):
+            stale = time.monotonic() - self._read_at >= self.refresh_s
+            if unless_unchanged and not stale:
+                self.lake.invalidate("users")
+                stale = self.lake.dataset("users").version != self._version
+            if stale:
+                self._version, rows = _stored_at(self.lake)
                 self._by_hash = {r["token_sha256"]: Principal(r["name"], r["role"])
-                                 for r in _stored(self.lake) if not r["removed"] and r["token_sha256"]}
+                                 for r in rows if not r["removed"] and r["token_sha256"]}
                 self._read_at = time.monotonic()
             return self._by_hash
 
@@ -134,9 +146,9 @@ class Directory:
 
     def authenticate(self, token: str) -> Principal | None:
         """The person whose token this is (a lookup by the token's hash: timing it tells an
-        attacker nothing about any token). A token not known re-reads the table if the copy is
-        older than MISS_REFRESH_S, so a user just added can sign in at once, while wrong
-        tokens cost at most one read per MISS_REFRESH_S."""
+        attacker nothing about any token). A token not in the copy re-reads the table if it
+        changed since, so a user just added signs in at once; a wrong token costs a version
+        check, not a read."""
         presented = token_hash(token)
         found = self._current().get(presented)
-        return found if found is not None else self._current(MISS_REFRESH_S).get(presented)
+        return found if found is not None else self._current(unless_unchanged=True).get(presented)

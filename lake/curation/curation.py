@@ -2,11 +2,13 @@
 
 A set (kind failure | regression | sft | eval) collects episodes; each member carries the
 failure category, the step where the episode went wrong and a note. Annotations label one
-step (or a whole episode when `step` is null). Every change is one `Lake.upsert` commit on
-the `sets` / `set_members` / `annotations` tables (a member change is two: its set's
-`updated_at` follows it), so it is durable when the call returns and visible to the next
-SQL query; then one `audit` row says who made the change and the row before and after
-(`episodelake.lake.core.audit`). Nothing is deleted: sets and annotations get a `deleted`
+step (or a whole episode when `step` is null). Every change is one `Lake.upsert` of its row
+on the `sets` / `set_members` / `annotations` tables, durable when the call returns and
+visible to the next SQL query; then one `audit` row says who made the change and the row
+before and after (`episodelake.lake.core.audit`). Member and annotation writes take no lock,
+so the writes of many curators at once share commits (`Lake.upsert`'s group commit); a set's
+`updated_at` follows its members through the audit log (`_SETS_QUERY`), not by rewriting
+the set's row. Nothing is deleted: sets and annotations get a `deleted`
 flag and members a `removed` flag, so older lake versions (and tags that pin a set) keep
 meaning what they meant, and SQL over curation filters on those flags.
 
@@ -23,12 +25,14 @@ from datetime import UTC, datetime
 from episodelake.lake.core import audit, layout, schema
 from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
 from episodelake.lake.core.lake import Lake
+from episodelake.lake.core.sql import sql_string
 
 MAX_NAME = 200
 MAX_TEXT = 10_000
 SET_FIELDS = ("name", "kind", "description", "pinned_tag")
 
-#: Updates read a row, change it and write it back; one at a time within this process.
+#: Changes of sets and views read a row, change it and write it back (or check a name is
+#: free first); one at a time within this process. Member and annotation writes go without.
 _write_lock = threading.Lock()
 
 
@@ -76,9 +80,16 @@ def _rows(lake: Lake, query: str, params: list) -> list[dict]:
 
 
 # -- sets ------------------------------------------------------------------------------
+#: A set's `updated_at` is its own row's, or its members' last change if later: member
+#: writes do not rewrite the set's row (which would serialise them behind one lock), and the
+#: audit log dates every change of a member, removals included.
 _SETS_QUERY = """
-    SELECT s.*, count(m.episode_id) FILTER (WHERE NOT coalesce(m.removed, false)) AS members
-    FROM sets s LEFT JOIN set_members m ON m.set_id = s.set_id
+    WITH touched AS (
+        SELECT split_part(target_id, '/', 1) AS set_id, max(changed_at) AS changed_at
+        FROM audit WHERE target_table = 'set_members' GROUP BY 1)
+    SELECT s.* REPLACE (greatest(s.updated_at, t.changed_at) AS updated_at),
+           count(m.episode_id) FILTER (WHERE NOT coalesce(m.removed, false)) AS members
+    FROM sets s LEFT JOIN set_members m ON m.set_id = s.set_id LEFT JOIN touched t ON t.set_id = s.set_id
     WHERE NOT coalesce(s.deleted, false) {extra}
     GROUP BY ALL ORDER BY s.created_at, s.set_id
 """
@@ -95,6 +106,15 @@ def get_set(lake: Lake, set_id: str) -> dict:
     if not rows:
         raise NotFound(f"set {set_id!r} does not exist (or was deleted)")
     return rows[0]
+
+
+def _check_live_set(lake: Lake, set_id: str) -> None:
+    """NotFound unless `set_id` is a live set: a filtered scan of the sets table, which costs
+    a member write far less than `get_set`'s counts."""
+    layout.check_id(set_id, "set_id")
+    where = f"set_id = {sql_string(set_id)} AND (deleted IS NULL OR NOT deleted)"
+    if not lake.dataset("sets").count_rows(filter=where):
+        raise NotFound(f"set {set_id!r} does not exist (or was deleted)")
 
 
 def _check_name_free(lake: Lake, name: str, except_id: str | None = None) -> None:
@@ -166,6 +186,8 @@ def delete_set(lake: Lake, set_id: str, *, who: str | None = None) -> None:
 
 
 # -- members ---------------------------------------------------------------------------
+#: The episode's fields a member is listed with (`_MEMBERS_QUERY` joins them).
+_MEMBER_EPISODE_FIELDS = ("task_name", "success", "episode_length", "policy_version")
 _MEMBERS_QUERY = """
     SELECT m.*, e.task_name, e.success, e.episode_length, e.policy_version
     FROM set_members m LEFT JOIN episodes e ON e.episode_id = m.episode_id
@@ -195,9 +217,11 @@ def add_member(lake: Lake, set_id: str, episode_id: str, *, failure_category: st
                failing_step: int | None = None, note: str | None = None,
                added_by: str | None = None) -> dict:
     """Add an episode to a set, or replace its category, failing step and note; `added_by`
-    is who does it (recorded on the member and in the audit log)."""
-    get_set(lake, set_id)
-    lake.episode(episode_id)  # validates the id and that the episode exists
+    is who does it (recorded on the member and in the audit log). Takes no lock: writes of
+    many curators at once share commits (`Lake.upsert`); of two writes of one member at once,
+    the later stands, and the audit row's `before` is the member as this call read it."""
+    _check_live_set(lake, set_id)
+    episode = lake.episode(episode_id)  # validates the id and that the episode exists
     who = _text(added_by, "added_by", MAX_NAME)
     row = {
         "set_id": set_id,
@@ -210,26 +234,56 @@ def add_member(lake: Lake, set_id: str, episode_id: str, *, failure_category: st
         "added_at": _now(),
         "removed": False,
     }
-    with _write_lock:
-        before = _member_row(lake, set_id, episode_id)
-        lake.upsert("set_members", [row])
-        _touch_set(lake, set_id)
-        audit.record(lake, who, "member.put", "set_members", f"{set_id}/{episode_id}", before, row,
-                     episode_id=episode_id)
-    return member(lake, set_id, episode_id)
+    before = _member_row(lake, set_id, episode_id)
+    lake.upsert("set_members", [row])
+    audit.record(lake, who, "member.put", "set_members", f"{set_id}/{episode_id}", before, row,
+                 episode_id=episode_id)
+    return {**row, **{k: episode[k] for k in _MEMBER_EPISODE_FIELDS}}
+
+
+#: Most episodes one bulk add may file.
+MAX_BULK = 10_000
+
+
+def add_members(lake: Lake, set_id: str, episode_ids: list[str], *, failure_category: str | None = None,
+                note: str | None = None, added_by: str | None = None) -> dict:
+    """File many episodes into a set at once (a selection, everything a filter matches):
+    one commit of member rows and one of audit rows. Episodes already in the set keep their
+    curation as it is; unknown ids are refused before anything is written. Returns the
+    counts: `added`, `already` (members before)."""
+    _check_live_set(lake, set_id)
+    ids = list(dict.fromkeys(layout.check_id(e, "episode_ids") for e in episode_ids))
+    if not ids:
+        raise InvalidInput("episode_ids: name at least one episode (or a filter that matches some)")
+    if len(ids) > MAX_BULK:
+        raise InvalidInput(f"episode_ids: at most {MAX_BULK:,} episodes at once, not {len(ids):,}; narrow the filter")
+    known = {r["episode_id"] for r in _rows(lake, "SELECT episode_id FROM episodes WHERE list_contains(?, episode_id)",
+                                            [ids])}
+    missing = [e for e in ids if e not in known]
+    if missing:
+        raise NotFound(f"episode_ids: {len(missing)} episode(s) do not exist, e.g. {missing[:3]}")
+    already = {r["episode_id"] for r in _rows(
+        lake, "SELECT episode_id FROM set_members WHERE set_id = ? AND NOT coalesce(removed, false) "
+        "AND list_contains(?, episode_id)", [set_id, ids])}
+    who = _text(added_by, "added_by", MAX_NAME)
+    fields = {"failure_category": None if failure_category is None
+              else _choice(failure_category, "failure_category", schema.FAILURE_CATEGORIES),
+              "note": _text(note, "note"), "added_by": who, "added_at": _now(), "removed": False}
+    new = [e for e in ids if e not in already]
+    rows = [{"set_id": set_id, "episode_id": e, "failing_step": None, **fields} for e in new]
+    if rows:
+        lake.upsert("set_members", rows)
+        audit.record_many(lake, [audit.entry(who, "member.put", "set_members", f"{set_id}/{e}", None, row,
+                                             episode_id=e) for e, row in zip(new, rows, strict=True)])
+    return {"set_id": set_id, "added": len(rows), "already": len(already)}
 
 
 def _member_row(lake: Lake, set_id: str, episode_id: str) -> dict | None:
-    """The live member row as stored, or None."""
-    rows = _rows(lake, "SELECT * FROM set_members WHERE set_id = ? AND episode_id = ? "
-                 "AND NOT coalesce(removed, false)", [set_id, episode_id])
+    """The live member row as stored, or None (a filtered scan, as `_check_live_set`)."""
+    where = (f"set_id = {sql_string(set_id)} AND episode_id = {sql_string(episode_id)} "
+             "AND (removed IS NULL OR NOT removed)")
+    rows = lake.dataset("set_members").to_table(filter=where).to_pylist()
     return rows[0] if rows else None
-
-
-def _touch_set(lake: Lake, set_id: str) -> None:
-    """Stamp the set's `updated_at`: adding, changing or removing a member changes the set."""
-    current = get_set(lake, set_id)
-    lake.upsert("sets", [{**{k: current[k] for k in schema.SETS.names}, "updated_at": _now()}])
 
 
 def member(lake: Lake, set_id: str, episode_id: str) -> dict:
@@ -242,13 +296,11 @@ def member(lake: Lake, set_id: str, episode_id: str) -> dict:
 
 
 def remove_member(lake: Lake, set_id: str, episode_id: str, *, who: str | None = None) -> None:
-    with _write_lock:
-        current = member(lake, layout.check_id(set_id, "set_id"), episode_id)
-        row = {k: current[k] for k in schema.SET_MEMBERS.names}
-        lake.upsert("set_members", [{**row, "removed": True}])
-        _touch_set(lake, set_id)
-        audit.record(lake, who, "member.remove", "set_members", f"{set_id}/{episode_id}", row, None,
-                     episode_id=episode_id)
+    current = member(lake, layout.check_id(set_id, "set_id"), episode_id)
+    row = {k: current[k] for k in schema.SET_MEMBERS.names}
+    lake.upsert("set_members", [{**row, "removed": True}])
+    audit.record(lake, who, "member.remove", "set_members", f"{set_id}/{episode_id}", row, None,
+                 episode_id=episode_id)
 
 
 def memberships(lake: Lake, episode_id: str) -> list[dict]:

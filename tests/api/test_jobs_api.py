@@ -124,7 +124,8 @@ def test_a_hard_killed_servers_export_is_interrupted_at_the_next_start(big_lake)
         r = client.delete(f"/api/exports/{export_id}")
         assert r.status_code == 200 and r.json()["status"] == "deleted"
         assert not folder.exists()
-        assert export_id not in {e["export_id"] for e in client.get("/api/exports").json()}
+        listed = {e["export_id"]: e for e in client.get("/api/exports").json()}
+        assert listed[export_id]["status"] == "deleted"  # its record stays, listed as deleted
 
 
 def _answers(client: httpx.Client) -> bool:
@@ -186,6 +187,8 @@ def test_deleting_a_finished_export_removes_its_files(server, lake):
         assert r.status_code == 200 and r.json()["status"] == "deleted" and r.json()["download_url"] is None
         assert not folder.exists() and (lake.path / "_exports").is_dir()
         assert client.get(f"/api/exports/{export_id}").json()["status"] == "deleted"
+        listed = {e["export_id"]: e for e in client.get("/api/exports").json()}
+        assert listed[export_id]["status"] == "deleted" and listed[export_id]["download_url"] is None
         assert client.get(f"/api/exports/{export_id}/download").status_code == 409
         assert client.delete(f"/api/exports/{export_id}").status_code == 200  # deleting twice is fine
         assert client.delete("/api/exports/exp-nope").status_code == 404

@@ -210,3 +210,28 @@ def test_the_command_line_adds_lists_and_removes_users(tmp_path, capsys):
     trail = lake.sql("select action, who from audit order by changed_at").to_pylist()
     assert [t["action"] for t in trail] == ["user.add", "user.add", "user.remove"]
     assert all(t["who"].startswith("cli") for t in trail)
+
+
+def test_a_curator_files_everything_a_filter_matches_at_once(server, tokens, lake):
+    with as_(server, tokens["curator"]) as c:
+        made = c.post("/api/sets", json={"name": "bulk"}).json()
+        c.put(f"/api/sets/{made['set_id']}/members/wifi_on-0", json={"note": "curated by hand"})
+        r = c.post(f"/api/sets/{made['set_id']}/members", json={"filter": {"task": "wifi_on"},
+                                                                  "failure_category": "planning"})
+        assert r.status_code == 200 and r.json() == {"set_id": made["set_id"], "added": 2, "already": 1}
+        members = {m["episode_id"]: m for m in c.get(f"/api/sets/{made['set_id']}/members").json()}
+        assert set(members) == {"wifi_on-0", "wifi_on-1", "wifi_on-2"}
+        assert members["wifi_on-0"]["note"] == "curated by hand" and members["wifi_on-0"]["failure_category"] is None
+        assert members["wifi_on-1"]["failure_category"] == "planning" and members["wifi_on-1"]["added_by"] == "curator-1"
+        listed = c.post(f"/api/sets/{made['set_id']}/members", json={"episode_ids": ["set_alarm-0", "set_alarm-0"]})
+        assert listed.json()["added"] == 1
+        unknown = c.post(f"/api/sets/{made['set_id']}/members", json={"episode_ids": ["set_alarm-0", "nope-9"]})
+        assert unknown.status_code == 404 and "nope-9" in error_of(unknown)["message"]
+        both = c.post(f"/api/sets/{made['set_id']}/members", json={"episode_ids": ["a"], "filter": {}})
+        assert both.status_code == 422 and "one of the two" in error_of(both)["message"]
+        nothing = c.post(f"/api/sets/{made['set_id']}/members", json={"filter": {"task": "no-such-task"}})
+        assert nothing.status_code == 422 and "at least one" in error_of(nothing)["message"]
+        log = c.get("/api/audit", params={"target_id": made["set_id"]}).json()
+    assert sum(e["action"] == "member.put" for e in log) == 4
+    with as_(server, tokens["viewer"]) as v:
+        assert v.post(f"/api/sets/{made['set_id']}/members", json={"episode_ids": ["send_message-0"]}).status_code == 403

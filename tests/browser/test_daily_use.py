@@ -259,8 +259,9 @@ def test_errors_name_what_the_user_did(page):
     assert alert.get_by_role("button", name="Retry").count() == 0  # the same query would fail again
     # said once: no "SqlRefused:" type and no second "query failed:" after "The query failed:"
     assert alert.inner_text().count("failed") == 1 and "SqlRefused" not in alert.inner_text()
-    help_text = page.locator("#sql-help").inner_text()
-    assert "jobs" in help_text and "saved_views" in help_text
+    tables = page.get_by_test_id("sql-tables")
+    tables.locator("summary", has_text="saved_views").wait_for()
+    assert "jobs" in tables.inner_text()
 
     page.goto(page.base + "/?where=" + quote("episode_reward >"))
     alert = page.get_by_test_id("task-tree").get_by_role("alert")

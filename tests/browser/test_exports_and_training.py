@@ -54,13 +54,18 @@ def test_rerun_a_set_and_read_the_report(page, web_lake):
     page.goto(page.base + "/reruns")
     form = page.get_by_test_id("rerun-form")
     form.get_by_label("set").select_option(sid)
+    assert form.get_by_label("policy").input_value() == ""  # no policy is chosen for the user
+    form.get_by_role("button", name=re.compile("Re-run")).click()
+    assert page.url.endswith("/reruns")  # the form asks for one first
     form.get_by_label("policy").select_option("oracle")
     form.get_by_label("n", exact=True).fill("1")
     form.get_by_role("button", name=re.compile("Re-run")).click()
     page.wait_for_url(re.compile(r"/reruns/rerun-[0-9a-f]{12}$"))
     numbers = page.get_by_test_id("rerun-numbers")
     numbers.wait_for(timeout=60_000)
-    assert "3/3 (100%)" in numbers.inner_text() and "points" in numbers.inner_text()
+    text = numbers.inner_text()
+    assert "3/3 re-run episodes (100%)" in text and "(1 per task)" in text and "points" in text
+    assert "of the set's recorded episodes" in text  # before and after say what each counts
     tasks = page.get_by_test_id("rerun-tasks").locator("tbody tr")
     assert tasks.count() == 3
     assert page.locator('[data-testid=rerun-tasks] tr[data-status="broke"]').count() == 0

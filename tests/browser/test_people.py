@@ -11,6 +11,7 @@ import pytest
 
 from episodelake.api.settings import Settings, default_static_dir
 from episodelake.lake.core import users
+from episodelake.lake.curation import curation
 from tests.api.webapp_support import ServerThread, build_lake
 from tests.browser.conftest import axe_violations, shot
 
@@ -108,4 +109,26 @@ def test_a_curators_changes_are_recorded_under_their_name(fresh, people_server, 
     assert changes.get_by_text("curator-ann").count() == 2
     assert fresh.get_by_test_id("members").get_by_text("by curator-ann").is_visible()
     shot(fresh, "people-curator-set")
+    assert axe_violations(fresh) == []
+
+
+def test_a_curator_files_every_matching_episode_at_once(fresh, people_server, people_lake):
+    sign_in(fresh, people_server, people_lake.tokens["curator"])
+    made = people_lake.sql("select set_id from sets where name = 'ann''s failures'").to_pylist()
+    set_id = made[0]["set_id"] if made else None
+    if set_id is None:  # this test alone: the set the test before makes
+        set_id = curation.create_set(people_lake, "ann's failures", who="curator-ann")["set_id"]
+    fresh.goto(people_server.url + "/")
+    assert fresh.get_by_test_id("bulk-add").count() == 0  # nothing filters: no "add everything"
+    fresh.goto(people_server.url + "/?task=set_alarm")
+    bulk = fresh.get_by_test_id("bulk-add")
+    bulk.get_by_text("3 matching").wait_for()
+    bulk.get_by_label("set to add the matching episodes to").select_option(set_id)
+    bulk.get_by_role("button", name="Add").click()
+    fresh.get_by_role("dialog").get_by_role("button", name="Add 3").click()
+    fresh.get_by_test_id("toast").get_by_text(re.compile("Added 3 to ann's failures")).wait_for()
+    people_lake.invalidate()
+    filed = people_lake.sql(f"select episode_id, added_by from set_members where set_id = '{set_id}' "
+                            "and episode_id like 'set_alarm-%' order by episode_id").to_pylist()
+    assert filed == [{"episode_id": f"set_alarm-{i}", "added_by": "curator-ann"} for i in range(3)]
     assert axe_violations(fresh) == []

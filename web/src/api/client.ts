@@ -11,6 +11,7 @@ export type EpisodeDetail = Schemas["EpisodeDetail"];
 export type TaskNode = Schemas["TaskNode"];
 export type SetRow = Schemas["Set"];
 export type Member = Schemas["Member"];
+export type EpisodeFilter = Schemas["EpisodeFilter"];
 export type Membership = Schemas["Membership"];
 export type Annotation = Schemas["Annotation"];
 export type Stats = Schemas["Stats"];

@@ -113,6 +113,9 @@ export const queries = {
       queryFn: ({ signal }) => call(api.GET("/api/episodes/{episode_id}/steps/{step}/redaction", { params: { path: { episode_id: episodeId, step } }, signal })),
     }),
   health: () => queryOptions({ queryKey: ["health"], queryFn: ({ signal }) => call(api.GET("/api/health", { signal })) }),
+  /** The tables a SQL query can name, with their columns (the console's schema browser). */
+  sqlTables: () =>
+    queryOptions({ queryKey: ["sql-tables"], staleTime: Infinity, queryFn: ({ signal }) => call(api.GET("/api/sql/tables", { signal })) }),
   /** Who the server takes this browser for (a signed-in person, or anyone on a server that needs no token). */
   me: () => queryOptions({ queryKey: ["me"], staleTime: 60_000, queryFn: ({ signal }) => call(api.GET("/api/me", { signal })) }),
   /** The audit log's newest changes, optionally of one row (a set, a member `SET/EPISODE`). */

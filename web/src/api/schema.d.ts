@@ -296,8 +296,9 @@ export interface paths {
         };
         /**
          * Exports
-         * @description Every recorded export (deleted ones left out), newest first, after this server's jobs
-         *     not recorded yet.
+         * @description Every recorded export, newest first, after this server's jobs not recorded yet. A
+         *     deleted export is listed too, `status: deleted`: its files are gone, its record (what it
+         *     selected, from which versions, its manifest) stays.
          */
         get: operations["exports_api_exports_get"];
         put?: never;
@@ -706,7 +707,12 @@ export interface paths {
         /** Members */
         get: operations["members_api_sets__set_id__members_get"];
         put?: never;
-        post?: never;
+        /**
+         * Add Members
+         * @description File many episodes at once: `episode_ids`, or every episode `filter` matches (as the
+         *     episode list shows them). Members already in the set keep their curation.
+         */
+        post: operations["add_members_api_sets__set_id__members_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -768,6 +774,27 @@ export interface paths {
          *     (the Arrow byte cap included): a GET, so a plain link downloads it.
          */
         get: operations["sql_download_api_sql_download_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sql/tables": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Tables
+         * @description Every table a query can name, with its columns and their Arrow types (the schema
+         *     browser of the SQL console); columns no query sees (token hashes) are left out.
+         */
+        get: operations["tables_api_sql_tables_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1694,6 +1721,38 @@ export interface components {
             note?: string | null;
         };
         /**
+         * MembersAdd
+         * @description Episodes to file into a set at once: listed, or every episode a filter matches.
+         */
+        MembersAdd: {
+            /**
+             * Episode Ids
+             * @description these episodes
+             */
+            episode_ids?: string[] | null;
+            /** Failure Category */
+            failure_category?: ("grounding" | "planning" | "perception" | "environment" | "other") | null;
+            /** @description every episode the episode list's filter matches (its query fields as an object) */
+            filter?: components["schemas"]["EpisodeFilter"] | null;
+            /** Note */
+            note?: string | null;
+        };
+        /** MembersAdded */
+        MembersAdded: {
+            /**
+             * Added
+             * @description episodes filed now
+             */
+            added: number;
+            /**
+             * Already
+             * @description episodes that were members already (their curation kept)
+             */
+            already: number;
+            /** Set Id */
+            set_id: string;
+        };
+        /**
          * Membership
          * @description A set that an episode belongs to.
          */
@@ -1786,12 +1845,18 @@ export interface components {
             /** Success By Policy */
             success_by_policy: components["schemas"]["PolicySuccess"][];
         };
-        /** PolicySuccess */
+        /**
+         * PolicySuccess
+         * @description One policy version of one run: versions of different runs are different policies,
+         *     even when their names are the same.
+         */
         PolicySuccess: {
             /** Episodes */
             episodes: number;
             /** Policy Version */
             policy_version: string | null;
+            /** Run Id */
+            run_id: string | null;
             /**
              * Success Rate
              * @description over judged episodes; null when none is judged
@@ -2414,6 +2479,21 @@ export interface components {
              */
             truncated_by?: ("rows" | "bytes") | null;
         };
+        /**
+         * SqlTable
+         * @description A table as SQL sees it: its columns, image columns marked (selected only when named).
+         */
+        SqlTable: {
+            /** Columns */
+            columns: components["schemas"]["SqlColumn"][];
+            /**
+             * Image Columns
+             * @description blob columns: a query gets them only by naming them
+             */
+            image_columns: string[];
+            /** Name */
+            name: string;
+        };
         /** Stats */
         Stats: {
             /** Episodes */
@@ -2426,7 +2506,10 @@ export interface components {
             step_reward_nulls: number;
             /** Steps */
             steps: number;
-            /** Success By Task Policy */
+            /**
+             * Success By Task Policy
+             * @description per run, task and policy version, by run then task then version
+             */
             success_by_task_policy: components["schemas"]["SuccessCell"][];
         };
         /**
@@ -2571,12 +2654,22 @@ export interface components {
             /** Y2 */
             y2?: number | null;
         };
-        /** SuccessCell */
+        /**
+         * SuccessCell
+         * @description One task under one policy version of one run.
+         */
         SuccessCell: {
             /** Episodes */
             episodes: number;
+            /**
+             * Judged
+             * @description episodes with a success verdict (the rate's denominator)
+             */
+            judged: number;
             /** Policy Version */
             policy_version: string | null;
+            /** Run Id */
+            run_id: string | null;
             /** Success Rate */
             success_rate: number | null;
             /** Successes */
@@ -6392,6 +6485,96 @@ export interface operations {
             };
         };
     };
+    add_members_api_sets__set_id__members_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
+                set_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MembersAdd"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MembersAdded"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     put_member_api_sets__set_id__members__episode_id__put: {
         parameters: {
             query?: never;
@@ -6679,6 +6862,89 @@ export interface operations {
                 content: {
                     "application/vnd.apache.parquet": unknown;
                     "text/csv": unknown;
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    tables_api_sql_tables_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SqlTable"][];
                 };
             };
             /** @description Bad Request */

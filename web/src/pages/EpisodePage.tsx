@@ -19,6 +19,7 @@ import { OverviewPage } from "./OverviewPage";
 import { count } from "../components/Time";
 import { isShortcut, useTitle } from "../hooks";
 import { Link, enc, navigate, useLocation, withQuery } from "../router";
+import { BulkAdd } from "../components/BulkAdd";
 
 const OVERLAY_KEY = "elake.overlay";
 
@@ -31,6 +32,7 @@ export function EpisodePage({ id, step }: { id?: string; step?: string }) {
       <aside className="left">
         <FilterBar />
         <SavedViews />
+        <BulkAdd />
         <TaskTree currentEpisode={id} currentTask={detail.data?.episode.task_name} />
       </aside>
       {id ? (

@@ -221,7 +221,7 @@ export function ExportsPage() {
                       download zip
                     </a>
                   )}{" "}
-                  {e.status !== "running" && e.status !== "queued" && (
+                  {e.status !== "running" && e.status !== "queued" && e.status !== "deleted" && (
                     <button type="button" onClick={() => void remove(e)} disabled={action.busy} data-testid="delete-export" aria-label={`delete export ${e.export_id}`}>
                       delete
                     </button>

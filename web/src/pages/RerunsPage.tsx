@@ -41,7 +41,9 @@ export function RerunsPage() {
   const reruns = useQuery(queries.reruns());
   useTitle("Re-runs");
   const sets = useQuery(queries.sets());
-  const [policy, setPolicy] = useState<string>("oracle");
+  // No default: the oracle solves every task (a check of the environment, not of a model),
+  // so a re-run that defaulted to it would report fixes no model made.
+  const [policy, setPolicy] = useState<string>("");
   const action = useAction();
   const start = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
@@ -66,7 +68,10 @@ export function RerunsPage() {
             </option>
           ))}
         </select>
-        <select name="policy" value={policy} onChange={(e) => setPolicy(e.target.value)} aria-label="policy">
+        <select name="policy" required value={policy} onChange={(e) => setPolicy(e.target.value)} aria-label="policy">
+          <option value="" disabled>
+            policy to re-run with…
+          </option>
           <Options values={POLICIES} />
         </select>
         {policy === "noisy" && <input name="noise" type="number" min={0} max={1} step={0.05} placeholder="random share (0.3)" aria-label="noise" />}
@@ -122,10 +127,10 @@ export function RerunsPage() {
 
 type Outcome = NonNullable<RerunDetail["before"]>;
 
-function outcome(o: Outcome | null | undefined): string {
+function outcome(o: Outcome | null | undefined, what = ""): string {
   if (!o) return "—";
   const judged = o.episodes - o.unjudged;
-  return `${o.successes}/${judged} (${pct(o.rate)})${o.unjudged ? ` +${o.unjudged} unjudged` : ""}`;
+  return `${o.successes}/${judged}${what} (${pct(o.rate)})${o.unjudged ? ` +${o.unjudged} unjudged` : ""}`;
 }
 
 export function RerunPage({ id }: { id: string }) {
@@ -154,9 +159,12 @@ export function RerunPage({ id }: { id: string }) {
             {r.status === "finished" && (
               <dl className="kv headline" data-testid="rerun-numbers">
                 <dt>before</dt>
-                <dd>{outcome(r.before)}</dd>
+                <dd>{outcome(r.before, " of the set's recorded episodes")}</dd>
                 <dt>after</dt>
-                <dd>{outcome(r.after)}</dd>
+                <dd>
+                  {outcome(r.after, " re-run episodes")}
+                  {r.spec && <span className="muted"> ({String(r.spec.n)} per task)</span>}
+                </dd>
                 <dt>delta</dt>
                 <dd>
                   {delta(r.delta, r.interval)}{" "}

@@ -1,14 +1,16 @@
 // /sql?q=...: read-only SQL over the lake (the server's sandbox refuses writes and file
-// access and caps rows and time); results in a virtualised grid, and the same query as a
-// CSV or Parquet download. Ctrl+Enter runs.
-import { useEffect, useState } from "react";
+// access and caps rows and time); results in a virtualised grid (click a header to sort;
+// rows naming an episode's step show its screenshot), and the same query as a CSV or
+// Parquet download. Ctrl+Enter runs. Beside it, the tables and their columns (a click
+// inserts the name) and this browser's last queries.
+import { useEffect, useRef, useState } from "react";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { queries } from "../api/queries";
 import { ResultGrid } from "../components/ResultGrid";
 import { ActionError, Loading } from "../components/Status";
 import { useTitle } from "../hooks";
 import { navigate, useLocation } from "../router";
-import { elapsedText, SQL_TABLES, sqlFailure } from "../sqlConsole";
+import { elapsedText, loadHistory, remember, saveHistory, sqlFailure } from "../sqlConsole";
 
 const EXAMPLE = `select task_name, policy_version, count(*) as episodes, avg(success::int) as success_rate
 from episodes group by all order by all`;
@@ -21,6 +23,27 @@ export function SqlPage() {
   const [text, setText] = useState(urlQuery ?? EXAMPLE);
   // The URL's query runs (Run navigates to it; back and forward show earlier results at once).
   const sql = useQuery({ ...queries.sql(urlQuery ?? ""), enabled: !!urlQuery });
+  const tables = useQuery(queries.sqlTables());
+  const [history, setHistory] = useState(loadHistory);
+  useEffect(() => {
+    if (!urlQuery || !sql.data) return;
+    setHistory((h) => {
+      const next = remember(h, urlQuery);
+      saveHistory(next);
+      return next;
+    });
+  }, [urlQuery, sql.data]);
+  const editor = useRef<HTMLTextAreaElement>(null);
+  const insert = (name: string) => {
+    const box = editor.current;
+    const at = box ? box.selectionStart : text.length;
+    const end = box ? box.selectionEnd : text.length;
+    setText(text.slice(0, at) + name + text.slice(end));
+    requestAnimationFrame(() => {
+      box?.focus();
+      box?.setSelectionRange(at + name.length, at + name.length);
+    });
+  };
   useTitle("SQL");
   const submit = () => {
     if (text === urlQuery) void sql.refetch();
@@ -47,11 +70,14 @@ export function SqlPage() {
   return (
     <main className="page sql" data-testid="sql-page">
       <h2>SQL</h2>
+      <div className="sql-layout">
+      <div className="sql-main">
       <label htmlFor="sql-input">SQL query</label>
       <p className="muted" id="sql-help">
-        Tables: {SQL_TABLES.map((t) => (t === "steps" ? "steps (image bytes only when named)" : t)).join(", ")}. One SELECT; read-only.
+        One SELECT over the tables listed beside; read-only. Image columns are read only when a query names them.
       </p>
       <textarea
+        ref={editor}
         id="sql-input"
         aria-describedby="sql-help"
         value={text}
@@ -99,6 +125,47 @@ export function SqlPage() {
           <ResultGrid result={r} />
         </>
       )}
+      </div>
+      <aside className="sql-side" aria-label="tables and history">
+        <h3>Tables</h3>
+        <ul className="sql-tables" data-testid="sql-tables">
+          {tables.data?.map((t) => (
+            <li key={t.name}>
+              <details>
+                <summary className="mono">{t.name}</summary>
+                <button type="button" className="link" onClick={() => insert(t.name)} aria-label={`insert table ${t.name}`}>
+                  insert the table's name
+                </button>
+                <ul>
+                  {t.columns.map((c) => (
+                    <li key={c.name}>
+                      <button type="button" className="link mono" onClick={() => insert(c.name)} aria-label={`insert column ${t.name}.${c.name}`}>
+                        {c.name}
+                      </button>{" "}
+                      <span className="muted">{t.image_columns.includes(c.name) ? "image" : c.type}</span>
+                    </li>
+                  ))}
+                </ul>
+              </details>
+            </li>
+          ))}
+        </ul>
+        {history.length > 0 && (
+          <>
+            <h3>History</h3>
+            <ol className="sql-history" data-testid="sql-history">
+              {history.map((h) => (
+                <li key={h}>
+                  <button type="button" className="link mono" title={h} onClick={() => setText(h)}>
+                    {h.length > 80 ? `${h.slice(0, 80)}…` : h}
+                  </button>
+                </li>
+              ))}
+            </ol>
+          </>
+        )}
+      </aside>
+      </div>
     </main>
   );
 }
