@@ -1,5 +1,6 @@
-"""GET /api/overview: the landing page's numbers in one call: success rate per policy version,
-the latest collection runs, the failure categories curated most, the sets changed last."""
+"""GET /api/overview: the landing page's numbers in one call: success rate per policy version
+of each run (versions of different runs kept apart), the latest collection runs, the failure
+categories curated most, the sets changed last."""
 
 from __future__ import annotations
 
@@ -21,10 +22,10 @@ def overview(lake: LakeDep, limit: Limit = 6) -> dict:
     """Whole-lake summaries; each list is ordered by what a person looks at first."""
     counts = lake.sql("SELECT (SELECT count(*) FROM episodes) AS episodes, (SELECT count(*) FROM steps) AS steps").to_pylist()[0]
     by_policy = lake.sql("""
-        SELECT policy_version, count(*) AS episodes, count(*) FILTER (WHERE success) AS successes,
+        SELECT run_id, policy_version, count(*) AS episodes, count(*) FILTER (WHERE success) AS successes,
                avg(success::INTEGER) AS success_rate
-        FROM episodes GROUP BY policy_version
-        ORDER BY try_cast(policy_version AS DOUBLE) NULLS LAST, policy_version NULLS LAST
+        FROM episodes GROUP BY run_id, policy_version
+        ORDER BY run_id NULLS LAST, try_cast(policy_version AS DOUBLE) NULLS LAST, policy_version NULLS LAST
     """).to_pylist()
     runs = lake.sql("""
         SELECT run_id, count(*) AS episodes, count(*) FILTER (WHERE success) AS successes,

@@ -1,4 +1,6 @@
-"""GET /api/stats: success rate per task per policy_version, step-reward and length histograms."""
+"""GET /api/stats: success rate per run, task and policy_version (a policy version is a version
+of its run's policy: the same name in two runs is two policies), step-reward and length
+histograms."""
 
 from __future__ import annotations
 
@@ -47,11 +49,12 @@ def stats(lake: LakeDep, settings: SettingsDep, filt: FilterDep) -> dict:
     """Charts' data for the episodes matching the filter (the same filter as the list)."""
     where, params = where_clause(lake, filt, timeout_s=settings.sql_timeout_s)
     cells = lake.sql(f"""
-        SELECT task_name, policy_version, count(*) AS episodes,
+        SELECT run_id, task_name, policy_version, count(*) AS episodes, count(success) AS judged,
                count(*) FILTER (WHERE success) AS successes, avg(success::INTEGER) AS success_rate
         FROM episodes e WHERE {where}
-        GROUP BY task_name, policy_version
-        ORDER BY task_name NULLS LAST, try_cast(policy_version AS DOUBLE) NULLS LAST, policy_version
+        GROUP BY run_id, task_name, policy_version
+        ORDER BY run_id NULLS LAST, task_name NULLS LAST, try_cast(policy_version AS DOUBLE) NULLS LAST,
+                 policy_version
     """, params).to_pylist()
     step_rewards = f"SELECT s.step_reward AS v FROM steps s JOIN episodes e USING (episode_id) WHERE {where}"
     totals = lake.sql(

@@ -466,7 +466,7 @@ def test_the_overview_greets_the_user_and_leads_on(page):
     assert page.get_by_test_id("overview-sets").locator("tbody tr").first.get_by_role("link").inner_text() == "overview failures"
     readme_shot(page, "overview")
     policies.get_by_role("link", name="20", exact=True).click()
-    page.wait_for_url(re.compile(r"/\?policy_version=20$"))
+    page.wait_for_url(re.compile(r"/\?run_id=run-1&policy_version=20$"))  # policy 20 of its run
     page.get_by_test_id("task-tree").get_by_text("0✓").first.wait_for()  # the tree shows policy 20's episodes
     page.get_by_test_id("overview-sets").get_by_role("link", name="overview failures").click()
     page.wait_for_url(re.compile(f"/sets/{sid}$"))

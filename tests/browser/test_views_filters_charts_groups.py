@@ -12,6 +12,10 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
+from episodelake.api.settings import Settings, default_static_dir
+from episodelake.collectors.record.recorder import Recorder
+from episodelake.lake.vocab.families import format_tool_call
+from tests.api.webapp_support import ServerThread, screen
 from tests.browser.conftest import axe_violations, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -62,6 +66,64 @@ def test_more_filters_fit_the_sidebar_and_pick_a_set_by_name(page, size):
     tree.get_by_text("wifi_on").first.wait_for()
     expect(tree.get_by_text("set_alarm")).to_have_count(0)
     expect(page.get_by_test_id("filters").get_by_label("set", exact=True)).to_have_value(set_id)
+
+
+# 8 ---------------------------------------------------------------------------------------
+SERIES = """() => { const el = document.querySelector('[data-testid=success-chart]'), u = el.plot, xs = el.xLabels;
+  return Object.fromEntries(u.series.slice(1).filter(s => s.label).map((s, i) =>
+    [s.label, u.data[i + 1].map((v, j) => v === null ? null : [xs[j], v]).filter(Boolean)])); }"""
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    """Two unrelated runs: run-a's policies 10, 20, 30 (getting better), run-b's 2, 5 (worse)."""
+    path = tmp_path_factory.mktemp("runs") / "lake"
+    plan = {"run-a": {"10": [0, 0], "20": [1, 0], "30": [1, 1]}, "run-b": {"2": [1, 1], "5": [0, 1]}}
+    for run, versions in plan.items():
+        with Recorder(path, run_id=run, image_checks="structure") as rec:
+            for version, outcomes in versions.items():
+                for t, ok in enumerate(outcomes):
+                    ep = rec.start_episode(f"task_{t}", f"goal {t}", episode_id=f"{run}-{version}-{t}", policy_version=version)
+                    ep.log_step(screen(0, 0, size=(40, 80)), format_tool_call({"action": "terminate", "status": "success"}))
+                    ep.finish(success=bool(ok))
+    with ServerThread(Settings(lake=path, static_dir=default_static_dir())) as srv:
+        yield srv
+
+
+@pytest.mark.parametrize("size", [LAPTOP, PHONE], ids=["1280x800", "390x844"])
+def test_success_by_policy_version_keeps_runs_apart(browser, two_runs, size):
+    """Issue 24, 8: the Stats chart joined the policy versions of unrelated runs into one line
+    per task (and the Overview summed a version over runs); now it draws one line per run, each
+    through its own versions only, a run can be picked to see its tasks, and the Overview
+    counts each run's versions apart."""
+    page = browser.new_page()
+    page.set_viewport_size(size)
+    try:
+        page.goto(two_runs.url + "/stats")
+        page.wait_for_function("() => document.querySelector('[data-testid=success-chart]')?.plot")
+        lines = page.evaluate(SERIES)
+        assert lines == {"run-a": [["10", 0], ["20", 0.5], ["30", 1]], "run-b": [["2", 1], ["5", 0.5]]}, lines
+        chart = page.get_by_test_id("stats-page")
+        assert chart.locator(".legend").inner_text().split() == ["run-a", "run-b"]
+        assert axe_violations(page) == []
+        shot(page, f"stats-runs-{size['width']}")
+        chart.get_by_label("lines").select_option("run-b")  # one run: a line per task, its versions
+        page.wait_for_url(re.compile(r"run_id=run-b"))
+        page.wait_for_function("() => document.querySelector('[data-testid=success-chart]')?.plot?.series.length === 3")
+        lines = page.evaluate(SERIES)
+        assert lines == {"task_0": [["2", 1], ["5", 0]], "task_1": [["2", 1], ["5", 1]]}, lines
+
+        page.goto(two_runs.url + "/")
+        rows = page.get_by_test_id("overview-policies").locator("tbody tr")
+        rows.first.wait_for()
+        texts = [" ".join(t.split()) for t in rows.all_inner_texts()]
+        assert texts == ["10 run-a 0% 0/2", "20 run-a 50% 1/2", "30 run-a 100% 2/2",
+                         "2 run-b 100% 2/2", "5 run-b 50% 1/2"], texts
+        assert axe_violations(page) == []
+        page.get_by_test_id("overview-policies").get_by_role("link", name="5", exact=True).click()
+        page.wait_for_url(re.compile(r"/\?(?=.*run_id=run-b)(?=.*policy_version=5)"))
+    finally:
+        page.close()
 
 
 # 9 ---------------------------------------------------------------------------------------

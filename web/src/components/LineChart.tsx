@@ -76,6 +76,9 @@ export interface LineChartProps {
   /** Values are rates: 0-100% on the y axis. */
   percent?: boolean;
   bars?: boolean;
+  /** A line runs through its own points over x values it has none at (a run's policy
+   * versions among every run's), instead of breaking there. */
+  joinGaps?: boolean;
 }
 
 /** A short tick label: at most 3 significant digits. */
@@ -93,7 +96,7 @@ function turnedSize(self: uPlot, values: string[]): number {
   return Math.ceil(widest * Math.sin(RAD) + 11 * Math.cos(RAD) + 30);
 }
 
-export function LineChart({ x, series, label, xLabel = "iteration", testid, percent = false, bars = false }: LineChartProps) {
+export function LineChart({ x, series, label, xLabel = "iteration", testid, percent = false, bars = false, joinGaps = false }: LineChartProps) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const focused = useRef<number | null>(null);
@@ -104,7 +107,7 @@ export function LineChart({ x, series, label, xLabel = "iteration", testid, perc
   const categories = typeof x[0] === "string" ? (x as string[]) : null;
   const fmt = percent ? pctText : short;
   // The chart is built again only when what it draws changes, not on every render.
-  const what = JSON.stringify([x, drawn, xLabel, percent, bars]);
+  const what = JSON.stringify([x, drawn, xLabel, percent, bars, joinGaps]);
   useEffect(() => {
     const el = box.current;
     if (!el) return;
@@ -150,6 +153,7 @@ export function LineChart({ x, series, label, xLabel = "iteration", testid, perc
           fill: bars ? s.color : undefined,
           paths: bars ? uPlot.paths.bars!({ size: [0.8, 60] }) : undefined,
           points: { show: !bars, size: 6, fill: s.color },
+          spanGaps: joinGaps,
         })),
       ],
       hooks: {
@@ -175,8 +179,9 @@ export function LineChart({ x, series, label, xLabel = "iteration", testid, perc
     opts.bands = banded.map((s, i) => ({ series: [styled.length + 1 + 2 * i, styled.length + 2 + 2 * i] as [number, number], fill: `${s.color}33` }));
     const u = new uPlot(opts, [xs, ...styled.map((s) => s.values), ...edges] as uPlot.AlignedData, el);
     plot.current = u;
-    // The instance, for inspection from the browser (the tests read its series and focus).
-    (el as HTMLDivElement & { plot?: uPlot }).plot = u;
+    // The instance and its x labels, for inspection from the browser (the tests read its
+    // series, points and focus).
+    Object.assign(el, { plot: u, xLabels: categories ?? xs });
     const resize = new ResizeObserver(() => u.setSize({ width: el.clientWidth, height: HEIGHT }));
     resize.observe(el);
     return () => {

@@ -1,4 +1,4 @@
-// The landing view beside the task tree: success rate by policy version, the latest
+// The landing view beside the task tree: success rate by policy version of each run, the latest
 // collection runs, the failure categories curated most and the sets changed last, from
 // GET /api/overview. Every row links to the episodes, set or view behind it.
 import { useQuery } from "@tanstack/react-query";
@@ -20,6 +20,15 @@ function Bar({ rate, label }: { rate: number | null | undefined; label: string }
   );
 }
 
+/** The episodes of one policy version of one run (a version is its run's: other runs'
+ * versions of the same name are other policies). */
+function policyHref(p: Overview["success_by_policy"][number]): string {
+  const q = new URLSearchParams();
+  if (p.run_id) q.set("run_id", p.run_id);
+  if (p.policy_version) q.set("policy_version", p.policy_version);
+  return q.size ? `/?${q}` : "/";
+}
+
 export function OverviewPage() {
   const overview = useQuery(queries.overview());
   return (
@@ -37,13 +46,14 @@ export function OverviewPage() {
                 <h2 id="ov-policy">Success rate by policy version</h2>
                 <ListTable
                   testid="overview-policies"
-                  columns={["policy version", "success", "episodes"]}
+                  columns={["policy version", "run", "success", "episodes"]}
                   items={o.success_by_policy}
                   row={(p) => (
-                    <tr key={p.policy_version ?? ""}>
+                    <tr key={`${p.run_id ?? ""}\u0000${p.policy_version ?? ""}`}>
                       <td>
-                        <Link to={p.policy_version ? `/?policy_version=${enc(p.policy_version)}` : "/"}>{p.policy_version ?? "(none)"}</Link>
+                        <Link to={policyHref(p)}>{p.policy_version ?? "(none)"}</Link>
                       </td>
+                      <td className="mono">{p.run_id ? <Link to={`/?run_id=${enc(p.run_id)}`}>{p.run_id}</Link> : "(none)"}</td>
                       <td className="rate-cell">
                         <Bar rate={p.success_rate} label={`${pct(p.success_rate)} success`} /> {pct(p.success_rate)}
                       </td>
