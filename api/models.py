@@ -23,6 +23,7 @@ from episodelake.lake.core import schema
 from episodelake.lake.core.layout import ID_MAX, ID_PATTERN
 from episodelake.lake.core.schema import Role
 from episodelake.lake.curation.curation import MAX_NAME, MAX_TEXT
+from episodelake.lake.curation.reviews import ReviewState
 from episodelake.lake.export.spec import ExportOptions
 from episodelake.lake.vocab.overlay import ActionView
 
@@ -61,6 +62,10 @@ class Set(schema.Set):
     members: int = 0
 
 
+class Review(schema.Review):
+    """One person's review of a set member."""
+
+
 class Member(schema.SetMember):
     """An episode in a set, with the member's curation fields and the episode's outcome."""
 
@@ -70,6 +75,18 @@ class Member(schema.SetMember):
     success: bool | None = None
     episode_length: int | None = None
     policy_version: str | None = None
+    reviews: list[Review] = Field(default_factory=list, description="each reviewer's label, oldest first")
+    review_state: ReviewState | None = Field(None, description="to review (fewer than two reviews), agreed "
+                                             "(all the same category and failing step) or disputed")
+
+
+class ReviewPut(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    failure_category: FailureCategory | None = None
+    failing_step: StrictInt | None = Field(None, ge=0, le=1_000_000)
+    note: str | None = Field(None, max_length=MAX_TEXT)
+    reviewer: str | None = Field(None, max_length=MAX_NAME, description="on a server without users only: "
+                                 "who reviews (with users, the signed-in person)")
 
 
 class Membership(schema.SetMember):
@@ -127,6 +144,14 @@ class SavedViewCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=MAX_NAME)
     filters: EpisodeFilter = Field(description="the episode filter's fields; only those set are kept")
+
+
+class SavedViewUpdate(BaseModel):
+    """A saved view's new filters (its name and id stay)."""
+
+    model_config = ConfigDict(extra="forbid")
+    filters: EpisodeFilter = Field(description="the episode filter's fields, replacing the view's; only "
+                                   "those set are kept")
 
 
 class TaskNode(BaseModel):
@@ -249,6 +274,8 @@ class SetUpdate(BaseModel):
     kind: SetKind | None = None
     description: str | None = Field(None, max_length=MAX_TEXT)
     pinned_tag: str | None = Field(None, max_length=200)
+    assigned_to: str | None = Field(None, max_length=MAX_NAME, description="the person asked to review "
+                                    "its members (on a lake with users, one of them); null unassigns")
 
 
 class MemberPut(BaseModel):
@@ -519,6 +546,11 @@ class RunSummary(BaseModel):
     updated_at: datetime | None
     last_metrics: dict[str, float | None] = Field(
         description="the last iteration's numeric metrics, nested keys joined with '.'")
+    algo: str | None = Field(None, description="the run's advantage estimator (gigpo, grpo), if recorded")
+    policy: str | None = Field(None, description="the policy trained (tiny, vlm, ...), if recorded")
+    seed: int | None = Field(None, description="the run's seed, if recorded")
+    config: dict[str, Any] = Field(default_factory=dict, description="the run's whole configuration, "
+                                   "as its last iteration recorded it")
 
 
 class MeanInterval(BaseModel):

@@ -67,6 +67,15 @@ def numbers(metrics: dict | None, prefix: str = "") -> dict[str, float | None]:
     return out
 
 
+#: The settings the runs table shows as columns (the rest: `config`), with their types: a
+#: value of another type (foreign data) is shown as missing, never an error.
+RUN_COLUMNS: dict[str, type] = {"algo": str, "policy": str, "seed": int}
+
+
+def _typed(value: object, kind: type) -> object:
+    return value if isinstance(value, kind) and not isinstance(value, bool) else None
+
+
 @router.get("/runs", response_model=list[RunSummary])
 def runs(
     lake: LakeDep,
@@ -78,10 +87,17 @@ def runs(
         SELECT run_id, arg_max(kind, iteration) AS kind,
                count(*) FILTER (WHERE iteration >= 0) AS iterations,
                max(iteration) AS last_iteration, min(created_at) AS started_at,
-               max(created_at) AS updated_at, arg_max(metrics, iteration) AS metrics
+               max(created_at) AS updated_at, arg_max(metrics, iteration) AS metrics,
+               arg_max(config, iteration) AS config
         FROM runs {where} GROUP BY run_id ORDER BY updated_at DESC NULLS LAST, run_id
     """, params).to_pylist()
-    return [{**r, "last_metrics": numbers(parse_object(r.pop("metrics")))} for r in rows]
+    out = []
+    for r in rows:
+        config = parse_object(r.pop("config")) or {}
+        out.append({**r, "last_metrics": numbers(parse_object(r.pop("metrics"))), "config": config,
+                    **{key: _typed(config.get(key), kind) for key, kind in RUN_COLUMNS.items()}})
+    return out
+
 
 
 @router.get("/runs/over-seeds", response_model=RunsOverSeeds)

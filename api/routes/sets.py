@@ -11,12 +11,14 @@ from episodelake.api.models import (
     MemberPut,
     MembersAdd,
     MembersAdded,
+    Review,
+    ReviewPut,
     Set,
     SetCreate,
     SetUpdate,
 )
 from episodelake.lake.core.errors import InvalidInput
-from episodelake.lake.curation import curation
+from episodelake.lake.curation import curation, reviews
 
 router = APIRouter(tags=["sets"])
 
@@ -51,7 +53,16 @@ def delete_set(lake: LakeDep, who: CuratorDep, set_id: IdPath) -> Response:
 
 @router.get("/sets/{set_id}/members", response_model=list[Member])
 def members(lake: LakeDep, set_id: IdPath) -> list[dict]:
-    return curation.members(lake, set_id)
+    """Live members, each with its reviews and review state."""
+    return reviews.members(lake, set_id)
+
+
+@router.put("/sets/{set_id}/members/{episode_id}/review", response_model=Review)
+def review(lake: LakeDep, who: CuratorDep, set_id: IdPath, episode_id: IdPath, body: ReviewPut) -> dict:
+    """Record your review of a member (a second opinion: the member's own fields stay); two
+    reviews that agree on category and failing step make it agreed, else disputed."""
+    return reviews.review(lake, set_id, episode_id, who or body.reviewer, failure_category=body.failure_category,
+                          failing_step=body.failing_step, note=body.note)
 
 
 @router.post("/sets/{set_id}/members", response_model=MembersAdded)

@@ -143,8 +143,9 @@ class Set(Row):
     created_at: datetime | None = None
     updated_at: datetime | None = None
     deleted: bool | None = None
-    # added after the first release of the table (older tables gain it, null)
+    # added after the first release of the table (older tables gain them, null)
     created_by: str | None = None  # the user who made it (null: before users, or the CLI)
+    assigned_to: str | None = None  # the person asked to review its members
 
 
 class SetMember(Row):
@@ -262,6 +263,21 @@ class Lineage(Row):
     created_at: datetime | None = None
 
 
+class Review(Row):
+    """One person's review of a set member: their failure category, failing step and note.
+    Two people reviewing one member are compared (`lake.curation.reviews`): agreed or
+    disputed."""
+
+    table: ClassVar[str | None] = "reviews"
+    set_id: str
+    episode_id: str
+    reviewer: str
+    failure_category: str | None = None
+    failing_step: Int32 | None = None
+    note: str | None = None
+    reviewed_at: datetime | None = None
+
+
 class User(Row):
     """A person who may use a served lake, with a role (`ROLES`). The token is never stored,
     only its SHA-256 (tokens are 32 random bytes, so the hash cannot be guessed back); a
@@ -295,7 +311,7 @@ class Audit(Row):
 
 #: The row class of each table, in the order tables are listed.
 ROWS: tuple[type[Row], ...] = (Episode, Step, Set, SetMember, Annotation, Export, Run, Job,
-                               SavedView, Lineage, User, Audit)
+                               SavedView, Lineage, User, Audit, Review)
 OCR_BOX = OcrLine.arrow_struct()
 EPISODES = Episode.arrow_schema()
 STEPS = Step.arrow_schema()
@@ -309,6 +325,7 @@ SAVED_VIEWS = SavedView.arrow_schema()
 LINEAGE = Lineage.arrow_schema()
 USERS = User.arrow_schema()
 AUDIT = Audit.arrow_schema()
+REVIEWS = Review.arrow_schema()
 
 TABLES: dict[str, pa.Schema] = {str(row.table): row.arrow_schema() for row in ROWS}
 
@@ -326,6 +343,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "lineage": ("lineage_id",),
     "users": ("name",),
     "audit": ("audit_id",),
+    "reviews": ("set_id", "episode_id", "reviewer"),
 }
 
 #: Tables whose rows are written once and never updated: appends, deduplicated on replay.
@@ -336,6 +354,16 @@ def columns(table: str, *, images: bool = False) -> list[str]:
     """The column names of `table`, without image columns unless `images` is set."""
     skip = () if images else IMAGE_COLUMNS.get(table, ())
     return [name for name in TABLES[table].names if name not in skip]
+
+
+def pick(table: str, names: list[str]) -> list[str]:
+    """A projection of `table` (the columns a reader needs), checked against the schema when
+    the reader's module loads: a column renamed or dropped here fails at import, naming it,
+    instead of at the first scan."""
+    unknown = [n for n in names if n not in TABLES[table].names]
+    if unknown:
+        raise ValueError(f"{table} has no column(s) {unknown}; its columns: {TABLES[table].names}")
+    return list(names)
 
 
 def empty(table: str) -> pa.Table:

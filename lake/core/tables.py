@@ -56,6 +56,7 @@ REFERENCES: dict[str, tuple[str, ...]] = {
     "steps": ("episodes",),
     "set_members": ("sets", "episodes"),
     "annotations": ("episodes", "steps"),
+    "reviews": ("set_members",),
 }
 
 

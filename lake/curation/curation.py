@@ -22,14 +22,14 @@ import unicodedata
 import uuid
 from datetime import UTC, datetime
 
-from episodelake.lake.core import audit, layout, schema
+from episodelake.lake.core import audit, layout, schema, users
 from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
 from episodelake.lake.core.lake import Lake
 from episodelake.lake.core.sql import sql_string
 
 MAX_NAME = 200
 MAX_TEXT = 10_000
-SET_FIELDS = ("name", "kind", "description", "pinned_tag")
+SET_FIELDS = ("name", "kind", "description", "pinned_tag", "assigned_to")
 
 #: Changes of sets and views read a row, change it and write it back (or check a name is
 #: free first); one at a time within this process. Member and annotation writes go without.
@@ -155,7 +155,8 @@ def create_set(lake: Lake, name: str, kind: str = "failure", description: str | 
 
 
 def update_set(lake: Lake, set_id: str, *, who: str | None = None, **changes: object) -> dict:
-    """Rename, describe, change the kind or (un)pin a set; `None` clears description/pinned_tag."""
+    """Rename, describe, change the kind, (un)pin or assign a set; `None` clears
+    description, pinned_tag and assigned_to."""
     unknown = set(changes) - set(SET_FIELDS)
     if unknown:
         raise InvalidInput(f"cannot change {sorted(unknown)}; a set's editable fields are {SET_FIELDS}")
@@ -171,10 +172,21 @@ def update_set(lake: Lake, set_id: str, *, who: str | None = None, **changes: ob
             row["description"] = _text(changes["description"], "description")
         if "pinned_tag" in changes:
             row["pinned_tag"] = _check_tag(lake, changes["pinned_tag"])
+        if "assigned_to" in changes:
+            row["assigned_to"] = _check_person(lake, changes["assigned_to"])
         row["updated_at"] = _now()
         lake.upsert("sets", [row])
         audit.record(lake, who, "set.update", "sets", set_id, {k: current[k] for k in schema.SETS.names}, row)
     return get_set(lake, set_id)
+
+
+def _check_person(lake: Lake, name: object) -> str | None:
+    """A name to assign work to: on a lake with users, one of them."""
+    name = _text(name, "assigned_to", MAX_NAME)
+    people = [u["name"] for u in users.list_users(lake)]
+    if name is not None and people and name not in people:
+        raise InvalidInput(f"assigned_to: {name!r} is not a user of this lake; users: {', '.join(people)}")
+    return name
 
 
 def delete_set(lake: Lake, set_id: str, *, who: str | None = None) -> None:
@@ -406,3 +418,17 @@ def delete_view(lake: Lake, view_id: str, *, who: str | None = None) -> None:
         row = {**current, "filters": json.dumps(current["filters"], sort_keys=True)}
         lake.upsert("saved_views", [{**row, "deleted": True, "updated_at": _now()}])
         audit.record(lake, who, "view.delete", "saved_views", view_id, row, None)
+
+
+def update_view(lake: Lake, view_id: str, filters: dict, *, who: str | None = None) -> dict:
+    """Replace a saved view's `filters` (checked by the caller, as for `create_view`); its id,
+    name and creator stay, and the audit row holds the filters before and after."""
+    if not isinstance(filters, dict):
+        raise InvalidInput(f"filters must be an object of filter fields, not {type(filters).__name__}")
+    with _write_lock:
+        current = get_view(lake, view_id)
+        before = {**current, "filters": json.dumps(current["filters"], sort_keys=True)}
+        row = {**before, "filters": json.dumps(filters, sort_keys=True), "updated_at": _now()}
+        lake.upsert("saved_views", [row])
+        audit.record(lake, who, "view.update", "saved_views", view_id, before, row)
+    return get_view(lake, view_id)

@@ -28,12 +28,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from episodelake.lake.core import schema
 from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.export.base import SPLITS, ExportFormat, WriteContext, dumps
 from episodelake.lake.export.samples import Sample
 
 #: Step and episode columns the pairing reads (beside the sample itself).
-FACT_COLUMNS = ["step", "anchor_key", "step_reward", "step_reward_reason", "action_type", "action"]
+FACT_COLUMNS = schema.pick("steps", ["step", "anchor_key", "step_reward", "step_reward_reason", "action_type",
+                                     "action"])
 
 
 def step_facts(ctx: WriteContext, episode_id: str) -> tuple[dict, dict[int, dict]]:

@@ -20,6 +20,7 @@ from pathlib import Path
 import lance
 from PIL import Image
 
+from episodelake.lake.core import schema
 from episodelake.lake.core.errors import Conflict, LakeCorrupt
 from episodelake.lake.core.images import MEDIA_TYPES
 from episodelake.lake.core.lake import Lake
@@ -30,7 +31,7 @@ IMAGE_DIR = "images"
 _SUFFIX = {"png": "png", "jpeg": "jpg", "webp": "webp"}
 _PIL_FORMAT = {"png": "PNG", "jpeg": "JPEG", "webp": "WEBP"}
 #: What a redacting export reads with each screenshot: the text found on it.
-TEXT_COLUMNS = ["ocr_boxes", "ocr_version"]
+TEXT_COLUMNS = schema.pick("steps", ["ocr_boxes", "ocr_version"])
 
 
 def media_type(fmt: str) -> str:

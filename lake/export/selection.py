@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from episodelake.lake.core import schema
 from episodelake.lake.core.errors import InvalidInput, NotFound, SqlRefused
 from episodelake.lake.core.lake import Lake
 from episodelake.lake.core.sql import sql_in
@@ -22,8 +23,8 @@ from episodelake.lake.export.errors import EmptySelection, SetEpisodesMissing
 from episodelake.lake.export.spec import ExportSpec
 
 #: Step columns that samples are built from (images are read separately, as blobs).
-STEP_COLUMNS = ["episode_id", "step", "model_response", "action_type", "action", "action_valid",
-                "image_sha256", "image_format", "step_reward", "ocr_version"]
+STEP_COLUMNS = schema.pick("steps", ["episode_id", "step", "model_response", "action_type", "action",
+                                     "action_valid", "image_sha256", "image_format", "step_reward", "ocr_version"])
 _IDS_PER_SCAN = 1000
 _SELECTION_TIMEOUT_S = 120.0
 

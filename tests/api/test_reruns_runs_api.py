@@ -132,6 +132,9 @@ def test_runs_list_their_last_metrics(sim_client, finished_rerun):
     train = runs[TRAIN_RUN]
     assert (train["kind"], train["iterations"], train["last_iteration"]) == ("train", 3, 2)
     assert train["last_metrics"]["success_rate"] == 0.75 and train["last_metrics"]["update.loss"] == 0.3
+    # the runs table's setting columns, from the recorded config (absent ones are null)
+    assert (train["algo"], train["policy"], train["seed"]) == ("gigpo", None, None)
+    assert train["config"] == {"algo": "gigpo", "lr": 1e-3}
     assert runs[finished_rerun["rerun_id"]]["kind"] == "rerun"
     only_train = sim_client.get("/api/runs", params={"kind": "train"}).json()
     assert [r["run_id"] for r in only_train] == [TRAIN_RUN]

@@ -63,7 +63,8 @@ def test_a_viewer_reads_and_is_refused_every_change(server, tokens, lake):
                    c.put("/api/sets/set-x/members/wifi_on-0", json={}),
                    c.post("/api/episodes/wifi_on-0/annotations", json={"label": "x"}),
                    c.post("/api/views", json={"name": "v", "filters": {}}),
-                   c.get("/api/users")]
+                   c.post("/api/users", json={"name": "x", "role": "admin"})]
+        assert c.get("/api/users").status_code == 200  # who is on the team: readable, to assign work
     for r in refused:
         assert r.status_code == 403, r.request.url
         message = error_of(r)["message"]
@@ -235,3 +236,36 @@ def test_a_curator_files_everything_a_filter_matches_at_once(server, tokens, lak
     assert sum(e["action"] == "member.put" for e in log) == 4
     with as_(server, tokens["viewer"]) as v:
         assert v.post(f"/api/sets/{made['set_id']}/members", json={"episode_ids": ["send_message-0"]}).status_code == 403
+
+
+def test_two_reviewers_agree_or_dispute_and_a_set_is_assigned(server, tokens, lake):
+    extra = users.add(lake, "curator-2", "curator", by="test")[1]
+    with as_(server, tokens["curator"]) as ann, as_(server, extra) as bo:
+        made = ann.post("/api/sets", json={"name": "to review"}).json()
+        sid = made["set_id"]
+        assigned = ann.patch(f"/api/sets/{sid}", json={"assigned_to": "curator-2"})
+        assert assigned.status_code == 200 and assigned.json()["assigned_to"] == "curator-2"
+        stranger = ann.patch(f"/api/sets/{sid}", json={"assigned_to": "nobody"})
+        assert stranger.status_code == 422 and "not a user" in error_of(stranger)["message"]
+        for episode in ("wifi_on-0", "wifi_on-1"):
+            ann.put(f"/api/sets/{sid}/members/{episode}", json={"failure_category": "grounding"})
+        state = {m["episode_id"]: m["review_state"] for m in ann.get(f"/api/sets/{sid}/members").json()}
+        assert state == {"wifi_on-0": "to review", "wifi_on-1": "to review"}
+        for client in (ann, bo):
+            r = client.put(f"/api/sets/{sid}/members/wifi_on-0/review",
+                           json={"failure_category": "grounding", "failing_step": 1})
+            assert r.status_code == 200
+        ann.put(f"/api/sets/{sid}/members/wifi_on-1/review", json={"failure_category": "grounding"})
+        bo.put(f"/api/sets/{sid}/members/wifi_on-1/review", json={"failure_category": "planning",
+                                                                   "reviewer": "someone-else"})
+        listed = {m["episode_id"]: m for m in ann.get(f"/api/sets/{sid}/members").json()}
+        not_member = bo.put(f"/api/sets/{sid}/members/set_alarm-0/review", json={})
+    assert listed["wifi_on-0"]["review_state"] == "agreed"
+    disputed = listed["wifi_on-1"]
+    assert disputed["review_state"] == "disputed"
+    assert [(r["reviewer"], r["failure_category"]) for r in disputed["reviews"]] == [
+        ("curator-1", "grounding"), ("curator-2", "planning")]  # the token names the reviewer, not the body
+    assert disputed["failure_category"] == "grounding"  # a review is a second opinion, not an edit
+    assert not_member.status_code == 404
+    with as_(server, tokens["viewer"]) as v:
+        assert v.put(f"/api/sets/{sid}/members/wifi_on-0/review", json={}).status_code == 403

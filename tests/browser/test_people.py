@@ -23,6 +23,7 @@ def people_lake(tmp_path_factory):
     lake = build_lake(tmp_path_factory.mktemp("people-browser") / "lake")
     lake.tokens = {role: users.add(lake, f"{role}-ann", role, by="test")[1]  # type: ignore[attr-defined]
                    for role in ("viewer", "curator")}
+    lake.tokens["bo"] = users.add(lake, "curator-bo", "curator", by="test")[1]  # type: ignore[attr-defined]
     return lake
 
 
@@ -131,4 +132,31 @@ def test_a_curator_files_every_matching_episode_at_once(fresh, people_server, pe
     filed = people_lake.sql(f"select episode_id, added_by from set_members where set_id = '{set_id}' "
                             "and episode_id like 'set_alarm-%' order by episode_id").to_pylist()
     assert filed == [{"episode_id": f"set_alarm-{i}", "added_by": "curator-ann"} for i in range(3)]
+    assert axe_violations(fresh) == []
+
+
+def test_a_set_is_assigned_and_two_reviews_are_compared(fresh, people_server, people_lake):
+    made = curation.create_set(people_lake, "review me", who="curator-ann")
+    for episode in ("send_message-0", "send_message-1"):
+        curation.add_member(people_lake, made["set_id"], episode, failure_category="grounding", added_by="curator-ann")
+    url = f"{people_server.url}/sets/{made['set_id']}"
+    for token, category in ((people_lake.tokens["curator"], "grounding"), (people_lake.tokens["bo"], "planning")):
+        sign_in(fresh, people_server, token)
+        fresh.goto(url)
+        fresh.get_by_label("your review of send_message-0").select_option("grounding")
+        fresh.get_by_test_id("toast").get_by_text("Reviewed send_message-0: grounding").wait_for()
+        fresh.get_by_label("your review of send_message-1").select_option(category)
+        fresh.get_by_test_id("toast").get_by_text(f"Reviewed send_message-1: {category}").wait_for()
+    fresh.get_by_label("assigned to").select_option("curator-ann")
+    fresh.get_by_role("button", name="Save").click()
+    fresh.reload()
+    assert fresh.get_by_label("assigned to").input_value() == "curator-ann"
+    members = fresh.get_by_test_id("members")
+    agreed = members.locator("[data-review-state=agreed]")
+    disputed = members.locator("[data-review-state=disputed]")
+    agreed.wait_for()
+    assert disputed.count() == 1
+    text = disputed.inner_text()
+    assert "curator-ann: grounding" in text and "curator-bo: planning" in text
+    shot(fresh, "people-reviews")
     assert axe_violations(fresh) == []

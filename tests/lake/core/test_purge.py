@@ -108,7 +108,8 @@ def test_purge_one_episode_everywhere(lake):
     assert files_holding(lake.path, needles(images[victim], GOAL)) == []
     assert report["proof"]["files_holding"] == 0 and report["proof"]["rows_found"] == 0
     assert report["proof"]["digests_searched"] == 3 and report["proof"]["texts_searched"] == 1
-    assert report["rows_removed"] == {"steps": 3, "episodes": 1, "set_members": 1, "annotations": 1, "audit": 0}
+    assert report["rows_removed"] == {"steps": 3, "episodes": 1, "set_members": 1, "annotations": 1, "audit": 0,
+                                      "reviews": 0}
     assert report["thumbnails_deleted"] == 1
     assert report["indexes_dropped"] == {"episodes": ["task_goal_fts"], "steps": ["model_response_fts", "thinking_fts"]}
     assert not any(p.exists() for p in indexes)  # their files are gone with them

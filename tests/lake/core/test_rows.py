@@ -27,8 +27,8 @@ def described(s: pa.Schema) -> list[dict]:
 
 #: What the schema gained since the captured release: tables, and columns appended to older
 #: tables (a lake of that release gains them, null, when it is opened).
-ADDED_TABLES = ["users", "audit"]
-ADDED_COLUMNS = {"sets": ["created_by"], "saved_views": ["created_by"]}
+ADDED_TABLES = ["users", "audit", "reviews"]
+ADDED_COLUMNS = {"sets": ["created_by", "assigned_to"], "saved_views": ["created_by"]}
 
 
 def test_each_row_class_emits_the_captured_schema_of_its_table():
@@ -88,3 +88,9 @@ def test_the_type_mapping_and_its_refusals():
 
     with pytest.raises(TypeError, match="column 'mapping': no Arrow type"):
         Odd.arrow_schema()
+
+
+def test_a_readers_projection_is_checked_against_the_schema():
+    assert schema.pick("steps", ["episode_id", "step"]) == ["episode_id", "step"]
+    with pytest.raises(ValueError, match=r"steps has no column\(s\) \['stepp'\]"):
+        schema.pick("steps", ["episode_id", "stepp"])

@@ -704,7 +704,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Members */
+        /**
+         * Members
+         * @description Live members, each with its reviews and review state.
+         */
         get: operations["members_api_sets__set_id__members_get"];
         put?: never;
         /**
@@ -736,6 +739,27 @@ export interface paths {
         post?: never;
         /** Remove Member */
         delete: operations["remove_member_api_sets__set_id__members__episode_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sets/{set_id}/members/{episode_id}/review": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Review
+         * @description Record your review of a member (a second opinion: the member's own fields stay); two
+         *     reviews that agree on category and failing step make it agreed, else disputed.
+         */
+        put: operations["review_api_sets__set_id__members__episode_id__review_put"];
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -850,7 +874,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List Users */
+        /**
+         * List Users
+         * @description The lake's people and their roles (anyone signed in may see who is on the team, to
+         *     assign a set to someone; only admins change them).
+         */
         get: operations["list_users_api_users_get"];
         put?: never;
         /**
@@ -920,7 +948,12 @@ export interface paths {
         delete: operations["delete_view_api_views__view_id__delete"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update View
+         * @description Replace the view's filters with the ones given (a view opened and then changed, kept as
+         *     it is now); its name, id and link stay.
+         */
+        patch: operations["update_view_api_views__view_id__patch"];
         trace?: never;
     };
 }
@@ -1699,6 +1732,16 @@ export interface components {
             note?: string | null;
             /** Policy Version */
             policy_version?: string | null;
+            /**
+             * Review State
+             * @description to review (fewer than two reviews), agreed (all the same category and failing step) or disputed
+             */
+            review_state?: ("to review" | "agreed" | "disputed") | null;
+            /**
+             * Reviews
+             * @description each reviewer's label, oldest first
+             */
+            reviews?: components["schemas"]["Review"][];
             /** Set Id */
             set_id: string;
             /** Success */
@@ -2138,6 +2181,40 @@ export interface components {
              */
             task_name?: string | null;
         };
+        /**
+         * Review
+         * @description One person's review of a set member.
+         */
+        Review: {
+            /** Episode Id */
+            episode_id: string;
+            /** Failing Step */
+            failing_step?: number | null;
+            /** Failure Category */
+            failure_category?: string | null;
+            /** Note */
+            note?: string | null;
+            /** Reviewed At */
+            reviewed_at?: string | null;
+            /** Reviewer */
+            reviewer: string;
+            /** Set Id */
+            set_id: string;
+        };
+        /** ReviewPut */
+        ReviewPut: {
+            /** Failing Step */
+            failing_step?: number | null;
+            /** Failure Category */
+            failure_category?: ("grounding" | "planning" | "perception" | "environment" | "other") | null;
+            /** Note */
+            note?: string | null;
+            /**
+             * Reviewer
+             * @description on a server without users only: who reviews (with users, the signed-in person)
+             */
+            reviewer?: string | null;
+        };
         /** RunActivity */
         RunActivity: {
             /** Episodes */
@@ -2232,6 +2309,18 @@ export interface components {
         /** RunSummary */
         RunSummary: {
             /**
+             * Algo
+             * @description the run's advantage estimator (gigpo, grpo), if recorded
+             */
+            algo?: string | null;
+            /**
+             * Config
+             * @description the run's whole configuration, as its last iteration recorded it
+             */
+            config?: {
+                [key: string]: unknown;
+            };
+            /**
              * Iterations
              * @description iterations recorded
              */
@@ -2250,8 +2339,18 @@ export interface components {
             last_metrics: {
                 [key: string]: number | null;
             };
+            /**
+             * Policy
+             * @description the policy trained (tiny, vlm, ...), if recorded
+             */
+            policy?: string | null;
             /** Run Id */
             run_id: string;
+            /**
+             * Seed
+             * @description the run's seed, if recorded
+             */
+            seed?: number | null;
             /** Started At */
             started_at: string | null;
             /** Updated At */
@@ -2290,6 +2389,14 @@ export interface components {
             filters: components["schemas"]["EpisodeFilter"];
             /** Name */
             name: string;
+        };
+        /**
+         * SavedViewUpdate
+         * @description A saved view's new filters (its name and id stay).
+         */
+        SavedViewUpdate: {
+            /** @description the episode filter's fields, replacing the view's; only those set are kept */
+            filters: components["schemas"]["EpisodeFilter"];
         };
         /**
          * SearchCoverage
@@ -2356,6 +2463,8 @@ export interface components {
          * @description A curated set of episodes, with its live member count.
          */
         Set: {
+            /** Assigned To */
+            assigned_to?: string | null;
             /** Created At */
             created_at?: string | null;
             /** Created By */
@@ -2398,6 +2507,11 @@ export interface components {
          * @description Only the fields sent change; null clears description or pinned_tag.
          */
         SetUpdate: {
+            /**
+             * Assigned To
+             * @description the person asked to review its members (on a lake with users, one of them); null unassigns
+             */
+            assigned_to?: string | null;
             /** Description */
             description?: string | null;
             /** Kind */
@@ -6753,6 +6867,98 @@ export interface operations {
             };
         };
     };
+    review_api_sets__set_id__members__episode_id__review_put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
+                set_id: string;
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
+                episode_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReviewPut"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Review"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     sql_api_sql_post: {
         parameters: {
             query?: never;
@@ -7764,6 +7970,96 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    update_view_api_views__view_id__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
+                view_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SavedViewUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SavedView"];
+                };
             };
             /** @description Bad Request */
             400: {

@@ -2,7 +2,7 @@
 // failing steps and notes.
 import type { FormEvent } from "react";
 import { useQuery } from "@tanstack/react-query";
-import { api, call, type FailureCategory, type Member, type SetRow } from "../api/client";
+import { api, call, FAILURE_CATEGORIES, type FailureCategory, type Member, type SetRow } from "../api/client";
 import { invalidate, queries, queryClient } from "../api/queries";
 import { ask } from "../components/Dialogs";
 import { ListTable } from "../components/ListTable";
@@ -77,7 +77,8 @@ export function SetPage({ id }: { id: string }) {
   const tags = useQuery(queries.health());
   const action = useAction();
   useTitle(set.data?.name ? `Set ${set.data.name}` : "Set");
-  const update = (body: Partial<Pick<SetRow, "name" | "kind" | "description" | "pinned_tag">>) =>
+  const people = useQuery(queries.users());
+  const update = (body: Partial<Pick<SetRow, "name" | "kind" | "description" | "pinned_tag" | "assigned_to">>) =>
     action.run(async () => {
       await call(api.PATCH("/api/sets/{set_id}", { params: { path: { set_id: id } }, body: body as never }));
       void invalidate(["sets"], ["episode"], ["audit"]); // the episodes' memberships name the set
@@ -138,6 +139,7 @@ export function SetPage({ id }: { id: string }) {
                   kind: String(f.get("kind")) as Kind,
                   description: String(f.get("description") || "") || null,
                   pinned_tag: String(f.get("pinned_tag") || "") || null,
+                  assigned_to: String(f.get("assigned_to") || "") || null,
                 });
               }}
             >
@@ -149,6 +151,10 @@ export function SetPage({ id }: { id: string }) {
               <select name="pinned_tag" defaultValue={s.pinned_tag ?? ""} aria-label="pinned tag">
                 <option value="">not pinned</option>
                 <Options values={tags.data?.tags} />
+              </select>
+              <select name="assigned_to" defaultValue={s.assigned_to ?? ""} aria-label="assigned to">
+                <option value="">nobody assigned</option>
+                <Options values={[...new Set([...(people.data ?? []).map((u) => u.name), ...(s.assigned_to ? [s.assigned_to] : [])])]} />
               </select>
               <button type="submit">Save</button>
               <button type="button" className="danger" onClick={() => void deleteSet()}>
@@ -167,7 +173,7 @@ export function SetPage({ id }: { id: string }) {
         {(list) => (
           <ListTable
             testid="members"
-            columns={["episode", "task", "outcome", "category", "failing step", "note", "added", ""]}
+            columns={["episode", "task", "outcome", "category", "failing step", "note", "added", "review", ""]}
             items={list}
             row={(m) => (
               <tr key={m.episode_id}>
@@ -181,6 +187,9 @@ export function SetPage({ id }: { id: string }) {
                 <td className="note">{m.note}</td>
                 <td>
                   <Time value={m.added_at} /> {m.added_by && `by ${m.added_by}`}
+                </td>
+                <td>
+                  <ReviewCell setId={id} member={m} />
                 </td>
                 <td>
                   <button type="button" className="link" onClick={() => remove(m)} aria-label={`remove ${m.episode_id}`}>
@@ -223,5 +232,43 @@ function SetChanges({ setId }: { setId: string }) {
         )}
       </Async>
     </section>
+  );
+}
+
+/** A member's review: its state, each reviewer's label side by side, and the signed-in
+ * person's own review (a category; the failing step is the member's). */
+function ReviewCell({ setId, member }: { setId: string; member: Member }) {
+  const reviews = member.reviews ?? [];
+  const save = async (category: string) => {
+    try {
+      await call(
+        api.PUT("/api/sets/{set_id}/members/{episode_id}/review", {
+          params: { path: { set_id: setId, episode_id: member.episode_id } },
+          body: { failure_category: (category || null) as FailureCategory | null, failing_step: member.failing_step ?? null },
+        }),
+      );
+      toast(`Reviewed ${member.episode_id}: ${category || "no category"}`);
+    } catch (e) {
+      toast(`Could not review ${member.episode_id}: ${(e as Error).message}`, "error");
+    }
+    void invalidate(["sets", setId], ["audit"]);
+  };
+  const state = member.review_state ?? "to review";
+  return (
+    <div className="review-cell" data-review-state={state}>
+      <span className={`review-state review-${state.replace(" ", "-")}`}>{state}</span>
+      {reviews.map((r) => (
+        <span key={r.reviewer} className="review-label">
+          {r.reviewer}: {r.failure_category ?? "—"}
+          {r.failing_step != null && ` @${r.failing_step}`}
+        </span>
+      ))}
+      <select value="" onChange={(e) => void save(e.target.value)} aria-label={`your review of ${member.episode_id}`}>
+        <option value="" disabled>
+          my review…
+        </option>
+        <Options values={FAILURE_CATEGORIES} />
+      </select>
+    </div>
   );
 }

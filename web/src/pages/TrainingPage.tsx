@@ -38,7 +38,7 @@ export function TrainingPage() {
         {(list) => (
           <ListTable
             testid="runs"
-            columns={["run", "iterations", "success rate", "held-out success", "loss", "updated"]}
+            columns={["run", "algo", "policy", "seed", "iterations", "success rate", "held-out success", "loss", "updated"]}
             items={list}
             row={(r) => (
               <tr key={r.run_id}>
@@ -47,6 +47,9 @@ export function TrainingPage() {
                     {r.run_id}
                   </Link>
                 </td>
+                <td>{r.algo ?? "—"}</td>
+                <td>{r.policy ?? "—"}</td>
+                <td>{r.seed ?? "—"}</td>
                 <td>{r.iterations}</td>
                 <td>{pct(r.last_metrics["success_rate"], 1)}</td>
                 <td>{pct(r.last_metrics["eval_success_rate"], 1)}</td>
