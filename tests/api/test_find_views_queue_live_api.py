@@ -5,6 +5,7 @@ the lake does."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from datetime import UTC, datetime
 
@@ -13,7 +14,7 @@ import pytest
 
 from episodelake.api.settings import Settings
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.core import layout
+from episodelake.lake.core import layout, users
 from episodelake.lake.core.lake import Lake
 from episodelake.lake.curation import curation
 from episodelake.lake.vocab.families import format_tool_call
@@ -99,6 +100,44 @@ def test_saved_views_are_created_listed_and_deleted_through_the_lake(client, lak
     assert client.get("/api/views").json() == []
     # the name is free again once its view is deleted
     assert client.post("/api/views", json={"name": "wifi failures", "filters": {}}).status_code == 201
+
+
+def test_a_saved_views_filters_are_replaced_and_the_audit_keeps_both(client, lake):
+    view = client.post("/api/views", json={"name": "to update", "filters": {"task": "wifi_on", "success": False}}).json()
+    r = client.patch(f"/api/views/{view['view_id']}", json={"filters": {"task": "wifi_on", "min_length": 5}})
+    assert r.status_code == 200, r.text
+    updated = r.json()
+    set_fields = {k: v for k, v in updated["filters"].items() if v is not None and v is not False}
+    assert set_fields == {"task": "wifi_on", "min_length": 5}  # replaced, not merged
+    assert (updated["view_id"], updated["name"], updated["created_at"]) == (view["view_id"], "to update", view["created_at"])
+    assert updated["updated_at"] > view["updated_at"]
+    assert curation.get_view(Lake(lake.path), view["view_id"])["filters"] == {"min_length": 5, "task": "wifi_on"}
+    change = client.get("/api/audit", params={"target_id": view["view_id"]}).json()[0]
+    assert change["action"] == "view.update"
+    assert json.loads(change["before"]["filters"]) == {"success": False, "task": "wifi_on"}, change
+    assert json.loads(change["after"]["filters"]) == {"min_length": 5, "task": "wifi_on"}, change
+    bad = client.patch(f"/api/views/{view['view_id']}", json={"filters": {"min_length": -1}})
+    assert bad.status_code == 422 and "min_length" in error_of(bad)["message"]
+    missing = client.patch("/api/views/view-nope", json={"filters": {}})
+    assert missing.status_code == 404 and "view-nope" in error_of(missing)["message"]
+    client.delete(f"/api/views/{view['view_id']}")
+    assert client.patch(f"/api/views/{view['view_id']}", json={"filters": {}}).status_code == 404
+
+
+def test_a_viewer_may_not_update_a_view_and_a_curators_update_is_theirs(tmp_path):
+    lake = build_lake(tmp_path / "lake")
+    tokens = {role: users.add(lake, f"{role}-1", role, by="test")[1] for role in ("viewer", "curator")}
+    view = curation.create_view(lake, "shared", {"tag": "smoke"}, who="curator-1")
+    with ServerThread(Settings(lake=lake.path, static_dir=None), lake) as srv:
+        def patch(role: str) -> httpx.Response:
+            return httpx.patch(f"{srv.url}/api/views/{view['view_id']}", json={"filters": {"task": "wifi_on"}},
+                               headers={"Authorization": f"Bearer {tokens[role]}"})
+        refused = patch("viewer")
+        assert refused.status_code == 403 and "curator role" in error_of(refused)["message"]
+        assert patch("curator").status_code == 200
+        changes = httpx.get(f"{srv.url}/api/audit", params={"target_id": view["view_id"]},
+                            headers={"Authorization": f"Bearer {tokens['viewer']}"}).json()
+    assert [(c["action"], c["who"]) for c in changes] == [("view.update", "curator-1"), ("view.create", "curator-1")]
 
 
 @pytest.mark.parametrize("body, field", [

@@ -24,6 +24,49 @@ LAPTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 
 
+# 4 ---------------------------------------------------------------------------------------
+def test_a_changed_saved_view_is_marked_modified_and_can_be_updated_or_saved_as_another(page):
+    """Issue 24, 4: after its filters changed, an open view showed as open with no mark and no
+    way to keep the change; now it is marked "modified", "Update view" replaces its filters
+    (recorded in the audit log) and "Save as…" keeps the change as a new view."""
+    page.set_viewport_size(LAPTOP)
+    r = httpx.post(page.base + "/api/views", json={"name": "wifi failures 4", "filters": {"task": "wifi_on", "success": False}})
+    assert r.status_code == 201, r.text
+    view_id = r.json()["view_id"]
+    page.goto(f"{page.base}/views/{view_id}")
+    page.wait_for_url(re.compile(rf"view={view_id}"))
+    views = page.get_by_test_id("saved-views")
+    expect(page.get_by_label("saved view")).to_have_value(view_id)
+    expect(views.get_by_test_id("view-modified")).to_have_count(0)
+    expect(views.get_by_role("button", name="Update view")).to_have_count(0)
+
+    page.get_by_label("outcome").select_option("true")  # the view's filter, changed
+    page.wait_for_url(re.compile(r"success=true"))
+    assert f"view={view_id}" in page.url
+    expect(views.get_by_test_id("view-modified")).to_have_text(re.compile("modified"))
+    assert axe_violations(page) == []
+    shot(page, "saved-view-modified")
+    views.get_by_role("button", name="Update view").click()
+    page.get_by_text("Updated the view “wifi failures 4”.").wait_for()
+    stored = httpx.get(f"{page.base}/api/views/{view_id}").json()
+    assert stored["filters"]["success"] is True and stored["filters"]["task"] == "wifi_on", stored
+    expect(views.get_by_test_id("view-modified")).to_have_count(0)
+    changes = httpx.get(page.base + "/api/audit", params={"target_id": view_id}).json()
+    assert [c["action"] for c in changes][:2] == ["view.update", "view.create"], changes
+
+    page.get_by_label("outcome").select_option("")  # changed again: kept as another view
+    expect(views.get_by_test_id("view-modified")).to_be_visible()
+    views.get_by_role("button", name="Save as…").click()
+    views.get_by_label("view name").fill("all wifi 4")
+    views.get_by_label("view name").press("Enter")
+    page.get_by_text("Saved the view “all wifi 4”.").wait_for()
+    new = next(v for v in httpx.get(page.base + "/api/views").json() if v["name"] == "all wifi 4")
+    page.wait_for_url(re.compile(rf"view={new['view_id']}"))
+    assert {k: v for k, v in new["filters"].items() if v not in (None, False)} == {"task": "wifi_on"}, new
+    assert httpx.get(f"{page.base}/api/views/{view_id}").json()["filters"]["success"] is True  # the old one kept
+    expect(views.get_by_test_id("view-modified")).to_have_count(0)
+
+
 # 6 ---------------------------------------------------------------------------------------
 FORM_FITS = """() => {
   // every field of "more filters" inside the sidebar's visible box, none scrolled away sideways

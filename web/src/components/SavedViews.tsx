@@ -1,6 +1,9 @@
-// Saved views: named filters everyone on the lake shares (GET/POST/DELETE /api/views).
+// Saved views: named filters everyone on the lake shares (GET/POST/PATCH/DELETE /api/views).
 // Opening one puts its filters in the address bar with `view=<id>`, so the page is a link;
-// `/views/<id>` is the view's own link, which opens its filters as they are saved now.
+// `/views/<id>` is the view's own link, which opens its filters as they are saved now. A view
+// whose filters were changed after it was opened says "modified", and offers to update it
+// (its filters replaced by the address bar's), to save the change as another view, or to
+// go back to the view as saved.
 import { useEffect, useState, type FormEvent } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { api, call, type Schemas } from "../api/client";
@@ -8,7 +11,7 @@ import { invalidate, queries } from "../api/queries";
 import { useAction } from "../hooks";
 import { navigate, useLocation, withQuery } from "../router";
 import { ask } from "./Dialogs";
-import { filtersFromQuery, queryFromFilters } from "./filters";
+import { filtersFromQuery, queryFromFilters, sameFilters } from "./filters";
 import { ActionError } from "./Status";
 import { toast } from "./Toasts";
 
@@ -27,17 +30,26 @@ export function SavedViews() {
   const [naming, setNaming] = useState(false);
   const save = useAction();
   const current = views.data?.find((v) => v.view_id === query.get("view"));
+  // the address bar's filter, as the API takes it (the flags it has always named)
+  const shown = { unjudged: false, zero_step_reward: false, ...filtersFromQuery(query) };
+  const modified = current !== undefined && !sameFilters(current.filters as Record<string, unknown>, shown);
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const name = String(new FormData(e.currentTarget).get("name") ?? "").trim();
     save.run(async () => {
-      const view = await call(api.POST("/api/views", { body: { name, filters: { unjudged: false, zero_step_reward: false, ...filtersFromQuery(query) } } }));
+      const view = await call(api.POST("/api/views", { body: { name, filters: shown } }));
       setNaming(false);
       void invalidate(["views"]);
       navigate(viewHref(path, view), { replace: true });
       toast(`Saved the view “${view.name}”.`);
     });
   };
+  const update = (view: SavedView) =>
+    save.run(async () => {
+      const updated = await call(api.PATCH("/api/views/{view_id}", { params: { path: { view_id: view.view_id } }, body: { filters: shown } }));
+      await invalidate(["views"]);
+      toast(`Updated the view “${updated.name}”.`);
+    });
   const remove = async (view: SavedView) => {
     const yes = await ask({ title: `Delete the view “${view.name}”?`, body: "Everyone on this lake loses it. The episodes stay as they are.", confirm: "Delete view", danger: true });
     if (!yes) return;
@@ -85,7 +97,23 @@ export function SavedViews() {
           </button>
         )}
       </div>
-      {naming && (
+      {modified && (
+        <div className="filter-row view-changed">
+          <span className="view-modified" data-testid="view-modified" title={`the filters differ from “${current.name}” as saved`}>
+            modified
+          </span>
+          <button type="button" onClick={() => update(current)} disabled={save.busy} title={`replace “${current.name}”'s filters with these, for everyone`}>
+            Update view
+          </button>
+          <button type="button" onClick={() => setNaming(!naming)} aria-expanded={naming}>
+            Save as…
+          </button>
+          <button type="button" className="link" onClick={() => navigate(viewHref(path, current))}>
+            revert
+          </button>
+        </div>
+      )}
+      {naming && (!current || modified) && (
         <form onSubmit={submit} className="filter-row">
           <label className="field">
             view name

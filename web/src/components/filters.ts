@@ -32,3 +32,11 @@ export function queryFromFilters(f: Record<string, unknown>): URLSearchParams {
   }
   return q;
 }
+
+/** Whether two filters select the same episodes as written: the same fields set to the same
+ * values, unset fields and off flags aside (a saved view's stored filters against the
+ * address bar's, to tell a view that was changed after it was opened). */
+export function sameFilters(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
+  const key = (f: Record<string, unknown>) => [...queryFromFilters(f).entries()].sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)).map(([k, v]) => `${k}=${v}`).join("&");
+  return key(a) === key(b);
+}
