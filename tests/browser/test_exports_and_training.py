@@ -196,3 +196,36 @@ def test_a_failure_set_exports_its_failures_with_the_default_settings(page, web_
     form.get_by_label("set").select_option("")
     form.get_by_label("set").select_option(sid)
     assert box.is_checked()
+
+
+def test_any_runs_overlay_with_smoothing_and_their_setting_differences(page, web_lake):
+    start = datetime(2026, 5, 1, tzinfo=UTC)
+    runs = {"overlay-gigpo": ("gigpo", [0.0, 0.6, 0.0, 0.6]), "overlay-grpo": ("grpo", [0.2, 0.2, 0.4])}
+    for run_id, (algo, rates) in runs.items():
+        web_lake.upsert("runs", [
+            {"run_id": run_id, "iteration": i, "kind": "train",
+             "config": json.dumps({"algo": algo, "seed": 3, "lr": 0.001}),
+             "metrics": json.dumps({"eval_success_rate": rate}), "created_at": start + timedelta(minutes=i)}
+            for i, rate in enumerate(rates)])
+    page.goto(page.base + "/training")
+    table = page.get_by_test_id("runs")
+    row = table.locator("tr", has=page.get_by_role("link", name="overlay-grpo"))
+    assert "grpo" in row.inner_text() and "3" in row.inner_text()  # algo, policy, seed columns
+    page.get_by_label("overlay overlay-gigpo").check()
+    page.wait_for_url(re.compile(r"overlay=overlay-gigpo$"))
+    page.get_by_label("overlay overlay-grpo").check()
+    page.wait_for_url(re.compile(r"overlay=overlay-gigpo,overlay-grpo$"))
+    page.wait_for_function("() => document.querySelector('[data-testid=overlay-curve]')?.plot?.series.length === 3")
+    assert page.evaluate(CURVE, "overlay-curve")["overlay-gigpo"] == [0.0, 0.6, 0.0, 0.6]
+    # the shorter run stops where it stopped: a gap, not a zero
+    grpo = page.evaluate("() => document.querySelector('[data-testid=overlay-curve]').plot.data[2]")
+    assert grpo == [0.2, 0.2, 0.4, None]
+    page.get_by_label("smoothing window").select_option("3")
+    page.wait_for_function("() => Math.abs(document.querySelector('[data-testid=overlay-curve]').plot.data[1][1] - 0.3) < 1e-9")
+    assert page.evaluate(CURVE, "overlay-curve")["overlay-gigpo"] == [0.0, 0.3, 0.2, 0.4]
+    diff = page.get_by_test_id("config-diff")
+    assert [r.inner_text().split("\t")[0] for r in diff.locator("tbody tr").all()] == ["algo"]  # seed, lr equal
+    shot(page, "training-overlay")
+    assert axe_violations(page) == []
+    page.reload()  # the overlay is in the address
+    page.get_by_test_id("overlay-curve").wait_for()

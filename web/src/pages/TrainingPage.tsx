@@ -3,7 +3,7 @@
 // vary with its version and options, so every chart draws whichever of its series exist and
 // any other recorded number can be plotted from the picker.
 import { useState } from "react";
-import { useQuery } from "@tanstack/react-query";
+import { useQueries, useQuery } from "@tanstack/react-query";
 import type { RunArm, RunDetail } from "../api/client";
 import { queries } from "../api/queries";
 import { pct } from "../components/JobState";
@@ -13,7 +13,8 @@ import { Options } from "../components/Options";
 import { Async } from "../components/Status";
 import { useTitle } from "../hooks";
 import { Time } from "../components/Time";
-import { Link, enc } from "../router";
+import { Link, enc, navigate, useLocation } from "../router";
+import { align, configDiff, overlayFromQuery, smooth } from "./runOverlay";
 import { bound, lastN } from "./overSeeds";
 import { episodesWhere, readByRun } from "../lineage";
 
@@ -29,19 +30,30 @@ function lastLoss(metrics: Record<string, number | null>): number | null | undef
 export function TrainingPage() {
   const runs = useQuery(queries.trainRuns());
   useTitle("Training");
+  const { query } = useLocation();
+  const overlaid = overlayFromQuery(query);
+  const toggle = (id: string) => {
+    const next = overlaid.includes(id) ? overlaid.filter((r) => r !== id) : [...overlaid, id];
+    navigate(next.length ? `/training?overlay=${next.map(enc).join(",")}` : "/training", { replace: true });
+  };
   return (
     <main className="page" data-testid="training-page">
       <h2>Training</h2>
       <OverSeeds />
+      {overlaid.length > 0 && <Overlay ids={overlaid} configs={Object.fromEntries((runs.data ?? []).map((r) => [r.run_id, r.config]))} />}
       <h3>Runs</h3>
+      <p className="muted">Tick runs to draw them over each other, with the settings they differ in.</p>
       <Async state={runs} what="training runs">
         {(list) => (
           <ListTable
             testid="runs"
-            columns={["run", "algo", "policy", "seed", "iterations", "success rate", "held-out success", "loss", "updated"]}
+            columns={["overlay", "run", "algo", "policy", "seed", "iterations", "success rate", "held-out success", "loss", "updated"]}
             items={list}
             row={(r) => (
               <tr key={r.run_id}>
+                <td>
+                  <input type="checkbox" checked={overlaid.includes(r.run_id)} onChange={() => toggle(r.run_id)} aria-label={`overlay ${r.run_id}`} />
+                </td>
                 <td>
                   <Link to={`/training/${enc(r.run_id)}`} className="mono">
                     {r.run_id}
@@ -68,6 +80,60 @@ export function TrainingPage() {
         )}
       </Async>
     </main>
+  );
+}
+
+/** Any runs drawn over each other: one metric (any the runs recorded), smoothed over a
+ * trailing window, and the settings the runs differ in. */
+function Overlay({ ids, configs }: { ids: string[]; configs: Record<string, Record<string, unknown> | undefined> }) {
+  const details = useQueries({ queries: ids.map((id) => queries.run(id)) });
+  const [metric, setMetric] = useState("eval_success_rate");
+  const [span, setSpan] = useState(1);
+  const loaded = details.flatMap((d) => (d.data ? [d.data] : []));
+  const keys = [...new Set(loaded.flatMap((r) => Object.keys(r.series)))].sort();
+  const shown = keys.includes(metric) ? metric : (keys[0] ?? metric);
+  const { x, values } = align(loaded.map((r) => ({ iterations: r.iterations.map((it) => it.iteration), values: r.series[shown] ?? [] })));
+  const series = loaded.map((r, i) => ({ name: r.run_id, values: smooth(values[i], span) }));
+  const diff = configDiff(ids.map((id) => configs[id] ?? {}));
+  const rate = /success_rate$|^credit\./.test(shown);
+  return (
+    <section aria-labelledby="overlay-title" data-testid="overlay">
+      <h3 id="overlay-title">
+        {ids.length} run{ids.length === 1 ? "" : "s"} overlaid{" "}
+        <select value={shown} onChange={(e) => setMetric(e.target.value)} aria-label="overlay metric">
+          <Options values={keys.length ? keys : [metric]} />
+        </select>{" "}
+        <label>
+          smoothing{" "}
+          <select value={span} onChange={(e) => setSpan(Number(e.target.value))} aria-label="smoothing window">
+            {[1, 3, 5, 10].map((w) => (
+              <option key={w} value={w}>
+                {w === 1 ? "none" : `mean of last ${w}`}
+              </option>
+            ))}
+          </select>
+        </label>
+      </h3>
+      <LineChart x={x} series={series} percent={rate} testid="overlay-curve" label={`${shown} of the overlaid runs by iteration`} />
+      {ids.length > 1 && (
+        <ListTable
+          testid="config-diff"
+          columns={["setting", ...ids]}
+          items={diff}
+          row={(d) => (
+            <tr key={d.key}>
+              <td className="mono">{d.key}</td>
+              {d.values.map((v, i) => (
+                <td key={ids[i]} className="mono">
+                  {v}
+                </td>
+              ))}
+            </tr>
+          )}
+          empty={<>The runs' settings are the same.</>}
+        />
+      )}
+    </section>
   );
 }
 
