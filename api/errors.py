@@ -33,6 +33,7 @@ from episodelake.lake.core.errors import (
     InvalidInput,
     LakeCorrupt,
     LakeError,
+    NotAllowed,
     NotFound,
     SqlRefused,
 )
@@ -56,7 +57,7 @@ class Unauthorized(EpisodeLakeError):
     """No token, or a wrong one, where the server requires one."""
 
 
-class Forbidden(EpisodeLakeError):
+class Forbidden(NotAllowed):
     """A signed-in person whose role does not allow what they asked."""
 
 
@@ -103,6 +104,7 @@ STATUS: dict[type[EpisodeLakeError], int] = {
     # the API's own
     Unauthorized: 401,
     Forbidden: 403,
+    NotAllowed: 403,
     PayloadTooLarge: 413,
     BadHost: 400,
     WebAppNotBuilt: 503,

@@ -241,6 +241,19 @@ class SqlColumn(BaseModel):
     type: str
 
 
+class SavedQuery(schema.SavedQuery):
+    """A named SQL query the team shares, with its owner."""
+
+    model_config = ConfigDict(extra="ignore")
+    deleted: bool | None = Field(None, exclude=True, description=_HIDDEN)
+
+
+class SavedQueryCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=MAX_NAME)
+    query: str = Field(min_length=1, max_length=20_000)
+
+
 class SqlTable(BaseModel):
     """A table as SQL sees it: its columns, image columns marked (selected only when named)."""
 

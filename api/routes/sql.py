@@ -20,10 +20,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from fastapi import APIRouter, Query, Response
 
-from episodelake.api.deps import LakeDep, SettingsDep, needs
-from episodelake.api.models import SqlRequest, SqlResult, SqlTable
+from episodelake.api.deps import CuratorDep, IdPath, LakeDep, PersonDep, SettingsDep, needs
+from episodelake.api.models import SavedQuery, SavedQueryCreate, SqlRequest, SqlResult, SqlTable
 from episodelake.lake.core import schema
 from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.curation import saved_queries
 
 router = APIRouter(tags=["sql"])
 MAX_CELL_CHARS = 4000
@@ -50,6 +51,25 @@ def cell(value: object) -> object:
     if isinstance(value, str | int | float | bool) or value is None:
         return value
     return str(value)
+
+
+@router.get("/sql/saved", response_model=list[SavedQuery])
+def saved(lake: LakeDep) -> list[dict]:
+    """The team's saved queries, by name, each with its owner."""
+    return saved_queries.list_queries(lake)
+
+
+@router.post("/sql/saved", response_model=SavedQuery, status_code=201)
+def save(lake: LakeDep, who: CuratorDep, body: SavedQueryCreate) -> dict:
+    """Save a query under a name no other saved query has (409 names its owner)."""
+    return saved_queries.save(lake, body.name, body.query, owner=who)
+
+
+@router.delete("/sql/saved/{query_id}", status_code=204, response_class=Response)
+def delete_saved(lake: LakeDep, user: PersonDep, query_id: IdPath) -> Response:
+    """Delete a saved query: its owner's or an admin's to delete (403 otherwise)."""
+    saved_queries.delete(lake, query_id, who=user.name if user else None, admin=user is None or user.may("admin"))
+    return Response(status_code=204)
 
 
 @router.get("/sql/tables", response_model=list[SqlTable])

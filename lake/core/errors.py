@@ -51,6 +51,10 @@ class Conflict(EpisodeLakeError):
     """The request contradicts what is stored (a duplicate step, a finished episode)."""
 
 
+class NotAllowed(EpisodeLakeError):
+    """A person may not do this to this thing (someone else's saved query, say)."""
+
+
 # -- the lake: storage and queries -------------------------------------------------------------
 class LakeError(EpisodeLakeError):
     """The lake could not store or read what was asked; no input of the caller's is at fault."""

@@ -278,6 +278,19 @@ class Review(Row):
     reviewed_at: datetime | None = None
 
 
+class SavedQuery(Row):
+    """A SQL query saved under a name for the team (the SQL console's saved queries), with
+    its owner: the one who may delete it, besides admins."""
+
+    table: ClassVar[str | None] = "saved_queries"
+    query_id: str
+    name: str | None = None
+    query: str | None = None
+    owner: str | None = None
+    created_at: datetime | None = None
+    deleted: bool | None = None
+
+
 class User(Row):
     """A person who may use a served lake, with a role (`ROLES`). The token is never stored,
     only its SHA-256 (tokens are 32 random bytes, so the hash cannot be guessed back); a
@@ -311,7 +324,7 @@ class Audit(Row):
 
 #: The row class of each table, in the order tables are listed.
 ROWS: tuple[type[Row], ...] = (Episode, Step, Set, SetMember, Annotation, Export, Run, Job,
-                               SavedView, Lineage, User, Audit, Review)
+                               SavedView, Lineage, User, Audit, Review, SavedQuery)
 OCR_BOX = OcrLine.arrow_struct()
 EPISODES = Episode.arrow_schema()
 STEPS = Step.arrow_schema()
@@ -326,6 +339,7 @@ LINEAGE = Lineage.arrow_schema()
 USERS = User.arrow_schema()
 AUDIT = Audit.arrow_schema()
 REVIEWS = Review.arrow_schema()
+SAVED_QUERIES = SavedQuery.arrow_schema()
 
 TABLES: dict[str, pa.Schema] = {str(row.table): row.arrow_schema() for row in ROWS}
 
@@ -344,6 +358,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "users": ("name",),
     "audit": ("audit_id",),
     "reviews": ("set_id", "episode_id", "reviewer"),
+    "saved_queries": ("query_id",),
 }
 
 #: Tables whose rows are written once and never updated: appends, deduplicated on replay.

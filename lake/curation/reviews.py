@@ -34,16 +34,17 @@ def review(lake: Lake, set_id: str, episode_id: str, reviewer: str | None, *, fa
     """Record `reviewer`'s review of a member (replacing their earlier one)."""
     if not reviewer:
         raise InvalidInput("reviewer: a review needs a name (sign in, or name the reviewer)")
-    before_member = curation.member(lake, layout.check_id(set_id, "set_id"), episode_id)  # a live member
-    row = {"set_id": set_id, "episode_id": episode_id, "reviewer": reviewer[:curation.MAX_NAME],
+    curation.member(lake, layout.check_id(set_id, "set_id"), episode_id)  # a live member, or NotFound
+    name = reviewer[:curation.MAX_NAME]
+    row = {"set_id": set_id, "episode_id": episode_id, "reviewer": name,
            "failure_category": None if failure_category is None
            else curation._choice(failure_category, "failure_category", schema.FAILURE_CATEGORIES),
            "failing_step": curation._check_step(lake, episode_id, failing_step, "failing_step"),
            "note": curation._text(note, "note"), "reviewed_at": datetime.now(UTC)}
-    earlier = [r for r in of_member(lake, set_id, episode_id) if r["reviewer"] == row["reviewer"]]
+    earlier = [r for r in of_member(lake, set_id, episode_id) if r["reviewer"] == name]
     lake.upsert("reviews", [row])
-    audit.record(lake, row["reviewer"], "review.put", "reviews", f"{set_id}/{episode_id}/{row['reviewer']}",
-                 earlier[0] if earlier else None, row, episode_id=before_member["episode_id"])
+    audit.record(lake, name, "review.put", "reviews", f"{set_id}/{episode_id}/{name}",
+                 earlier[0] if earlier else None, row, episode_id=episode_id)
     return row
 
 

@@ -269,3 +269,22 @@ def test_two_reviewers_agree_or_dispute_and_a_set_is_assigned(server, tokens, la
     assert not_member.status_code == 404
     with as_(server, tokens["viewer"]) as v:
         assert v.put(f"/api/sets/{sid}/members/wifi_on-0/review", json={}).status_code == 403
+
+
+def test_saved_queries_are_shared_with_their_owner(server, tokens):
+    query = "select task_name, count(*) n from episodes group by all"
+    with as_(server, tokens["curator"]) as ann, as_(server, tokens["admin"]) as admin, \
+            as_(server, tokens["viewer"]) as viewer:
+        made = ann.post("/api/sql/saved", json={"name": "episodes per task", "query": query})
+        assert made.status_code == 201 and made.json()["owner"] == "curator-1"
+        listed = viewer.get("/api/sql/saved").json()
+        assert [(q["name"], q["owner"], q["query"]) for q in listed] == [("episodes per task", "curator-1", query)]
+        again = ann.post("/api/sql/saved", json={"name": "episodes per task", "query": "select 1"})
+        assert again.status_code == 409 and "curator-1" in error_of(again)["message"]
+        assert viewer.post("/api/sql/saved", json={"name": "mine", "query": "select 1"}).status_code == 403
+        theirs = admin.post("/api/sql/saved", json={"name": "admin's", "query": "select 2"}).json()
+        refused = ann.delete(f"/api/sql/saved/{theirs['query_id']}")
+        assert refused.status_code == 403 and "owner" in error_of(refused)["message"]
+        assert ann.delete(f"/api/sql/saved/{made.json()['query_id']}").status_code == 204
+        assert admin.delete(f"/api/sql/saved/{theirs['query_id']}").status_code == 204
+        assert viewer.get("/api/sql/saved").json() == []

@@ -61,3 +61,20 @@ def test_tables_sorting_screenshots_and_history(page):
     box.fill("")
     history.get_by_role("button", name=re.compile("^select episode_id, step")).click()
     assert box.input_value() == query
+
+
+def test_a_query_is_saved_for_the_team_and_opened_again(page):
+    page.goto(page.base + "/sql")
+    box = page.get_by_test_id("sql-input")
+    box.fill("select count(*) n from steps")
+    page.get_by_label("save the query as").fill("steps in the lake")
+    page.get_by_role("button", name="Save as").click()
+    saved = page.get_by_test_id("sql-saved")
+    saved.get_by_role("button", name="steps in the lake", exact=True).wait_for()
+    assert "by —" in saved.inner_text()  # a server without users knows no owner
+    box.fill("")
+    saved.get_by_role("button", name="steps in the lake", exact=True).click()
+    assert box.input_value() == "select count(*) n from steps"
+    assert axe_violations(page) == []
+    saved.get_by_role("button", name="delete saved query steps in the lake").click()
+    saved.get_by_role("button", name="steps in the lake", exact=True).wait_for(state="detached")

@@ -118,6 +118,8 @@ export const queries = {
     queryOptions({ queryKey: ["sql-tables"], staleTime: Infinity, queryFn: ({ signal }) => call(api.GET("/api/sql/tables", { signal })) }),
   /** Who the server takes this browser for (a signed-in person, or anyone on a server that needs no token). */
   me: () => queryOptions({ queryKey: ["me"], staleTime: 60_000, queryFn: ({ signal }) => call(api.GET("/api/me", { signal })) }),
+  /** The team's saved SQL queries, each with its owner. */
+  savedQueries: () => queryOptions({ queryKey: ["sql-saved"], queryFn: ({ signal }) => call(api.GET("/api/sql/saved", { signal })) }),
   /** The lake's people (names and roles), to assign a set to one. */
   users: () => queryOptions({ queryKey: ["users"], staleTime: 60_000, queryFn: ({ signal }) => call(api.GET("/api/users", { signal })) }),
   /** The audit log's newest changes, optionally of one row (a set, a member `SET/EPISODE`). */

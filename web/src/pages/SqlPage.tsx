@@ -7,6 +7,7 @@ import { useEffect, useRef, useState } from "react";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { queries } from "../api/queries";
 import { ResultGrid } from "../components/ResultGrid";
+import { SavedQueries } from "../components/SavedQueries";
 import { ActionError, Loading } from "../components/Status";
 import { useTitle } from "../hooks";
 import { navigate, useLocation } from "../router";
@@ -126,7 +127,7 @@ export function SqlPage() {
         </>
       )}
       </div>
-      <aside className="sql-side" aria-label="tables and history">
+      <aside className="sql-side" aria-label="tables, saved queries and history">
         <h3>Tables</h3>
         <ul className="sql-tables" data-testid="sql-tables">
           {tables.data?.map((t) => (
@@ -150,6 +151,7 @@ export function SqlPage() {
             </li>
           ))}
         </ul>
+        <SavedQueries current={text} onOpen={setText} />
         {history.length > 0 && (
           <>
             <h3>History</h3>
