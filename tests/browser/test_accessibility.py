@@ -41,8 +41,10 @@ def set_id(web_server):
     return sid
 
 
+@pytest.mark.parametrize("width, height", [(1280, 800), (390, 844)], ids=["1280", "390"])
 @pytest.mark.parametrize("url, ready, title", VIEWS, ids=[v[0].split("?")[0] for v in VIEWS])
-def test_every_view_passes_axe(page, set_id, url, ready, title):
+def test_every_view_passes_axe(page, set_id, url, ready, title, width, height):
+    page.set_viewport_size({"width": width, "height": height})
     page.goto(page.base + url.format(set_id=set_id))
     page.get_by_test_id(ready).first.wait_for()
     page.wait_for_load_state("networkidle")

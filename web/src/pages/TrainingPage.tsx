@@ -42,9 +42,14 @@ export function TrainingPage() {
       <OverSeeds />
       {overlaid.length > 0 && <Overlay ids={overlaid} configs={Object.fromEntries((runs.data ?? []).map((r) => [r.run_id, r.config]))} />}
       <h3>Runs</h3>
-      <p className="muted">Tick runs to draw them over each other, with the settings they differ in.</p>
       <Async state={runs} what="training runs">
-        {(list) => (
+        {(list) => list.length === 0 ? (
+          <p className="muted" data-testid="runs">
+            No training runs yet: start one with <span className="mono">elake train --env sim</span>.
+          </p>
+        ) : (
+          <>
+          <p className="muted">Tick runs to draw them over each other, with the settings they differ in.</p>
           <ListTable
             testid="runs"
             columns={["overlay", "run", "algo", "policy", "seed", "iterations", "success rate", "held-out success", "loss", "updated"]}
@@ -71,12 +76,8 @@ export function TrainingPage() {
                 </td>
               </tr>
             )}
-            empty={
-              <>
-                No training runs yet: start one with <span className="mono">elake train --env sim</span>.
-              </>
-            }
           />
+          </>
         )}
       </Async>
     </main>
