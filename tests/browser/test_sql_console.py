@@ -78,3 +78,20 @@ def test_a_query_is_saved_for_the_team_and_opened_again(page):
     assert axe_violations(page) == []
     saved.get_by_role("button", name="delete saved query steps in the lake").click()
     saved.get_by_role("button", name="steps in the lake", exact=True).wait_for(state="detached")
+
+
+def test_names_complete_as_you_type(page):
+    page.goto(page.base + "/sql")
+    page.get_by_test_id("sql-tables").locator("summary").first.wait_for()  # the names are loaded
+    box = page.get_by_test_id("sql-input")
+    box.fill("")
+    box.press_sequentially("select task_na")
+    suggestions = page.get_by_test_id("sql-suggestions")
+    suggestions.get_by_role("button", name="task_name").wait_for()
+    box.press("Tab")  # takes the first
+    assert box.input_value() == "select task_name"
+    box.press_sequentially(" from epi")
+    suggestions.get_by_role("button", name="episodes", exact=True).click()
+    assert box.input_value() == "select task_name from episodes"
+    assert suggestions.get_by_role("button").count() == 0
+    assert axe_violations(page) == []

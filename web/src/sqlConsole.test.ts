@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ApiError } from "./api/client";
-import { elapsedText, HISTORY_MAX, remember, sortRows, sqlFailure, stepColumns } from "./sqlConsole";
+import { completions, elapsedText, HISTORY_MAX, remember, sortRows, sqlFailure, stepColumns, wordBefore } from "./sqlConsole";
 
 describe("the SQL console", () => {
   it("says a failure once, without the type and the server's prefix", () => {
@@ -37,5 +37,18 @@ describe("the SQL console", () => {
     for (let i = 0; i < 30; i++) h = remember(h, `select ${i + 10}`);
     expect(h.length).toBe(HISTORY_MAX);
     expect(h[0]).toBe("select 39");
+  });
+
+  it("completes the word at the cursor with table and column names", () => {
+    expect(wordBefore("select task_na from", 14)).toEqual({ start: 7, word: "task_na" });
+    expect(wordBefore("select ", 7)).toEqual({ start: 7, word: "" });
+    const tables = [
+      { name: "episodes", columns: [{ name: "episode_id" }, { name: "task_name" }] },
+      { name: "steps", columns: [{ name: "episode_id" }, { name: "step" }] },
+    ];
+    expect(completions("ep", tables)).toEqual(["episodes", "episode_id"]);
+    expect(completions("STE", tables)).toEqual(["steps", "step"]);
+    expect(completions("step", tables)).toEqual(["steps"]);
+    expect(completions("", tables)).toEqual([]);
   });
 });

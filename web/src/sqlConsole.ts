@@ -66,3 +66,20 @@ export function loadHistory(): string[] {
 export function saveHistory(history: string[]): void {
   localStorage.setItem(HISTORY_KEY, JSON.stringify(history));
 }
+
+/** The identifier being typed at `cursor`: where it starts and what it is so far. */
+export function wordBefore(text: string, cursor: number): { start: number; word: string } {
+  let start = cursor;
+  while (start > 0 && /[A-Za-z0-9_]/.test(text[start - 1])) start--;
+  return { start, word: text.slice(start, cursor) };
+}
+
+/** Table and column names that complete `word` (any case), tables first, each once, at
+ * most `limit`; nothing for an empty word or one already whole. */
+export function completions(word: string, tables: { name: string; columns: { name: string }[] }[], limit = 8): string[] {
+  if (!word) return [];
+  const lower = word.toLowerCase();
+  const names = [...tables.map((t) => t.name), ...tables.flatMap((t) => t.columns.map((c) => c.name))];
+  const out = [...new Set(names)].filter((n) => n.toLowerCase().startsWith(lower) && n.toLowerCase() !== lower);
+  return out.slice(0, limit);
+}

@@ -11,7 +11,7 @@ import { SavedQueries } from "../components/SavedQueries";
 import { ActionError, Loading } from "../components/Status";
 import { useTitle } from "../hooks";
 import { navigate, useLocation } from "../router";
-import { elapsedText, loadHistory, remember, saveHistory, sqlFailure } from "../sqlConsole";
+import { completions, elapsedText, loadHistory, remember, saveHistory, sqlFailure, wordBefore } from "../sqlConsole";
 
 const EXAMPLE = `select task_name, policy_version, count(*) as episodes, avg(success::int) as success_rate
 from episodes group by all order by all`;
@@ -35,6 +35,21 @@ export function SqlPage() {
     });
   }, [urlQuery, sql.data]);
   const editor = useRef<HTMLTextAreaElement>(null);
+  // Completion of the word at the cursor from the tables' and columns' names: Tab takes the
+  // first, a click any; Escape (or moving on) hides them.
+  const [caret, setCaret] = useState<number | null>(null);
+  const typed = caret === null ? null : wordBefore(text, caret);
+  const suggestions = typed ? completions(typed.word, tables.data ?? []) : [];
+  const complete = (name: string) => {
+    if (!typed) return;
+    const at = typed.start + name.length;
+    setText(text.slice(0, typed.start) + name + text.slice(caret ?? typed.start));
+    setCaret(null);
+    requestAnimationFrame(() => {
+      editor.current?.focus();
+      editor.current?.setSelectionRange(at, at);
+    });
+  };
   const insert = (name: string) => {
     const box = editor.current;
     const at = box ? box.selectionStart : text.length;
@@ -82,14 +97,33 @@ export function SqlPage() {
         id="sql-input"
         aria-describedby="sql-help"
         value={text}
-        onChange={(e) => setText(e.target.value)}
+        onChange={(e) => {
+          setText(e.target.value);
+          setCaret(e.target.selectionStart === e.target.selectionEnd ? e.target.selectionStart : null);
+        }}
         onKeyDown={(e) => {
           if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) submit();
+          else if (e.key === "Tab" && suggestions.length > 0) {
+            e.preventDefault();
+            complete(suggestions[0]);
+          } else if (e.key === "Escape" || e.key === "ArrowUp" || e.key === "ArrowDown") setCaret(null);
         }}
+        onBlur={() => setTimeout(() => setCaret(null), 200)}
+        aria-autocomplete="list"
+        aria-controls="sql-suggestions"
         rows={6}
         spellCheck={false}
         data-testid="sql-input"
       />
+      <ul id="sql-suggestions" className="sql-suggestions" data-testid="sql-suggestions" aria-label="completions (Tab takes the first)">
+        {suggestions.map((name) => (
+          <li key={name}>
+            <button type="button" className="link mono" onMouseDown={(e) => e.preventDefault()} onClick={() => complete(name)}>
+              {name}
+            </button>
+          </li>
+        ))}
+      </ul>
       <div className="inline-form">
         <button type="button" onClick={submit} disabled={running}>
           Run (Ctrl+Enter)
