@@ -66,19 +66,30 @@ def test_the_app_asks_for_a_token_and_refuses_a_wrong_one(fresh, people_server):
     assert axe_violations(fresh) == []
 
 
-def test_a_viewer_reads_every_page_and_is_told_why_a_change_is_refused(fresh, people_server, people_lake):
+def test_a_viewer_reads_every_page_and_is_told_who_may_change_things(fresh, people_server, people_lake):
     sign_in(fresh, people_server, people_lake.tokens["viewer"])
     assert fresh.get_by_test_id("signed-in").inner_text().startswith("viewer-ann (viewer)")
     for path, testid in [("/episodes/wifi_on-0/steps/0", "screen"), ("/sets", "sets-page"), ("/sql", "sql-page")]:
         fresh.goto(people_server.url + path)
         fresh.get_by_test_id(testid).wait_for()
+    # the replay offers no curation or edits to a viewer, and says who may
     fresh.goto(people_server.url + "/episodes/wifi_on-0/steps/0")
-    fresh.get_by_label("New failure set name").fill("viewer's set")
-    fresh.get_by_role("button", name="Create").click()
-    refused = fresh.get_by_test_id("toast").filter(has_text="viewer-ann is a viewer")
-    refused.wait_for()
-    assert "needs the curator role" in refused.inner_text()
-    shot(fresh, "people-viewer-refused")
+    note = fresh.get_by_test_id("role-note")
+    note.wait_for()
+    assert "Curating episodes needs the curator role" in note.inner_text() and "viewer-ann (viewer)" in note.inner_text()
+    assert fresh.get_by_test_id("curation").count() == 0 and fresh.get_by_label("New failure set name").count() == 0
+    assert fresh.get_by_text("Edit episode").count() == 0
+    fresh.goto(people_server.url + "/?task=wifi_on")
+    fresh.get_by_test_id("task-tree").wait_for()
+    assert fresh.get_by_test_id("bulk-add").count() == 0
+    fresh.goto(people_server.url + "/sets")
+    assert "Making sets needs the curator role" in fresh.get_by_test_id("role-note").inner_text()
+    assert fresh.get_by_role("button", name="Create set").count() == 0
+    shot(fresh, "people-viewer")
+    assert axe_violations(fresh) == []
+    # and the server refuses what the app no longer offers
+    r = fresh.request.post(people_server.url + "/api/sets", data={"name": "viewer's set"})
+    assert r.status == 403 and "viewer-ann is a viewer" in r.json()["error"]["message"]
     people_lake.invalidate()
     assert people_lake.sql("select count(*) n from sets where name = 'viewer''s set'").to_pylist()[0]["n"] == 0
     fresh.goto(people_server.url + "/signout")

@@ -1,5 +1,5 @@
 // /, /episodes/<id> and /episodes/<id>/steps/<n>: the task tree, the replay and the panels.
-import { memo, useCallback, useEffect, useRef, useState } from "react";
+import { memo, useCallback, useEffect, useRef, useState, type ReactNode } from "react";
 import { flushSync } from "react-dom";
 import { useQuery } from "@tanstack/react-query";
 import type { EpisodeDetail } from "../api/client";
@@ -20,6 +20,7 @@ import { count } from "../components/Time";
 import { isShortcut, useTitle } from "../hooks";
 import { Link, enc, navigate, useLocation, withQuery } from "../router";
 import { BulkAdd } from "../components/BulkAdd";
+import { RoleNote, useMay } from "../components/Role";
 
 const OVERLAY_KEY = "elake.overlay";
 
@@ -32,7 +33,9 @@ export function EpisodePage({ id, step }: { id?: string; step?: string }) {
       <aside className="left">
         <FilterBar />
         <SavedViews />
-        <BulkAdd />
+        <CuratorsOnly>
+          <BulkAdd />
+        </CuratorsOnly>
         <TaskTree currentEpisode={id} currentTask={detail.data?.episode.task_name} />
       </aside>
       {id ? (
@@ -48,6 +51,7 @@ export function EpisodePage({ id, step }: { id?: string; step?: string }) {
 
 function Replay({ detail, stepParam }: { detail: EpisodeDetail; stepParam?: string }) {
   const { query, key, silent } = useLocation();
+  const may = useMay();
   const ep = detail.episode;
   const steps = detail.steps;
   const fromUrl = stepParam === undefined ? steps[0]?.step : Number(stepParam);
@@ -148,8 +152,8 @@ function Replay({ detail, stepParam }: { detail: EpisodeDetail; stepParam?: stri
       </main>
       <aside className="right">
         {current && <StepPanel step={current} detail={detail} found={found} />}
-        <CurationPanel detail={detail} stepNo={current?.step ?? 0} />
-        <EpisodeEdits episode={ep} stepNo={current?.step ?? 0} firstStep={steps[0]?.step ?? 0} />
+        {may("curator") ? <CurationPanel detail={detail} stepNo={current?.step ?? 0} /> : <RoleNote need="curator" what="Curating episodes" />}
+        {may("admin") && <EpisodeEdits episode={ep} stepNo={current?.step ?? 0} firstStep={steps[0]?.step ?? 0} />}
       </aside>
     </>
   );
@@ -199,3 +203,8 @@ const EpisodeHeader = memo(function EpisodeHeader({ detail, onCompare }: { detai
     </header>
   );
 });
+
+/** Children only for a curator or above (filing many episodes at once, say). */
+function CuratorsOnly({ children }: { children: ReactNode }) {
+  return useMay()("curator") ? <>{children}</> : null;
+}

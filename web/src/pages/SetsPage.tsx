@@ -10,6 +10,7 @@ import { Options } from "../components/Options";
 import { ActionError, Async } from "../components/Status";
 import { mark } from "../components/TaskTree";
 import { Time } from "../components/Time";
+import { RoleNote, useMay } from "../components/Role";
 import { toast } from "../components/Toasts";
 import { useAction, useTitle } from "../hooks";
 import { Link, enc, navigate } from "../router";
@@ -18,6 +19,7 @@ const KINDS = ["failure", "regression", "sft", "eval"] as const;
 type Kind = (typeof KINDS)[number];
 
 export function SetsPage() {
+  const may = useMay();
   const sets = useQuery(queries.sets());
   const action = useAction();
   useTitle("Sets");
@@ -58,6 +60,9 @@ export function SetsPage() {
           />
         )}
       </Async>
+      {!may("curator") ? (
+        <RoleNote need="curator" what="Making sets" />
+      ) : (
       <form className="inline-form" onSubmit={create}>
         <input name="name" placeholder="new set name" aria-label="New set name" required />
         <select name="kind" defaultValue="failure" aria-label="New set kind">
@@ -66,12 +71,14 @@ export function SetsPage() {
         <input name="description" placeholder="description" aria-label="New set description" />
         <button type="submit">Create set</button>
       </form>
+      )}
       <ActionError message={action.error} />
     </main>
   );
 }
 
 export function SetPage({ id }: { id: string }) {
+  const may = useMay();
   const set = useQuery(queries.set(id));
   const members = useQuery(queries.members(id));
   const tags = useQuery(queries.health());
@@ -156,10 +163,12 @@ export function SetPage({ id }: { id: string }) {
                 <option value="">nobody assigned</option>
                 <Options values={[...new Set([...(people.data ?? []).map((u) => u.name), ...(s.assigned_to ? [s.assigned_to] : [])])]} />
               </select>
-              <button type="submit">Save</button>
-              <button type="button" className="danger" onClick={() => void deleteSet()}>
-                Delete set
-              </button>
+              {may("curator") && <button type="submit">Save</button>}
+              {may("admin") && (
+                <button type="button" className="danger" onClick={() => void deleteSet()}>
+                  Delete set
+                </button>
+              )}
             </form>
             <p className="muted">
               {s.members} members · <Link to={`/?set_id=${enc(id)}`}>browse them</Link> · set id <span className="mono">{s.set_id}</span>
@@ -189,12 +198,14 @@ export function SetPage({ id }: { id: string }) {
                   <Time value={m.added_at} /> {m.added_by && `by ${m.added_by}`}
                 </td>
                 <td>
-                  <ReviewCell setId={id} member={m} />
+                  <ReviewCell setId={id} member={m} canReview={may("curator")} />
                 </td>
                 <td>
-                  <button type="button" className="link" onClick={() => remove(m)} aria-label={`remove ${m.episode_id}`}>
-                    remove
-                  </button>
+                  {may("curator") && (
+                    <button type="button" className="link" onClick={() => remove(m)} aria-label={`remove ${m.episode_id}`}>
+                      remove
+                    </button>
+                  )}
                 </td>
               </tr>
             )}
@@ -237,7 +248,7 @@ function SetChanges({ setId }: { setId: string }) {
 
 /** A member's review: its state, each reviewer's label side by side, and the signed-in
  * person's own review (a category; the failing step is the member's). */
-function ReviewCell({ setId, member }: { setId: string; member: Member }) {
+function ReviewCell({ setId, member, canReview }: { setId: string; member: Member; canReview: boolean }) {
   const reviews = member.reviews ?? [];
   const save = async (category: string) => {
     try {
@@ -263,12 +274,14 @@ function ReviewCell({ setId, member }: { setId: string; member: Member }) {
           {r.failing_step != null && ` @${r.failing_step}`}
         </span>
       ))}
-      <select value="" onChange={(e) => void save(e.target.value)} aria-label={`your review of ${member.episode_id}`}>
-        <option value="" disabled>
-          my review…
-        </option>
-        <Options values={FAILURE_CATEGORIES} />
-      </select>
+      {canReview && (
+        <select value="" onChange={(e) => void save(e.target.value)} aria-label={`your review of ${member.episode_id}`}>
+          <option value="" disabled>
+            my review…
+          </option>
+          <Options values={FAILURE_CATEGORIES} />
+        </select>
+      )}
     </div>
   );
 }
