@@ -28,6 +28,7 @@ def cmd_serve(
     import uvicorn
 
     from episodelake.api.app import create_app
+    from episodelake.lake.core import users
     from episodelake.lake.core.lake import Lake
 
     options = globals_of(ctx)
@@ -36,6 +37,10 @@ def cmd_serve(
                                  background_enrich=names)
     lake = Lake(settings.lake, create=False)
     print(f"elake serve: lake {lake.path.resolve()} on {url_of(settings.host, settings.port)}", file=sys.stderr)
+    people = users.list_users(lake)
+    if people:
+        print(f"elake serve: the lake has {len(people)} user(s): every request needs one's token (the app "
+              "asks for it at sign-in; `elake user add NAME` makes one)", file=sys.stderr)
     uvicorn.run(create_app(settings, lake), host=settings.host, port=settings.port,
                 log_level="info" if options.verbose else "warning")
 
