@@ -175,6 +175,10 @@ class ReplayReport:
     deferred: list[str] = field(default_factory=list)
 
 
+#: Batches that may be handed to the committer and not yet committed, per writer: each
+#: offer's data files and its spool segments both take disk until the commit, so offering a
+#: backlog a few batches at a time lets a nearly full disk drain it (`LakeWriter._commit`).
+MAX_IN_FLIGHT_BATCHES = 4
 #: Rows a replay commits at a time: a segment is replayed in slices of this many rows, each
 #: needing free space for itself only (the writers of this release keep a segment to about
 #: one batch, so a replay needs about one batch of free space).
@@ -355,23 +359,32 @@ class LakeWriter:
     def flush(self) -> None:
         """Commit everything appended so far (and wait for the committer to commit what was
         handed to it); raises `CommitFailed` if the lake does not take it (the rows stay in
-        the spool, retried in the background and by later flushes)."""
+        the spool, retried in the background and by later flushes). Hand-offs go in rounds
+        of at most `MAX_IN_FLIGHT_BATCHES` batches (see `_commit`), so a flush waits for
+        each round before offering the next."""
         try:
+            with self._lock:
+                wanted = {id(p) for pending in self._pending.values() for p in pending.parts}
+                wanted |= {id(p) for f in self._flights for p in f.parts}
             self._commit(only=None)
-            waiting = {id(f) for f in self._flights}
             deadline = time.monotonic() + self.options.flush_timeout_s
             while True:
                 with self._commit_lock:
+                    before = len(self._flights)
                     back = self._settle_flights()
-                    waiting &= {id(f) for f in self._flights}
-                if back:  # the committer could not commit them: merged by key here
+                    if len(self._flights) < before:  # the committer moves: wait on from here
+                        deadline = time.monotonic() + self.options.flush_timeout_s
+                with self._lock:
+                    flying = sum(any(id(p) in wanted for p in f.parts) for f in self._flights)
+                    left = any(id(p) in wanted for pending in self._pending.values() for p in pending.parts)
+                if back or (left and not self._flights):  # came back, or the next round is due
                     self._commit(only=None)
-                if not waiting:
+                if not flying and not left:
                     break
                 self._elect()
                 if time.monotonic() > deadline:
                     raise CommitFailed(
-                        f"the committer of this machine did not commit {len(waiting)} hand-off(s) in "
+                        f"the committer of this machine did not commit {flying} hand-off(s) in "
                         f"{self.options.flush_timeout_s:.0f} s ({self._committer_state()}); the rows stay in "
                         "this writer's spool and are retried")
                 time.sleep(0.01)
@@ -452,6 +465,14 @@ class LakeWriter:
         self._restore(back)
         return bool(back)
 
+    def _in_flight_full(self) -> bool:
+        """Whether hand-offs not yet committed hold `MAX_IN_FLIGHT_BATCHES` batches or more."""
+        with self._lock:
+            rows = sum(p.rows for f in self._flights for p in f.parts)
+            nbytes = sum(p.bytes for f in self._flights for p in f.parts)
+        opts = self.options
+        return rows >= MAX_IN_FLIGHT_BATCHES * opts.batch_rows or nbytes >= MAX_IN_FLIGHT_BATCHES * opts.batch_bytes
+
     def _handoff(self, table: str, pending: _Pending) -> bool:
         return (self.options.handoff and table in schema.APPEND_ONLY
                 and not (self.options.dedupe_steps or pending.failed))
@@ -474,7 +495,10 @@ class LakeWriter:
                 self.last_error = exc
                 raise
             opts = self.options
+            held_back = False
             for i, table in enumerate(order):
+                if held_back:
+                    break
                 pending = taken[table]
                 if table in schema.APPEND_ONLY:
                     kind = "insert_missing" if opts.dedupe_steps or pending.failed else "append"
@@ -483,6 +507,14 @@ class LakeWriter:
                 handoff = self._handoff(table, pending)
                 try:
                     for parts in _slices(list(pending.parts), opts.batch_rows, opts.batch_bytes):
+                        if handoff and self._in_flight_full():
+                            # the rest waits for the committer: each offer holds its data files
+                            # and its spool segments until committed, so a backlog offered
+                            # whole would need room for all of it twice (a disk with less
+                            # free than the backlog would never drain)
+                            self._restore({t: taken[t] for t in order[i:]})
+                            held_back = True
+                            break
                         rows = pa.Table.from_batches([b for p in parts for b in p.batches],
                                                      schema=schema.TABLES[table])
                         if handoff:

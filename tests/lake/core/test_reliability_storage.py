@@ -108,6 +108,39 @@ def test_full_disk_refuses_rows_cleanly_and_recovers_by_itself(small_disk, caplo
     LakeWriter(lake.path).close()  # a new writer opens the lake
 
 
+def test_freeing_less_than_the_backlog_still_drains_it(small_disk):
+    """The disk fills while the writer's spool holds a backlog of uncommitted batches; then
+    only a little space comes back, much less than the backlog. The writer commits a batch or
+    two at a time, each commit letting go of its spool segment, so the room freed by one
+    batch makes room for the next: the whole backlog ends in the lake, each step once."""
+    lake = Lake(small_disk / "lake")
+    image = os.urandom(40_000)
+    w = lake.writer(WriterOptions(batch_rows=6, max_age_s=0.2))
+    w.append("episodes", _episode("e1"))
+    spare = small_disk / "spare"
+    spare.write_bytes(b"\0" * 1_500_000)  # the little that will come back
+    filler = _fill(small_disk, leave=4_000_000)
+    acknowledged, step, refused = [], 0, 0
+    while refused < 3 and step < 2000:
+        try:
+            w.append("steps", _step("e1", step, image))
+            acknowledged.append(step)
+            step += 1
+        except SpoolWriteError:
+            refused += 1
+            time.sleep(0.2)
+    assert refused == 3, "the disk never filled up"
+    backlog = sum(f.stat().st_size for f in (small_disk / "lake").rglob("*") if "spool" in str(f) and f.is_file())
+    spare.unlink()
+    assert backlog > 1_500_000 * 1.5, f"the backlog ({backlog} bytes) is not larger than the space freed"
+    w.append("episodes", _episode("e1", "finished"))
+    w.close()
+    reopened = Lake(lake.path)
+    assert reopened.recover()["problems"] == {}
+    assert reopened.sql("select step from steps order by step").column(0).to_pylist() == acknowledged
+    filler.unlink()
+
+
 def test_recover_on_a_full_disk_says_how_much_space_it_needs(small_disk):
     lake = Lake(small_disk / "lake")
     w = LakeWriter(lake.path, WriterOptions(batch_rows=10_000, max_age_s=600))
