@@ -73,7 +73,8 @@ class Observation:
 
     `seed` is the episode's seed when the task has one: an agent that samples starts the
     episode's random stream from it, so the same task and seed replay the same episode
-    whichever worker runs it."""
+    whichever worker runs it. `ui_tree` is the screen's accessibility tree (uiautomator XML)
+    where the device gives one, for agents that read the screen's text and element positions."""
 
     goal: str
     step: int
@@ -81,6 +82,7 @@ class Observation:
     history: Sequence[HistoryStep]
     images: Mapping[int, bytes]
     seed: int | None = None
+    ui_tree: str | None = None
 
     @property
     def responses(self) -> list[str]:
@@ -196,7 +198,7 @@ def _step(device: Device, agent: Agent, ep: EpisodeHandle, goal: str, step: int,
     shot = device.screenshot()
     tree = device.ui_tree()
     reply = agent.act(Observation(goal, step, shot, list(run.history), dict(run.images),
-                                  run.seed))
+                                  run.seed, tree))
     parsed = parse_response(reply.response)
     done = parsed.valid and parsed.action_type in FINAL_ACTIONS
     before = run.judge.before(device) if run.judge is not None else None

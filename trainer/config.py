@@ -19,9 +19,9 @@ from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.vocab.spec_model import SpecModel
 from episodelake.trainer.advantages import REFERENCE_ADVANTAGES, TUNED_ADVANTAGES, AdvantageConfig
 
-Policy = Literal["tiny", "vlm"]
+Policy = Literal["tiny", "screen", "vlm"]
 Env = Literal["sim"]
-Difficulty = Literal["easy", "medium", "hard", "all"]
+Difficulty = Literal["easy", "medium", "hard", "long", "all"]
 Engine = Literal["auto", "deepspeed", "torch"]
 Generator = Literal["auto", "vllm", "transformers"]
 Dtype = Literal["auto", "bfloat16", "float16", "float32"]
@@ -32,13 +32,13 @@ DEFAULT_DEEPSPEED_CONFIG = Path(__file__).parent / "configs" / "zero2.json"
 
 #: Learning rates that suit each policy when --lr is not given (the tiny policy's: 2e-3
 #: learned the toggles too slowly in 30 minutes, 6e-3 collapsed onto one tap everywhere).
-DEFAULT_LR = {"tiny": 3e-3, "vlm": 1e-6}
+DEFAULT_LR = {"tiny": 3e-3, "screen": 3e-3, "vlm": 1e-6}
 #: Upper clip ranges when --clip-eps-high is not given: wide for the tiny policy, whose good
 #: taps start at a fraction of a percent; DAPO's value for language models.
-DEFAULT_CLIP_HIGH = {"tiny": 1.0, "vlm": 0.28}
+DEFAULT_CLIP_HIGH = {"tiny": 1.0, "screen": 1.0, "vlm": 0.28}
 #: Entropy bonus when --entropy-coef is not given: the tiny policy needs enough of it to
 #: keep trying other rows while one is being rewarded.
-DEFAULT_ENTROPY = {"tiny": 0.01, "vlm": 0.001}
+DEFAULT_ENTROPY = {"tiny": 0.01, "screen": 0.01, "vlm": 0.001}
 
 
 class ConfigError(InvalidInput):
@@ -51,11 +51,13 @@ class TrainConfig(SpecModel):
 
     # --- what to train, on what --------------------------------------------------------------
     policy: Policy = Field(
-        "tiny", description="tiny: the small CPU network; vlm: a Hugging Face image-text model "
-        "from --model-path")
+        "tiny", description="tiny: the small CPU network; screen: a small CPU network that reads "
+        "the screen's text and element positions (UI tree, else OCR boxes); vlm: a Hugging Face "
+        "image-text model from --model-path")
     env: Env = Field("sim", description="where episodes run: the simulated phone")
     difficulty: Difficulty = Field(
-        "easy", description="which sim task templates to train and evaluate on")
+        "easy", description="which sim task templates to train and evaluate on (long: 8-20 steps, "
+        "with fixed held-out values; raise --max-steps to about 24)")
     templates: str | None = Field(
         None, description="comma-separated sim task templates to train and evaluate on, of any "
         "difficulty, instead of --difficulty's (e.g. notes_create,contacts_add,dial_number)")
@@ -169,7 +171,7 @@ class TrainConfig(SpecModel):
             raise ConfigError(f"clip_eps_high: {self.clip_eps_high} is below --clip-eps "
                               f"{self.clip_eps}; the upper range is the same or wider")
         if self.threads is None:
-            self.threads = 1 if self.policy == "tiny" else 0
+            self.threads = 0 if self.policy == "vlm" else 1
         self._check_sft_warmup()
         if self.policy == "vlm":
             if not self.model_path:

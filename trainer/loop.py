@@ -165,6 +165,12 @@ def build_policy(config: TrainConfig, weights: Path | None = None) -> TrainableP
         if weights is not None:
             return TinyPolicy.load(weights, seed=config.seed)
         return TinyPolicy(TinyConfig(seed=config.seed, apps=get_suite(config.env).apps))
+    if config.policy == "screen":
+        from episodelake.trainer.policies.screen import ScreenConfig, ScreenPolicy
+
+        if weights is not None:
+            return ScreenPolicy.load(weights, seed=config.seed)
+        return ScreenPolicy(ScreenConfig(seed=config.seed, apps=get_suite(config.env).apps))
     from episodelake.trainer.policies.vlm import VLMPolicy
 
     assert config.model_path, "TrainConfig's validator requires model_path for vlm"
@@ -182,17 +188,25 @@ def _engine_kind(config: TrainConfig) -> str:
 
 def split_tasks(config: TrainConfig) -> tuple[list[str], list[str]]:
     """(training task ids, held-out task ids) of the config's templates, or of its difficulty
-    (module docstring)."""
+    (module docstring). A template whose tasks carry their split (the long templates: held-out
+    values never in a training task) keeps it, whatever `holdout` says."""
     chosen = set(config.templates.split(",")) if config.templates else None
     by_template: dict[str, list[str]] = {}
+    fixed: dict[str, str] = {}
     for task in get_suite(config.env).tasks():
         if task.name in chosen if chosen is not None else config.difficulty in ("all", task.difficulty):
             by_template.setdefault(task.name, []).append(task.id)
+            if task.split is not None:
+                fixed[task.id] = task.split
     rng = random.Random(config.seed)
     train_ids: list[str] = []
     held_out: list[str] = []
     for name in sorted(by_template):
         ids = sorted(by_template[name])
+        if any(task_id in fixed for task_id in ids):
+            held_out += [task_id for task_id in ids if fixed.get(task_id) == "held_out"]
+            train_ids += [task_id for task_id in ids if fixed.get(task_id) != "held_out"]
+            continue
         rng.shuffle(ids)
         n = round(config.holdout * len(ids)) if len(ids) > 1 else 0
         held_out += ids[:n]
@@ -255,7 +269,7 @@ def rollout(lake: Lake, policy: TrainablePolicy, task_ids: list[str], config: Tr
 
 _SAMPLES_SQL = """
 WITH batch_steps AS (
-    SELECT s.episode_id, s.step, s.image, s.model_response,
+    SELECT s.episode_id, s.step, s.image, s.model_response, s.info, s.ocr_boxes,
            coalesce(list(s.model_response) OVER earlier, []) AS history
            {history_images}
     FROM steps s
@@ -311,7 +325,9 @@ def step_advantages(lake: Lake, report: RolloutReport, config: TrainConfig,
         Sample(episode_id=row["episode_id"], step=row["step"], goal=row["goal"],
                screenshot=row["image"], history=tuple(row["history"]),
                history_images=tuple(row.get("history_images") or ()),
-               response=row["model_response"] or "", advantage=row["advantage"])
+               response=row["model_response"] or "", advantage=row["advantage"],
+               info=json.loads(row["info"]) if row["info"] else None,
+               ocr_boxes=tuple(row["ocr_boxes"] or ()))
         for row in rows.to_pylist()
     ]
     # Not in episode-id order: ids are random, and the update's minibatches are drawn by

@@ -70,7 +70,9 @@ class Task:
 
 class SuiteTask(Protocol):
     """One task of a suite as a trainer sees it: an id to run, the template (task family) it
-    comes from, and how hard it is."""
+    comes from, how hard it is, and its split where the suite fixes one (``train`` or
+    ``held_out``: held-out tasks use values no training task has; None lets the trainer
+    hold out a seeded share)."""
 
     @property
     def id(self) -> str: ...
@@ -80,6 +82,9 @@ class SuiteTask(Protocol):
 
     @property
     def difficulty(self) -> str: ...
+
+    @property
+    def split(self) -> str | None: ...
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,9 @@ def test_the_sim_suite_lists_its_tasks_templates_and_apps():
     tasks = suite.tasks()
     assert len(tasks) > 50 and len({t.id for t in tasks}) == len(tasks)
     assert {t.name for t in tasks} == set(suite.templates)
-    assert {t.difficulty for t in tasks} <= {"easy", "medium", "hard"}
+    assert {t.difficulty for t in tasks} <= {"easy", "medium", "hard", "long"}
+    assert {t.split for t in tasks if t.difficulty == "long"} == {"train", "held_out"}
+    assert {t.split for t in tasks if t.difficulty != "long"} == {None}
     assert "Settings" in suite.apps and len(set(suite.apps)) == len(suite.apps)
 
 

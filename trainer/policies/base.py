@@ -27,7 +27,9 @@ class Sample:
 
     `history` holds the responses of the episode's earlier steps, oldest first;
     `history_images` the screenshots of the last ``history_length`` of them (empty for
-    policies that look at the current screen only).
+    policies that look at the current screen only). `info` is the step's recorded ``info``
+    (where a policy keeps what it read of the screen, e.g. the screen policy's elements) and
+    `ocr_boxes` the step's OCR lines (``steps.ocr_boxes``, empty until `elake enrich` ran).
     """
 
     episode_id: str
@@ -38,6 +40,8 @@ class Sample:
     history_images: tuple[bytes, ...]
     response: str
     advantage: float
+    info: dict[str, Any] | None = None
+    ocr_boxes: tuple[dict[str, Any], ...] = ()
 
 
 class TrainablePolicy(Agent, Protocol):

@@ -28,7 +28,7 @@ import io
 import json
 import re
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -169,6 +169,20 @@ def verb_of(parsed: ParsedAction) -> int:
     return _VERB_INDEX.get(kind, -1)
 
 
+def history_vector(history: Sequence[str]) -> torch.Tensor:
+    """The step (one-hot bucket), how often each verb was taken so far (thirds, up to 1) and
+    the previous verb (one-hot), from the episode's earlier responses."""
+    vector = torch.zeros(HISTORY_DIM)
+    vector[min(len(history), STEP_BUCKETS - 1)] = 1.0
+    counts = STEP_BUCKETS
+    last = counts + len(VERBS) + 1
+    verbs = [verb_of(parse_response(response)) for response in history]
+    for verb in verbs:
+        vector[counts + verb + 1] = min(float(vector[counts + verb + 1]) + 1.0 / 3.0, 1.0)
+    vector[last + (verbs[-1] + 1 if verbs else 0)] = 1.0
+    return vector
+
+
 def cell_of(coordinate: Sequence[float]) -> int:
     """The grid cell of a 0-999 coordinate."""
     col = min(GRID_W - 1, max(0, int(coordinate[0] * GRID_W / GRID)))
@@ -179,6 +193,36 @@ def cell_of(coordinate: Sequence[float]) -> int:
 def cell_centre(cell: int) -> list[int]:
     row, col = divmod(cell, GRID_W)
     return [round((col + 0.5) * GRID / GRID_W), round((row + 0.5) * GRID / GRID_H)]
+
+
+def structured_logprobs(verb_logits: torch.Tensor, verbs: torch.Tensor, arguments: torch.Tensor,
+                        argument_logits: Callable[[str], torch.Tensor | None]) -> TokenLogProbs:
+    """log p(verb) and log p(argument | verb) of recorded choices as two tokens per step (the
+    argument's masked out for verbs without one, both for choices that cannot be scored:
+    verb -1), with their entropies; `argument_logits(verb)` gives a verb's argument logits."""
+    verb_logp = F.log_softmax(verb_logits, dim=1)
+    logp = verb_logp.gather(1, verbs.clamp(min=0)[:, None])[:, 0]
+    entropy = -(verb_logp.exp() * verb_logp).sum(dim=1)
+    arg_logp = torch.zeros_like(logp)
+    arg_entropy = torch.zeros_like(logp)
+    has_argument = torch.zeros_like(verbs, dtype=torch.bool)
+    for index, verb in enumerate(VERBS):
+        logits = argument_logits(verb)
+        if logits is None:
+            continue
+        chosen = (verbs == index) & (arguments >= 0)
+        if not bool(chosen.any()):
+            continue
+        log_probs = F.log_softmax(logits, dim=1)
+        picked = log_probs.gather(1, arguments.clamp(0, logits.shape[1] - 1)[:, None])[:, 0]
+        spread = -(log_probs.exp() * log_probs.nan_to_num(neginf=0.0)).sum(dim=1)
+        arg_logp = torch.where(chosen, picked, arg_logp)
+        arg_entropy = torch.where(chosen, spread, arg_entropy)
+        has_argument |= chosen
+    scored = verbs >= 0
+    mask = torch.stack([scored, scored & has_argument], dim=1).float()
+    logp = torch.stack([logp, arg_logp], dim=1).masked_fill(mask == 0, 0.0)
+    return TokenLogProbs(logp, mask, torch.stack([entropy, arg_entropy], dim=1))
 
 
 class TinyNet(nn.Module):
@@ -355,23 +399,12 @@ class TinyPolicy:
             words=[_bucket(t, buckets) for t in tokens] or [_bucket("<empty>", buckets)],
             step_words=[_bucket(f"{w}@{step}", buckets) for w in words]
             or [_bucket(f"<empty>@{step}", buckets)],
-            history=self._history_vector(history),
+            history=history_vector(history),
             spans=spans,
             span_features=[[_bucket(f, buckets) for f in span.features] for span in spans],
             app_in_goal=torch.tensor([float(bool(name) and set(name) <= present)
                                       for name in self._app_names]),
         )
-
-    def _history_vector(self, history: Sequence[str]) -> torch.Tensor:
-        vector = torch.zeros(HISTORY_DIM)
-        vector[min(len(history), STEP_BUCKETS - 1)] = 1.0
-        counts = STEP_BUCKETS
-        last = counts + len(VERBS) + 1
-        verbs = [verb_of(parse_response(response)) for response in history]
-        for verb in verbs:
-            vector[counts + verb + 1] = min(float(vector[counts + verb + 1]) + 1.0 / 3.0, 1.0)
-        vector[last + (verbs[-1] + 1 if verbs else 0)] = 1.0
-        return vector
 
     def prepare(self, samples: Sequence[Sample]) -> list[Encoded]:
         prepared = []
@@ -390,30 +423,8 @@ class TinyPolicy:
         probability at the same pace as its verb instead of sharing one clipped ratio."""
         batch = collate(prepared)
         out = self.module(batch)
-        verbs, arguments = batch["verb"], batch["argument"]
-        verb_logp = F.log_softmax(out["verb"], dim=1)
-        logp = verb_logp.gather(1, verbs.clamp(min=0)[:, None])[:, 0]
-        entropy = -(verb_logp.exp() * verb_logp).sum(dim=1)
-        arg_logp = torch.zeros_like(logp)
-        arg_entropy = torch.zeros_like(logp)
-        has_argument = torch.zeros_like(verbs, dtype=torch.bool)
-        for index, verb in enumerate(VERBS):
-            logits = self._argument_logits(out, verb)
-            if logits is None:
-                continue
-            chosen = (verbs == index) & (arguments >= 0)
-            if not bool(chosen.any()):
-                continue
-            log_probs = F.log_softmax(logits, dim=1)
-            picked = log_probs.gather(1, arguments.clamp(0, logits.shape[1] - 1)[:, None])[:, 0]
-            spread = -(log_probs.exp() * log_probs.nan_to_num(neginf=0.0)).sum(dim=1)
-            arg_logp = torch.where(chosen, picked, arg_logp)
-            arg_entropy = torch.where(chosen, spread, arg_entropy)
-            has_argument |= chosen
-        scored = verbs >= 0
-        mask = torch.stack([scored, scored & has_argument], dim=1).float()
-        logp = torch.stack([logp, arg_logp], dim=1).masked_fill(mask == 0, 0.0)
-        return TokenLogProbs(logp, mask, torch.stack([entropy, arg_entropy], dim=1))
+        return structured_logprobs(out["verb"], batch["verb"], batch["argument"],
+                                   lambda verb: self._argument_logits(out, verb))
 
     def stats(self) -> dict[str, float]:
         return {}

@@ -10,7 +10,8 @@ action from whatever state the phone is in, so a demo policy can add noise and s
 Goals never say how to do the task, only what should be true afterwards. ``base`` holds the
 task types and what the apps' tasks share; a new app's tasks are a module named by the
 app's id with a ``TEMPLATES`` list, its id added to ``TASK_APPS`` (registry order is part of
-``sample_tasks``'s seeded order, so new apps go last).
+``sample_tasks``'s seeded order, so new apps go last). ``long`` is the one module that is not
+an app: the long-horizon templates that chain several apps' sub-goals (difficulty ``long``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from episodelake.collectors.envs.sim.tasks.base import DIFFICULTIES, TASK_ID, Pa
 from episodelake.lake.core.errors import InvalidInput
 
 #: The apps whose task modules make up the registry, in registry order.
-TASK_APPS = ("settings", "launcher", "clock", "notes", "contacts", "phone", "messages", "shop")
+TASK_APPS = ("settings", "launcher", "clock", "notes", "contacts", "phone", "messages", "shop", "long")
 APP_TASKS = tuple(import_module(f"{__name__}.{app}") for app in TASK_APPS)
 TEMPLATES: dict[str, Template] = {t.name: t for app in APP_TASKS for t in app.TEMPLATES}
 
@@ -67,10 +68,15 @@ def task_for_goal(goal: str) -> Task:
     return task
 
 
-def sample_tasks(n: int, seed: int = 0) -> list[Task]:
-    """``n`` distinct tasks, spread over templates: templates are visited round-robin in a
-    seeded order, each giving its next task in a seeded order."""
-    tasks = all_tasks()
+#: Difficulties `sample_tasks` draws from unless told: the long templates need more steps than
+#: a sampled collection allows (and leaving them out keeps every seed's sample as it was).
+SAMPLED = ("easy", "medium", "hard")
+
+
+def sample_tasks(n: int, seed: int = 0, difficulties: tuple[str, ...] = SAMPLED) -> list[Task]:
+    """``n`` distinct tasks of `difficulties`, spread over templates: templates are visited
+    round-robin in a seeded order, each giving its next task in a seeded order."""
+    tasks = [task for task in all_tasks() if task.difficulty in difficulties]
     if not 0 <= n <= len(tasks):
         raise InvalidInput(f"tasks: asked for {n}; {len(tasks)} are registered")
     rng = random.Random(seed)
@@ -89,5 +95,5 @@ def sample_tasks(n: int, seed: int = 0) -> list[Task]:
     return picked
 
 
-__all__ = ["APP_TASKS", "DIFFICULTIES", "TASK_APPS", "TEMPLATES", "Params", "Task", "Template", "all_tasks",
+__all__ = ["APP_TASKS", "DIFFICULTIES", "SAMPLED", "TASK_APPS", "TEMPLATES", "Params", "Task", "Template", "all_tasks",
            "get_task", "sample_tasks", "task_for_goal"]

@@ -33,7 +33,7 @@ from episodelake.lake.core.errors import InvalidInput
 log = logging.getLogger(__name__)
 
 Params = dict[str, str]
-DIFFICULTIES = ("easy", "medium", "hard")
+DIFFICULTIES = ("easy", "medium", "hard", "long")
 TERMINATE_SUCCESS: Action = {"action": "terminate", "status": "success"}
 TERMINATE_FAIL: Action = {"action": "terminate", "status": "fail"}
 
@@ -46,7 +46,10 @@ TEMPLATE_NAME = re.compile(r"^[a-z0-9_]+$")
 @dataclass(frozen=True)
 class Template:
     """A kind of task. ``grid`` lists every parameter combination it is registered with;
-    ``setup``, ``check`` and ``solve`` get the phone (or its state) and the parameters."""
+    ``setup``, ``check`` and ``solve`` get the phone (or its state) and the parameters.
+
+    ``held_out`` names the grid entries that form the template's held-out split (values never
+    in a training task); empty leaves the split to the trainer (a seeded share of the grid)."""
 
     name: str
     goal: str
@@ -55,6 +58,7 @@ class Template:
     solve: Callable[[Phone, Params], Action | None]
     grid: tuple[Params, ...] = ({},)
     setup: Callable[[PhoneState, Params], None] | None = None
+    held_out: tuple[Params, ...] = ()
 
     def __post_init__(self) -> None:
         if not TEMPLATE_NAME.match(self.name):
@@ -72,6 +76,8 @@ class Template:
             if named - set(params):
                 raise InvalidInput(f"template {self.name}: goal names {', '.join(sorted(named - set(params)))}, "
                                    f"which grid entry {params} does not give")
+        if stray := [params for params in self.held_out if params not in self.grid]:
+            raise InvalidInput(f"template {self.name}: held_out entry {stray[0]} is not in its grid")
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,13 @@ class Task:
     @property
     def difficulty(self) -> str:
         return self.template.difficulty
+
+    @property
+    def split(self) -> str | None:
+        """``held_out`` or ``train`` where the template fixes its split, else None."""
+        if not self.template.held_out:
+            return None
+        return "held_out" if dict(self.params) in self.template.held_out else "train"
 
     def setup(self, phone: Phone) -> None:
         """Puts the phone in the task's starting state (on the home screen)."""

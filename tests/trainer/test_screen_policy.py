@@ -1,0 +1,216 @@
+"""ScreenPolicy: what it reads of real simulated screens (elements, their text, boxes and
+flags, the match features), that the episode loop hands it the UI tree, and that a recorded
+step scores back to the element it chose."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import pytest
+import torch
+
+from episodelake.collectors.envs.base import Task
+from episodelake.collectors.envs.sim import navigation as nav
+from episodelake.collectors.envs.sim.device import SimDevice
+from episodelake.collectors.envs.sim.geometry import HEIGHT, WIDTH
+from episodelake.collectors.envs.sim.phone import Phone
+from episodelake.collectors.envs.sim.tasks import get_task
+from episodelake.collectors.envs.sim.tasks import long as long_tasks
+from episodelake.collectors.loop import Observation, run_episode
+from episodelake.collectors.record.recorder import Recorder
+from episodelake.lake import Lake
+from episodelake.lake.vocab.families import parse_response
+from episodelake.trainer.config import TrainConfig
+from episodelake.trainer.loop import build_policy, split_tasks
+from episodelake.trainer.policies.base import Sample
+from episodelake.trainer.policies.screen import (
+    ELEMENT_FEATURES,
+    FALLBACK_COLS,
+    FALLBACK_ROWS,
+    Element,
+    ScreenConfig,
+    ScreenPolicy,
+    ScreenText,
+    collate,
+    element_at,
+    encode,
+    match_features,
+    read_screen,
+)
+from episodelake.trainer.ppo import ppo_loss
+
+FAVOURITES = "Add Anna Li, Carlos Diaz and David Nguyen to favourite contacts."
+F = {name: i for i, name in enumerate(ELEMENT_FEATURES)}
+
+
+def _phone_on(app: str, *taps: str) -> Phone:
+    phone = Phone(0)
+    phone.step({"action": "open", "text": app})
+    for name in taps:
+        phone.step(nav.tap(phone, name))
+    return phone
+
+
+def _element(screen: ScreenText, text: str) -> tuple[int, Element]:
+    return next((i, e) for i, e in enumerate(screen.elements) if e.text.startswith(text))
+
+
+def test_the_contact_list_reads_as_rows_with_names_and_boxes():
+    phone = _phone_on("Contacts")
+    screen = read_screen(phone.ui_tree())
+    texts = [e.text for e in screen.elements]
+    assert any(t.startswith("Anna Lee") for t in texts) and any(t.startswith("Anna Li") for t in texts)
+    assert "Search contacts" in texts and "Back" in texts
+    _, row = _element(screen, "Anna Li")
+    widget = phone.screen().find("contact_c04")
+    box = widget.visible
+    assert row.box == pytest.approx((box.left / WIDTH, box.top / HEIGHT, box.right / WIDTH, box.bottom / HEIGHT))
+    assert {"clickable", "long_clickable"} <= row.flags
+    assert "editable" in _element(screen, "Search contacts")[1].flags
+    assert "Contacts" in screen.text.split()  # the title is read, not offered as a target
+    assert ":" not in screen.text  # the status bar's clock is left out
+
+
+def test_a_switch_reads_its_rows_text_and_state():
+    phone = _phone_on("Settings", "devices")
+    screen = read_screen(phone.ui_tree())
+    switches = [e for e in screen.elements if "checkable" in e.flags]
+    assert [e.text for e in switches] == ["Bluetooth", "NFC"]
+    assert all("checked" not in e.flags for e in switches)
+    phone.step(nav.tap(phone, "nfc_switch"))
+    assert "checked" in next(e for e in read_screen(phone.ui_tree()).elements if e.text == "NFC").flags
+
+
+def test_the_settings_list_rows_carry_their_subtitles():
+    screen = read_screen(_phone_on("Settings").ui_tree())
+    _, row = _element(screen, "Connected devices")
+    assert row.text == "Connected devices Bluetooth, NFC"
+    features = match_features(["turn", "on", "nfc", "then", "mobile", "data"], ["connected", "devices", "bluetooth", "nfc"])
+    assert features["matched"] == 1.0 and features["coverage"] == pytest.approx(1 / 3)
+
+
+def test_match_features_tell_a_name_from_its_near_duplicate():
+    goal = ["add", "anna", "li", "carlos", "diaz", "and", "david", "nguyen", "to", "favourite", "contacts"]
+    right = match_features(goal, ["anna", "li", "a"])
+    near = match_features(goal, ["anna", "lee", "a"])
+    assert right["overlap"] == 1.0 and near["overlap"] == 0.5
+    assert right["position"] == pytest.approx(1 / 10)
+    star = match_features(goal, ["favorite"])  # American spelling on screen, British in the goal
+    assert star["overlap"] == 0.0 and star["fuzzy"] > 0.6 and star["matched"] == 1.0
+    assert match_features(goal, ["back"])["matched"] == 0.0
+
+
+def test_encoding_marks_what_the_episode_already_tapped():
+    phone = _phone_on("Contacts")
+    screen = read_screen(phone.ui_tree())
+    index, row = _element(screen, "Anna Li")
+    tap = f'<tool_call>{{"name": "mobile_use", "arguments": {{"action": "click", "coordinate": {row.centre}}}}}</tool_call>'
+    config = ScreenConfig(seed=0)
+    fresh = encode(config, FAVOURITES, screen, [])
+    after = encode(config, FAVOURITES, screen, [tap])
+    assert fresh.element_features[index, F["tapped"]] == 0 and after.element_features[index, F["tapped"]] == 1
+    assert after.element_features[:, F["tapped"]].sum() == 1
+    assert fresh.element_features[index, F["overlap"]] == 1.0
+    assert element_at(screen.elements, row.centre) == index
+
+
+def test_a_fresh_policy_prefers_the_named_row():
+    """The match prior: from the start, the pointer puts more weight on the row the goal names
+    (never trained on) than on its near-duplicate."""
+    phone = _phone_on("Contacts")
+    screen = read_screen(phone.ui_tree())
+    policy = ScreenPolicy(ScreenConfig(seed=1))
+    with torch.no_grad():
+        out = policy.module(collate([encode(policy.config, FAVOURITES, screen, [])]))
+    points = out["points"][0, 0]
+    right, _ = _element(screen, "Anna Li")
+    near, _ = _element(screen, "Anna Lee")
+    assert points[right] > points[near]
+    assert int(points.argmax()) in {right, _element(screen, "Carlos Diaz")[0], _element(screen, "David Nguyen")[0]}
+
+
+def test_without_a_tree_it_reads_ocr_lines_and_else_a_grid():
+    lines = [{"text": "Anna Li", "x0": 0.2, "y0": 0.4, "x1": 0.5, "y1": 0.45, "score": 0.9},
+             {"text": "Contacts", "x0": 0.05, "y0": 0.06, "x1": 0.3, "y1": 0.09, "score": 0.9}]
+    screen = read_screen(None, lines)
+    assert [e.text for e in screen.elements] == ["Contacts", "Anna Li"]
+    assert screen.elements[1].box == (0.2, 0.4, 0.5, 0.45)
+    grid = read_screen(None, [])
+    assert len(grid.elements) == FALLBACK_COLS * FALLBACK_ROWS and not grid.elements[0].text
+
+
+def test_what_it_read_round_trips_through_the_steps_info():
+    screen = read_screen(_phone_on("Settings", "sound").ui_tree())
+    again = ScreenText.from_json(screen.to_json())
+    assert [e.text for e in again.elements] == [e.text for e in screen.elements]
+    assert [e.flags for e in again.elements] == [e.flags for e in screen.elements]
+    assert again.text == screen.text
+
+
+def test_the_episode_loop_hands_it_the_tree_and_records_what_it_read(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    policy = ScreenPolicy(ScreenConfig(seed=2))
+    task_id = "favourite_contacts[first=Anna Li,second=Carlos Diaz,third=David Nguyen]"
+    recorder = Recorder(lake, anchor=None)
+    try:
+        summary = run_episode(SimDevice(0), policy, recorder, Task(task_id, seed=5), max_steps=5)
+        recorder.flush()
+    finally:
+        recorder.close()
+    rows = lake.steps(summary.episode_id).to_pylist()
+    assert len(rows) == summary.steps
+    infos = [json.loads(row["info"]) for row in rows]
+    assert all(info["screen"]["elements"] for info in infos)
+    assert any(e[0] == "Contacts" for e in infos[0]["screen"]["elements"])  # the home screen's icon
+    samples = [Sample(summary.episode_id, row["step"], get_task(task_id).goal, b"", tuple(r["model_response"] for r in rows[:k]),
+                      (), row["model_response"], 1.0, info=info) for k, (row, info) in enumerate(zip(rows, infos, strict=True))]
+    prepared = policy.prepare(samples)
+    for item, row in zip(prepared, rows, strict=True):
+        parsed = parse_response(row["model_response"])
+        assert item.verb >= 0
+        if parsed.action_type == "click":
+            assert item.argument >= 0  # the recorded tap lands on the element it chose
+            assert item.elements[item.argument].centre == list(parsed.action["coordinate"])
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_the_advantage_sign_moves_the_chosen_elements_probability(sign):
+    phone = _phone_on("Contacts")
+    policy = ScreenPolicy(ScreenConfig(seed=0))
+    screen = read_screen(phone.ui_tree())
+    _, row = _element(screen, "Carlos Diaz")
+    tap = f'<tool_call>{{"name": "mobile_use", "arguments": {{"action": "click", "coordinate": {row.centre}}}}}</tool_call>'
+    prepared = policy.prepare([Sample("e", 0, FAVOURITES, b"", (), (), tap, sign, info={"screen": screen.to_json()})])
+    assert prepared[0].argument == _element(screen, "Carlos Diaz")[0]
+    before = policy.score(prepared).logp.detach()
+    loss, _ = ppo_loss(policy.score(prepared), before, torch.tensor([sign]), clip_eps=0.2)
+    loss.backward()
+    torch.optim.SGD(policy.module.parameters(), lr=0.1).step()
+    after = policy.score(prepared).logp.detach()
+    assert bool(((after - before)[0, 1] * sign > 0).item())
+
+
+def test_it_saves_loads_pickles_and_is_chosen_by_the_config(tmp_path):
+    config = TrainConfig(policy="screen", difficulty="long", seed=3)
+    policy = build_policy(config)
+    assert isinstance(policy, ScreenPolicy) and config.lr == 3e-3 and config.threads == 1
+    policy.save(tmp_path / "p")
+    loaded = build_policy(config, tmp_path / "p")
+    for key, value in policy.module.state_dict().items():
+        assert torch.equal(value, loaded.module.state_dict()[key])
+    agent = pickle.loads(pickle.dumps(policy.agent())).open(SimDevice(0))
+    phone = Phone(0)
+    reply = agent.act(Observation("Turn on NFC, then Do Not Disturb, then mobile data.", 0, b"", [], {}, 1,
+                                  phone.ui_tree()))
+    assert parse_response(reply.response).valid
+
+
+def test_the_long_split_holds_out_the_values_never_trained_on():
+    train, held_out = split_tasks(TrainConfig(policy="screen", difficulty="long", seed=7))
+    assert len(held_out) == 18 and len(train) == 56
+    unseen = [*long_tasks.HELD_OUT_TOGGLES, *long_tasks.HELD_OUT_FAVOURITES,
+              *(name for name, _ in long_tasks.HELD_OUT_NEW_CONTACTS)]
+    assert all(any(f"={value}" in task_id for value in unseen) for task_id in held_out)
+    assert not any(f"={value}," in task_id or f"={value}]" in task_id for task_id in train for value in unseen)
+    assert split_tasks(TrainConfig(policy="screen", difficulty="long", seed=1))[1] == held_out

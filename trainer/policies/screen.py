@@ -1,0 +1,662 @@
+"""ScreenPolicy: a small CPU network that reads the screen's text and element positions.
+
+The tiny policy (:mod:`.tiny`) sees pixels and taps a grid cell; where to tap for a goal
+word is memorised per word, so a word never trained on (an unseen contact, a switch never
+toggled in training) is a guess. This policy reads the screen as a list of *elements*, each
+with its text, its box and its flags, and taps an element: its pointer scores every element
+by how its text matches the goal, so a row showing "Anna Li" is found for the goal word "Li"
+whether or not "Li" was ever trained on.
+
+Where the elements come from:
+
+- the UI tree (``Observation.ui_tree``, a uiautomator dump; the simulated phone gives one):
+  every node a user can act on (clickable, long-clickable, checkable, an edit field) is an
+  element, its text its own text and description plus its non-actionable descendants' texts
+  (a settings row reads "Connected devices Bluetooth, NFC"); a node without text (a switch)
+  reads its parent's;
+- where there is no tree, the step's OCR lines (``steps.ocr_boxes`` from `elake enrich`), one
+  element per line;
+- with neither, a 4 x 8 grid of untexted cells, so the policy can still tap.
+
+What it read is kept with the step (``steps.info["screen"]``: text, box, flags per element),
+so learning scores exactly the elements that acting chose among; a step recorded by another
+agent is read from its OCR lines.
+
+Per element the network gets: its words (a hashed embedding shared with the goal's words, so
+goal and element meet in one space), its box and flags, and *match features* computed from
+the strings: the share of its words found in the goal and of the goal's words it covers, the
+best character-trigram similarity (Dice) of a word of it to a goal word ("Favorite" to
+"favourite"), where in the goal the match is (the goal's order: first, then second...), and
+whether an earlier tap of the episode landed on it (what is already done on a screen that
+recurs). A learned lookup of (goal word, element word) pairs adds what the strings do not say
+("Bluetooth" lives under "Connected devices"). At start the pointer leans toward matching
+elements (a fixed initial weight on the match features), so a fresh policy taps the named row
+often enough for sparse rewards to be found.
+
+Outputs are the tiny policy's verbs; the arguments are an element (click, long press: its
+centre is tapped), a goal span (type: scored by its context in the goal, as the tiny policy
+does, and by whether the screen already shows it) and an app (open). Learning scores the same
+two tokens per step as the tiny policy (:func:`.tiny.structured_logprobs`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from episodelake.collectors.envs.base import Device
+from episodelake.collectors.envs.suites import get_suite
+from episodelake.collectors.loop import Observation, Reply
+from episodelake.lake.vocab.action_space import GRID
+from episodelake.lake.vocab.families import format_tool_call, parse_response
+from episodelake.trainer.policies.base import Sample
+from episodelake.trainer.policies.tiny import (
+    APP_NAMED_PRIOR,
+    HISTORY_DIM,
+    POINT_VERBS,
+    VERB_PRIOR,
+    VERBS,
+    Span,
+    _bucket,
+    goal_words,
+    history_vector,
+    structured_logprobs,
+    text_spans,
+    verb_of,
+)
+from episodelake.trainer.ppo import TokenLogProbs
+
+#: Flags of an element, in the order of its flag bits.
+FLAGS = ("clickable", "long_clickable", "checkable", "checked", "editable", "scrollable", "focused")
+#: Elements read per screen at most (a dense list is cut, top to bottom).
+MAX_ELEMENTS = 64
+#: The fallback grid when a screen has neither a tree nor OCR lines.
+FALLBACK_COLS, FALLBACK_ROWS = 4, 8
+#: The status bar's resource id (after the package), left out of what is read.
+STATUS_BAR = ":id/status_bar"
+#: Goal words that say what to do, not what to look for; they match nothing on screen.
+STOP_WORDS = frozenset({"a", "an", "the", "to", "and", "then", "with", "of", "in", "on", "off", "for",
+                        "turn", "add", "set", "put", "one", "two", "it", "is", "my"})
+#: Words shorter than this are matched exactly only, never by trigrams.
+FUZZY_MIN = 4
+#: Initial pointer weights of the numeric features (0 for the others): toward what the goal
+#: names (exact and fuzzy matches), away from what the episode already tapped (a switch or a
+#: star tapped twice is undone; a list row tapped before is a sub-goal done).
+POINT_PRIOR = {"overlap": 2.0, "fuzzy": 2.0, "tapped": -2.0}
+#: Initial verb logits on top of the tiny policy's (tap about 6 times in 10): going back is how
+#: a long task moves between the screens it recurs through; ending the episode, leaving the app,
+#: waiting and enter with no field rarely help, and a fresh policy tried them every few steps.
+SCREEN_VERB_PRIOR = {**VERB_PRIOR, "back": 1.0, "terminate": -1.0, "home": -1.0, "wait": -1.0,
+                     "enter": -1.0}
+#: Numeric features of an element (box, flags, text, match, history), in order.
+ELEMENT_FEATURES = ("x0", "y0", "x1", "y1", "cx", "cy", "w", "h", *FLAGS, "has_text", "overlap",
+                    "coverage", "fuzzy", "matched", "position", "tapped", "taps")
+#: Numeric features of a goal span: already shown on screen, already typed in the episode.
+SPAN_FEATURES = ("on_screen", "typed")
+
+WEIGHTS_FILE = "model.safetensors"
+CONFIG_FILE = "screen_policy.json"
+
+_WORD = re.compile(r"[a-z0-9]+")
+_BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]")
+_FEATURE = {name: i for i, name in enumerate(ELEMENT_FEATURES)}
+
+
+@dataclass(frozen=True)
+class ScreenConfig:
+    """The network's shape; saved next to the weights."""
+
+    #: the apps `open` can name: the task suite's (the default suite's unless given)
+    apps: tuple[str, ...] = field(default_factory=lambda: get_suite().apps)
+    width: int = 48  # embedding width of words, elements, spans and the history
+    hidden: int = 96  # width of the trunk
+    buckets: int = 4096  # hashed vocabulary size
+    seed: int = 0  # initial weights and the sampling stream
+
+    @classmethod
+    def from_json(cls, text: str) -> ScreenConfig:
+        data = json.loads(text)
+        data["apps"] = tuple(data["apps"])
+        return cls(**data)
+
+
+# --- reading the screen ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Element:
+    """One thing on screen to act on: its text, its box in fractions of the screen (x0, y0
+    the top left corner) and its flags (names in `FLAGS`)."""
+
+    text: str
+    box: tuple[float, float, float, float]
+    flags: frozenset[str] = frozenset()
+
+    @property
+    def centre(self) -> list[int]:
+        """Where a tap on it lands, in the 0-999 coordinates of the action space."""
+        x0, y0, x1, y1 = self.box
+        return [min(GRID, max(0, round((x0 + x1) / 2 * GRID))), min(GRID, max(0, round((y0 + y1) / 2 * GRID)))]
+
+    def contains(self, fx: float, fy: float) -> bool:
+        x0, y0, x1, y1 = self.box
+        return x0 <= fx <= x1 and y0 <= fy <= y1
+
+    def to_json(self) -> list[Any]:
+        bits = sum(1 << i for i, name in enumerate(FLAGS) if name in self.flags)
+        return [self.text, *(round(v, 4) for v in self.box), bits]
+
+    @classmethod
+    def from_json(cls, item: Sequence[Any]) -> Element:
+        text, x0, y0, x1, y1, bits = item
+        return cls(text, (x0, y0, x1, y1), frozenset(name for i, name in enumerate(FLAGS) if bits >> i & 1))
+
+
+def elements_from_tree(tree: str) -> list[Element]:
+    """The actionable nodes of a uiautomator dump, top to bottom (module docstring)."""
+    return read_tree(tree)[0]
+
+
+def read_tree(tree: str) -> tuple[list[Element], str]:
+    """(the actionable elements, the text of everything else: titles, labels, a toast)."""
+    root = ET.fromstring(tree)
+    nodes = list(root.iter("node"))
+    if not nodes:
+        return [], ""
+    size = _bounds(nodes[0].get("bounds", ""))
+    width, height = (size[2], size[3]) if size and size[2] > 0 and size[3] > 0 else (1080, 2400)
+    found: list[Element] = []
+
+    def walk(node: ET.Element, parent_text: str) -> str:
+        """Adds the actionable nodes under `node`; returns the text its parent may read."""
+        if node.get("resource-id", "").endswith(STATUS_BAR):
+            return ""  # the clock and battery change between episodes and say nothing
+        own = " ".join(dict.fromkeys(t for t in (node.get("text", ""), node.get("content-desc", "")) if t.strip()))
+        actionable = _flags(node)
+        children = [walk(child, own or parent_text) for child in node.findall("node")]
+        text = " ".join(dict.fromkeys(t for t in (own, *children) if t))
+        box = _bounds(node.get("bounds", ""))
+        if actionable and box is not None and box[2] > box[0] and box[3] > box[1]:
+            found.append(Element(text or parent_text, (box[0] / width, box[1] / height, box[2] / width,
+                                                       box[3] / height), actionable))
+            return ""  # an actionable child's text is its own, not its parent's
+        return text
+
+    rest = walk(nodes[0], "")
+    found.sort(key=lambda e: (e.box[1], e.box[0]))
+    return found[:MAX_ELEMENTS], rest
+
+
+def _flags(node: ET.Element) -> frozenset[str]:
+    flags = {name for name, attr in (("clickable", "clickable"), ("long_clickable", "long-clickable"),
+                                     ("checkable", "checkable"), ("scrollable", "scrollable"))
+             if node.get(attr) == "true"}
+    if "EditText" in node.get("class", ""):
+        flags.add("editable")
+    if not flags - {"scrollable"}:
+        return frozenset()  # a list itself is swiped, not tapped
+    if node.get("checked") == "true":
+        flags.add("checked")
+    if node.get("focused") == "true":
+        flags.add("focused")
+    return frozenset(flags)
+
+
+def _bounds(text: str) -> tuple[int, int, int, int] | None:
+    match = _BOUNDS.match(text)
+    return None if match is None else tuple(int(v) for v in match.groups())  # type: ignore[return-value]
+
+
+def elements_from_ocr(lines: Sequence[dict[str, Any]]) -> list[Element]:
+    """One element per OCR line (``steps.ocr_boxes``: text and box in fractions), top to bottom."""
+    found = [Element(line["text"], (line["x0"], line["y0"], line["x1"], line["y1"]), frozenset({"clickable"}))
+             for line in lines if line.get("text") and None not in (line.get(k) for k in ("x0", "y0", "x1", "y1"))]
+    found.sort(key=lambda e: (e.box[1], e.box[0]))
+    return found[:MAX_ELEMENTS]
+
+
+def fallback_grid() -> list[Element]:
+    """Untexted cells covering the screen, for a screen with neither tree nor OCR lines."""
+    w, h = 1 / FALLBACK_COLS, 1 / FALLBACK_ROWS
+    return [Element("", (c * w, r * h, (c + 1) * w, (r + 1) * h), frozenset({"clickable"}))
+            for r in range(FALLBACK_ROWS) for c in range(FALLBACK_COLS)]
+
+
+@dataclass(frozen=True)
+class ScreenText:
+    """What the policy reads of one screen: the elements to act on and the other text."""
+
+    elements: list[Element]
+    text: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"elements": [element.to_json() for element in self.elements], "text": self.text}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ScreenText:
+        return cls([Element.from_json(item) for item in data["elements"]], data.get("text") or "")
+
+
+def read_screen(ui_tree: str | None = None, ocr_lines: Sequence[dict[str, Any]] = ()) -> ScreenText:
+    """The screen's elements: from the tree, else the OCR lines, else the fallback grid."""
+    elements, text = read_tree(ui_tree) if ui_tree else ([], "")
+    if not elements and ocr_lines:
+        elements = elements_from_ocr(ocr_lines)
+    return ScreenText(elements or fallback_grid(), text)
+
+
+def element_at(elements: Sequence[Element], coordinate: Sequence[float]) -> int:
+    """The index of the smallest element containing a 0-999 point; -1 when none does."""
+    fx, fy = coordinate[0] / GRID, coordinate[1] / GRID
+    inside = [(e.box[2] - e.box[0]) * (e.box[3] - e.box[1]) for e in elements]
+    hits = [i for i, e in enumerate(elements) if e.contains(fx, fy)]
+    return min(hits, key=lambda i: inside[i]) if hits else -1
+
+
+def _trigrams(word: str) -> set[str]:
+    padded = f"#{word}#"
+    return {padded[i:i + 3] for i in range(len(padded) - 2)}
+
+
+def match_features(goal: Sequence[str], words: Sequence[str]) -> dict[str, float]:
+    """How an element's words match the goal's (lower-case words, stop words kept in `goal`
+    for positions): exact overlap both ways, the best trigram similarity, whether anything
+    matched and where in the goal the first match is (0 first word .. 1 last; 1 when none)."""
+    content = [w for w in dict.fromkeys(words) if w not in STOP_WORDS]
+    wanted = {w for w in goal if w not in STOP_WORDS}
+    if not content or not wanted:
+        return {"overlap": 0.0, "coverage": 0.0, "fuzzy": 0.0, "matched": 0.0, "position": 1.0}
+    hits = [w for w in content if w in wanted]
+    fuzzy = 0.0
+    for word in content:
+        if len(word) < FUZZY_MIN:
+            continue
+        grams = _trigrams(word)
+        for other in wanted:
+            if len(other) >= FUZZY_MIN:
+                g = _trigrams(other)
+                fuzzy = max(fuzzy, 2 * len(grams & g) / (len(grams) + len(g)))
+    positions = [i for i, w in enumerate(goal) if w in hits] if hits else []
+    matched = bool(hits) or fuzzy >= 0.5
+    return {"overlap": len(hits) / len(content), "coverage": len(set(hits)) / len(wanted), "fuzzy": fuzzy,
+            "matched": float(matched),
+            "position": positions[0] / max(len(goal) - 1, 1) if positions else 1.0}
+
+
+def taps_of(history: Sequence[str]) -> list[tuple[float, float]]:
+    """The points (fractions of the screen) the episode's earlier responses tapped."""
+    points = []
+    for response in history:
+        parsed = parse_response(response)
+        if parsed.valid and parsed.action_type in POINT_VERBS:
+            x, y = parsed.action["coordinate"][:2]
+            points.append((x / GRID, y / GRID))
+    return points
+
+
+def typed_of(history: Sequence[str]) -> set[str]:
+    typed = set()
+    for response in history:
+        parsed = parse_response(response)
+        if parsed.valid and parsed.action_type == "type":
+            typed.add(parsed.action["text"])
+    return typed
+
+
+# --- encoding --------------------------------------------------------------------------------
+
+@dataclass
+class Encoded:
+    """One observation (and, when learning, the recorded choice) as network inputs."""
+
+    words: list[int]
+    screen_words: list[int]  # the screen's text outside the elements
+    history: torch.Tensor  # [HISTORY_DIM]
+    elements: list[Element]
+    element_words: list[list[int]]
+    element_pairs: list[list[int]]  # (goal word, element word) pairs, hashed
+    element_features: torch.Tensor  # [elements, len(ELEMENT_FEATURES)]
+    spans: list[Span]
+    span_features: list[list[int]]
+    span_numeric: torch.Tensor  # [spans, len(SPAN_FEATURES)]
+    app_in_goal: torch.Tensor  # [apps]
+    verb: int = -1
+    argument: int = -1
+
+
+def encode(config: ScreenConfig, goal: str, screen: ScreenText, history: Sequence[str]) -> Encoded:
+    """The network's inputs for a goal, what the screen shows and the earlier responses."""
+    buckets = config.buckets
+    elements = screen.elements
+    words = goal_words(goal)
+    tokens = words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+    spans = text_spans(goal)
+    if not spans:
+        raise ValueError(f"goal: {goal!r} has no words to act on")
+    taps = taps_of(history)
+    content_goal = [w for w in dict.fromkeys(words) if w not in STOP_WORDS]
+    element_words, element_pairs, rows = [], [], []
+    for element in elements:
+        text_words = _WORD.findall(element.text.lower())
+        element_words.append([_bucket(f"w:{w}", buckets) for w in text_words] or [_bucket("<no text>", buckets)])
+        element_pairs.append([_bucket(f"{g}|{w}", buckets) for g in content_goal for w in dict.fromkeys(text_words)]
+                             or [_bucket("<no pair>", buckets)])
+        x0, y0, x1, y1 = element.box
+        hits = sum(element.contains(x, y) for x, y in taps)
+        row = [x0, y0, x1, y1, (x0 + x1) / 2, (y0 + y1) / 2, x1 - x0, y1 - y0,
+               *(float(name in element.flags) for name in FLAGS), float(bool(text_words))]
+        match = match_features(words, text_words)
+        row += [match[k] for k in ("overlap", "coverage", "fuzzy", "matched", "position")]
+        row += [float(hits > 0), min(hits / 3.0, 1.0)]
+        rows.append(row)
+    screen_text = " ".join([screen.text, *(e.text for e in elements)]).lower()
+    typed = typed_of(history)
+    present = set(words)
+    app_names = [goal_words(app) for app in config.apps]
+    return Encoded(
+        words=[_bucket(f"w:{t}", buckets) for t in tokens] or [_bucket("<empty>", buckets)],
+        screen_words=[_bucket(f"w:{w}", buckets) for w in _WORD.findall(screen.text.lower())]
+        or [_bucket("<no text>", buckets)],
+        history=history_vector(history),
+        elements=list(elements),
+        element_words=element_words,
+        element_pairs=element_pairs,
+        element_features=torch.tensor(rows, dtype=torch.float32).view(len(elements), len(ELEMENT_FEATURES)),
+        spans=spans,
+        span_features=[[_bucket(f, buckets) for f in span.features] for span in spans],
+        span_numeric=torch.tensor([[float(span.text.lower() in screen_text), float(span.text in typed)]
+                                   for span in spans]),
+        app_in_goal=torch.tensor([float(bool(name) and set(name) <= present) for name in app_names]),
+    )
+
+
+def collate(items: Sequence[Encoded]) -> dict[str, torch.Tensor]:
+    """Stack encoded observations; elements and spans are padded (masks mark the real ones)."""
+    words = [torch.tensor(item.words) for item in items]
+    screen_words = [torch.tensor(item.screen_words) for item in items]
+    element_words = [torch.tensor(ids) for item in items for ids in item.element_words]
+    element_pairs = [torch.tensor(ids) for item in items for ids in item.element_pairs]
+    span_ids = [torch.tensor(ids) for item in items for ids in item.span_features]
+    return {
+        "words": torch.cat(words),
+        "word_offsets": _offsets(words),
+        "screen_words": torch.cat(screen_words),
+        "screen_word_offsets": _offsets(screen_words),
+        "history": torch.stack([item.history for item in items]),
+        "element_words": torch.cat(element_words),
+        "element_word_offsets": _offsets(element_words),
+        "element_pairs": torch.cat(element_pairs),
+        "element_pair_offsets": _offsets(element_pairs),
+        "element_features": torch.cat([item.element_features for item in items]),
+        "element_mask": _mask([len(item.elements) for item in items]),
+        "span_ids": torch.cat(span_ids),
+        "span_offsets": _offsets(span_ids),
+        "span_numeric": torch.cat([item.span_numeric for item in items]),
+        "span_mask": _mask([len(item.spans) for item in items]),
+        "app_in_goal": torch.stack([item.app_in_goal for item in items]),
+        "verb": torch.tensor([item.verb for item in items]),
+        "argument": torch.tensor([item.argument for item in items]),
+    }
+
+
+def _mask(lengths: Sequence[int]) -> torch.Tensor:
+    mask = torch.zeros(len(lengths), max(max(lengths, default=1), 1), dtype=torch.bool)
+    for row, n in enumerate(lengths):
+        mask[row, :n] = True
+    return mask
+
+
+def _offsets(parts: Sequence[torch.Tensor]) -> torch.Tensor:
+    lengths = torch.tensor([len(p) for p in parts], dtype=torch.long)
+    return torch.cumsum(lengths, 0) - lengths
+
+
+def _scatter(values: torch.Tensor, mask: torch.Tensor, fill: float) -> torch.Tensor:
+    """Rows of `values` (one per real entry) placed into a [batch, longest, ...] tensor."""
+    out = values.new_full((*mask.shape, *values.shape[1:]), fill)
+    out[mask] = values
+    return out
+
+
+# --- the network -----------------------------------------------------------------------------
+
+class ScreenNet(nn.Module):
+    def __init__(self, config: ScreenConfig):
+        super().__init__()
+        d, h, n = config.width, config.hidden, len(ELEMENT_FEATURES)
+        # one table for goal words and on-screen words: a goal word and the same word on screen
+        # start as the same vector, so the pointer's dot product can match them
+        self.words = nn.EmbeddingBag(config.buckets, d, mode="mean")
+        self.history = nn.Linear(HISTORY_DIM, d)
+        self.context = nn.Sequential(nn.Linear(2 * d, d), nn.ReLU())
+        self.element = nn.Sequential(nn.Linear(d + n, d), nn.ReLU(), nn.Linear(d, d))
+        self.trunk = nn.Sequential(nn.Linear(4 * d, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU())
+        self.verb = nn.Linear(h, len(VERBS))
+        self.verb_history = nn.Linear(HISTORY_DIM, len(VERBS))  # zero at start (see TinyNet)
+        self.point_query = nn.Linear(h, len(POINT_VERBS) * d)
+        # (goal word, element word) -> pointer logit per point verb, zero at start
+        self.pairs = nn.EmbeddingBag(config.buckets, len(POINT_VERBS), mode="sum")
+        # the pointer's say from the numeric features, starting at "tap what the goal names"
+        self.point_prior = nn.Linear(n, len(POINT_VERBS))
+        self.span_query = nn.Linear(h, d)
+        self.span_features = nn.EmbeddingBag(config.buckets, d, mode="sum")
+        self.span_prior = nn.Linear(len(SPAN_FEATURES), 1, bias=False)
+        self.app_query = nn.Linear(h, d)
+        self.apps = nn.Embedding(len(config.apps), d)
+        self.app_named = nn.Parameter(torch.tensor(APP_NAMED_PRIOR))
+        with torch.no_grad():
+            self.verb.bias.copy_(torch.tensor([SCREEN_VERB_PRIOR.get(verb, 0.0) for verb in VERBS]))
+            for layer in (self.verb_history, self.point_prior):
+                layer.weight.zero_()
+                layer.bias.zero_()
+            self.pairs.weight.zero_()
+            self.span_prior.weight.zero_()
+            for name, weight in POINT_PRIOR.items():
+                self.point_prior.weight[:, _FEATURE[name]] = weight
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        goal = self.words(batch["words"], batch["word_offsets"])
+        history = batch["history"]
+        context = self.context(torch.cat([goal, self.history(history)], dim=1))
+        mask = batch["element_mask"]
+        features = batch["element_features"]
+        words = self.words(batch["element_words"], batch["element_word_offsets"])
+        elements = _scatter(self.element(torch.cat([words, features], dim=1)), mask, 0.0)  # [B, E, d]
+        count = mask.sum(dim=1, keepdim=True).clamp(min=1)
+        mean = elements.sum(dim=1) / count
+        peak = elements.masked_fill(~mask[:, :, None], float("-inf")).amax(dim=1).nan_to_num(neginf=0.0)
+        shown = self.words(batch["screen_words"], batch["screen_word_offsets"])
+        state = self.trunk(torch.cat([context, shown, mean, peak], dim=1))
+        queries = self.point_query(state).view(len(state), len(POINT_VERBS), -1)  # [B, P, d]
+        attention = torch.einsum("bpd,bed->bpe", queries, elements) / elements.shape[-1] ** 0.5
+        lookup = _scatter(self.pairs(batch["element_pairs"], batch["element_pair_offsets"])
+                          + self.point_prior(features), mask, 0.0)  # [B, E, P]
+        points = (attention + lookup.transpose(1, 2)).masked_fill(~mask[:, None, :], float("-inf"))
+        span_mask = batch["span_mask"]
+        owners = span_mask.nonzero()[:, 0]
+        spans = self.span_features(batch["span_ids"], batch["span_offsets"])
+        span_scores = (spans * self.span_query(state)[owners]).sum(dim=1) + self.span_prior(
+            batch["span_numeric"])[:, 0]
+        named = batch["app_in_goal"]
+        apps = torch.where(named.sum(dim=1, keepdim=True) > 0, self.app_named * named,
+                           self.app_query(state) @ self.apps.weight.T)
+        verbs = self.verb(state) + self.verb_history(history)
+        return {"verb": verbs, "points": points, "spans": _scatter(span_scores, span_mask, float("-inf")),
+                "apps": apps}
+
+
+# --- the policy ------------------------------------------------------------------------------
+
+class ScreenPolicy:
+    """The trainable screen-reading policy (see the module docstring)."""
+
+    name = "screen-policy"
+    history_length = 0
+
+    def __init__(self, config: ScreenConfig | None = None, *, seed: int | None = None,
+                 module: ScreenNet | None = None):
+        """`seed` seeds the sampling stream (default: the config's seed); `module` shares
+        existing weights instead of initialising new ones from the config's seed."""
+        self.config = config or ScreenConfig()
+        if module is None:
+            with torch.random.fork_rng():
+                torch.manual_seed(self.config.seed)
+                module = ScreenNet(self.config)
+        self.module = module
+        self.generator = torch.Generator().manual_seed(self.config.seed if seed is None else seed)
+
+    # --- acting ------------------------------------------------------------------------------
+
+    def act(self, observation: Observation) -> Reply:
+        """Sample an action for the screen (seeded by the episode's seed, as the tiny policy);
+        the elements read are kept in the step's info for learning."""
+        if observation.step == 0 and observation.seed is not None:
+            self.generator.manual_seed(observation.seed)
+        screen = read_screen(observation.ui_tree)
+        encoded = encode(self.config, observation.goal, screen, observation.responses)
+        with torch.no_grad():
+            out = self.module(collate([encoded]))
+        verb_p = F.softmax(out["verb"][0], dim=0)
+        verb = int(torch.multinomial(verb_p, 1, generator=self.generator))
+        name = VERBS[verb]
+        prob = float(verb_p[verb])
+        argument = -1
+        logits = self._argument_logits(out, name)
+        if logits is not None:
+            arg_p = F.softmax(logits[0], dim=0)
+            argument = int(torch.multinomial(arg_p, 1, generator=self.generator))
+            prob *= float(arg_p[argument])
+        action = self._action(name, argument, encoded)
+        return Reply(format_tool_call(action, f"screen policy: {name} (p={prob:.3f})"),
+                     info={"screen": screen.to_json()})
+
+    def _argument_logits(self, out: dict[str, torch.Tensor], verb: str) -> torch.Tensor | None:
+        if verb in POINT_VERBS:
+            return out["points"][:, POINT_VERBS.index(verb)]
+        if verb == "type":
+            return out["spans"]
+        if verb == "open":
+            return out["apps"]
+        return None
+
+    def _action(self, verb: str, argument: int, encoded: Encoded) -> dict[str, Any]:
+        if verb in POINT_VERBS:
+            return {"action": verb, "coordinate": encoded.elements[argument].centre}
+        if verb.startswith("swipe_"):
+            return {"action": "swipe", "direction": verb.removeprefix("swipe_")}
+        if verb == "type":
+            return {"action": "type", "text": encoded.spans[argument].text}
+        if verb == "open":
+            return {"action": "open", "text": self.config.apps[argument]}
+        if verb in ("back", "home", "enter"):
+            return {"action": "system_button", "button": verb}
+        if verb == "terminate":
+            return {"action": "terminate", "status": "success"}
+        return {"action": verb}
+
+    def choice(self, response: str, encoded: Encoded) -> tuple[int, int]:
+        """(verb, argument) of a recorded response: a tap's argument is the element under its
+        point (-1 when none is: the verb alone is scored); (-1, -1) when this policy could not
+        have written it (another action, a text that is not a span of the goal)."""
+        parsed = parse_response(response)
+        verb = verb_of(parsed)
+        if verb < 0 or VERBS[verb] not in (*POINT_VERBS, "type", "open"):
+            return verb, -1
+        if VERBS[verb] in POINT_VERBS:
+            return verb, element_at(encoded.elements, parsed.action["coordinate"])
+        if VERBS[verb] == "type":
+            texts = [span.text for span in encoded.spans]
+            text = parsed.action["text"]
+            return (verb, texts.index(text)) if text in texts else (-1, -1)
+        apps = [app.lower() for app in self.config.apps]
+        wanted = parsed.action["text"].lower()
+        return (verb, apps.index(wanted)) if wanted in apps else (-1, -1)
+
+    # --- inputs ------------------------------------------------------------------------------
+
+    def screen_of(self, sample: Sample) -> ScreenText:
+        """What the policy read when it acted (kept in the step's info), else the step's OCR
+        lines, else the fallback grid."""
+        kept = (sample.info or {}).get("screen")
+        if kept:
+            return ScreenText.from_json(kept)
+        return read_screen(None, sample.ocr_boxes)
+
+    def prepare(self, samples: Sequence[Sample]) -> list[Encoded]:
+        prepared = []
+        for sample in samples:
+            encoded = encode(self.config, sample.goal, self.screen_of(sample), sample.history)
+            encoded.verb, encoded.argument = self.choice(sample.response, encoded)
+            prepared.append(encoded)
+        return prepared
+
+    # --- learning ----------------------------------------------------------------------------
+
+    def score(self, prepared: Sequence[Encoded]) -> TokenLogProbs:
+        """The verb and its argument (an element, a span, an app) as two tokens per step,
+        each with its own PPO ratio, as the tiny policy scores them."""
+        batch = collate(prepared)
+        out = self.module(batch)
+        return structured_logprobs(out["verb"], batch["verb"], batch["argument"],
+                                   lambda verb: self._argument_logits(out, verb))
+
+    def stats(self) -> dict[str, float]:
+        return {}
+
+    # --- copies and files --------------------------------------------------------------------
+
+    def agent(self) -> _ScreenAgent:
+        state = {name: value.detach().clone() for name, value in self.module.state_dict().items()}
+        return _ScreenAgent(self.config, state)
+
+    def reference(self) -> ScreenPolicy:
+        """The initial weights (the config's seed), frozen: the KL reference."""
+        initial = ScreenPolicy(self.config)
+        initial.module.requires_grad_(False)
+        return initial
+
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        save_file({k: v.contiguous() for k, v in self.module.state_dict().items()}, str(folder / WEIGHTS_FILE))
+        (folder / CONFIG_FILE).write_text(json.dumps(asdict(self.config)), encoding="utf-8")
+
+    @classmethod
+    def load(cls, folder: Path | str, *, seed: int | None = None) -> ScreenPolicy:
+        """A policy saved by `save` (e.g. a training checkpoint), ready to act."""
+        folder = Path(folder)
+        config_path = folder / CONFIG_FILE
+        if not config_path.exists():
+            raise FileNotFoundError(f"{folder} holds no ScreenPolicy ({CONFIG_FILE} is missing)")
+        policy = cls(ScreenConfig.from_json(config_path.read_text(encoding="utf-8")), seed=seed)
+        policy.module.load_state_dict(load_file(str(folder / WEIGHTS_FILE)))
+        return policy
+
+
+class _ScreenAgent:
+    """A snapshot of the weights that opens as an acting copy in a rollout worker (an agent
+    spec); picklable, one network per worker process shared by the copies it opens."""
+
+    def __init__(self, config: ScreenConfig, state: dict[str, torch.Tensor]):
+        self.config = config
+        self.state = state
+        self._module: ScreenNet | None = None
+
+    def open(self, device: Device) -> ScreenPolicy:
+        if self._module is None:
+            self._module = ScreenNet(self.config)
+            self._module.load_state_dict(self.state)
+            self._module.requires_grad_(False)
+        return ScreenPolicy(self.config, module=self._module)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"config": self.config, "state": self.state, "_module": None}
+
