@@ -53,7 +53,8 @@ export const routes: RouteObject[] = [
     element: <App />,
     children: [
       { element: <Browse />, children: [{ index: true }, { path: "episodes/:id" }, { path: "episodes/:id/steps/:n" }] },
-      { path: "compare/:a/:b", element: withParams<"a" | "b">((p) => <ComparePage a={p.a} b={p.b} />) },
+      // /compare/<a>/<b>/<c>...: the path holds the compared episodes (ComparePage reads them)
+      { path: "compare/*", element: <ComparePage /> },
       { path: "views/:id", element: withParams<"id">((p) => <ViewPage id={p.id} />) },
       { path: "sets", element: <SetsPage /> },
       { path: "sets/:id", element: withParams<"id">((p) => <SetPage id={p.id} />) },

@@ -1,42 +1,85 @@
-// /compare/<a>/<b>?step=<n>: two episodes side by side, each under its task and goal, aligned
-// on the step's place (step <n> of the longer one), counted as the replay counts ("step 2
-// (3/6)"), with the action sequence of both below (rows where they differ are highlighted).
-import { useEffect, useState } from "react";
-import { useQueries } from "@tanstack/react-query";
-import type { EpisodeDetail, Step } from "../api/client";
+// /compare/<a>/<b>/<c>...?step=<n>: up to MAX_COMPARED episodes of any tasks side by side,
+// each under its task and goal, aligned on the step's place (step <n> of the longest one),
+// counted as the replay counts ("step 2 (3/6)"), with the action sequences below (rows
+// where they differ are highlighted). The address holds the list, so a comparison opens from
+// its link; adding an episode (from any task) or removing one rewrites it.
+import { useDeferredValue, useEffect, useState, type CSSProperties } from "react";
+import { useQueries, useQuery } from "@tanstack/react-query";
+import type { Episode, EpisodeDetail, Step } from "../api/client";
 import { queries } from "../api/queries";
 import { Screen } from "../components/Screen";
-import { Async } from "../components/Status";
+import { ErrorBox, Loading } from "../components/Status";
 import { mark } from "../components/TaskTree";
 import { count } from "../components/Time";
 import { isShortcut, useTitle } from "../hooks";
 import { Link, enc, navigate, useLocation } from "../router";
 
-export function ComparePage({ a, b }: { a: string; b: string }) {
-  // The replay's own cached details: opening Compare from an episode asks only for the other.
-  const both = useQueries({
-    queries: [queries.episode(a), queries.episode(b)],
-    combine: ([qa, qb]) => ({
-      data: qa.data && qb.data ? ([qa.data, qb.data] as const) : undefined,
-      error: qa.error ?? qb.error,
-      refetch: () => Promise.all([qa.refetch(), qb.refetch()]),
-    }),
+/** How many episodes fit side by side (each column keeps a readable screenshot at 1280 px). */
+export const MAX_COMPARED = 6;
+
+/** The compared episodes' ids from the address `/compare/<a>/<b>/...` (each segment encoded
+ * with `enc`, so an id may hold `/`), once each, at most MAX_COMPARED. */
+export function comparedIds(path: string): string[] {
+  const rest = path.replace(/^\/compare\/?/, "");
+  const ids = rest.split("/").filter(Boolean).map((s) => {
+    try {
+      return decodeURIComponent(s);
+    } catch {
+      return s;
+    }
   });
-  useTitle(`Compare ${a} and ${b}`);
+  return [...new Set(ids)].slice(0, MAX_COMPARED);
+}
+
+/** The address comparing `ids` at `step`. */
+export function compareUrl(ids: string[], step: number): string {
+  return `/compare/${ids.map(enc).join("/")}?step=${step}`;
+}
+
+/** "a", "a and b", "a, b and c". */
+function listed(ids: string[]): string {
+  return ids.length <= 1 ? (ids[0] ?? "") : `${ids.slice(0, -1).join(", ")} and ${ids[ids.length - 1]}`;
+}
+
+export function ComparePage() {
+  const { path, query } = useLocation();
+  const ids = comparedIds(path);
+  const step = Number(query.get("step") ?? 0) || 0;
+  // The replay's own cached details: opening Compare from an episode asks only for the other.
+  const loaded = useQueries({ queries: ids.map((id) => queries.episode(id)) });
+  useTitle(ids.length ? `Compare ${listed(ids)}` : "Compare");
+  const to = (next: string[]) => navigate(compareUrl(next, step), { replace: true });
+  const failed = loaded.findIndex((q) => q.error);
+  const details = loaded.every((q) => q.data) ? loaded.map((q) => q.data as EpisodeDetail) : null;
   return (
     <main className="compare" data-testid="compare">
-      <Async state={both} what="episodes">
-        {([da, db]) => <Aligned a={da} b={db} />}
-      </Async>
+      {failed >= 0 ? (
+        <>
+          <ErrorBox error={loaded[failed].error as Error} what={`episode ${ids[failed]}`} retry={() => void loaded[failed].refetch()} />
+          <button type="button" onClick={() => to(ids.filter((_, i) => i !== failed))}>
+            Compare without {ids[failed]}
+          </button>
+        </>
+      ) : ids.length === 0 ? (
+        <>
+          <p className="muted">No episodes to compare yet: add some.</p>
+          <AddEpisode ids={ids} onAdd={(id) => to([id])} />
+        </>
+      ) : details ? (
+        <Aligned details={details} onChange={to} />
+      ) : (
+        <Loading what="episodes" />
+      )}
     </main>
   );
 }
 
-function Aligned({ a, b }: { a: EpisodeDetail; b: EpisodeDetail }) {
+function Aligned({ details, onChange }: { details: EpisodeDetail[]; onChange: (ids: string[]) => void }) {
   const { query } = useLocation();
-  // The longer episode numbers the rows; `?step=` is its step number, as in the replay's
-  // address (an episode's steps are numbered from 0, so both usually agree).
-  const ref = b.steps.length > a.steps.length ? b : a;
+  const ids = details.map((d) => d.episode.episode_id);
+  // The longest episode numbers the rows; `?step=` is its step number, as in the replay's
+  // address (an episode's steps are numbered from 0, so all usually agree).
+  const ref = details.reduce((longest, d) => (d.steps.length > longest.steps.length ? d : longest), details[0]);
   const length = ref.steps.length;
   const asked = Number(query.get("step") ?? 0) || 0;
   const at = ref.steps.findIndex((s) => s.step === asked);
@@ -45,7 +88,7 @@ function Aligned({ a, b }: { a: EpisodeDetail; b: EpisodeDetail }) {
   const [annotated, setAnnotated] = useState(true);
   const go = (i: number) => {
     const n = Math.max(0, Math.min(length - 1, i));
-    navigate(`/compare/${enc(a.episode.episode_id)}/${enc(b.episode.episode_id)}?step=${stepNo(n)}`, { replace: true });
+    navigate(compareUrl(ids, stepNo(n)), { replace: true });
   };
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
@@ -62,7 +105,7 @@ function Aligned({ a, b }: { a: EpisodeDetail; b: EpisodeDetail }) {
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
   });
-  const sameTask = a.episode.task_name === b.episode.task_name;
+  const tasks = new Set(details.map((d) => d.episode.task_name)).size;
   return (
     <>
       <div className="stepbar">
@@ -78,49 +121,110 @@ function Aligned({ a, b }: { a: EpisodeDetail; b: EpisodeDetail }) {
         <label className="toggle">
           <input type="checkbox" checked={annotated} onChange={() => setAnnotated(!annotated)} /> annotated
         </label>
-        {!sameTask && <span className="error">These episodes are of different tasks.</span>}
+        {tasks > 1 && <span className="error">These episodes are of {tasks === 2 && details.length === 2 ? "different" : tasks} tasks.</span>}
       </div>
-      <div className="side-by-side">
-        {[a, b].map((d) => (
-          <Column key={d.episode.episode_id} detail={d} index={index} annotated={annotated} />
+      <AddEpisode ids={ids} onAdd={(id) => onChange([...ids, id])} />
+      <div className="side-by-side" style={{ "--columns": details.length } as CSSProperties} data-testid="compare-columns">
+        {details.map((d) => (
+          <Column
+            key={d.episode.episode_id}
+            detail={d}
+            index={index}
+            annotated={annotated}
+            onRemove={ids.length > 1 ? () => onChange(ids.filter((id) => id !== d.episode.episode_id)) : undefined}
+          />
         ))}
       </div>
       <p className="muted">Keys: A/D or ←/→ step (with or without Shift) · Home/End · O overlay; or pick a row.</p>
-      <table className="grid compare-table">
-        <thead>
-          <tr>
-            <th>#</th>
-            <th>{a.episode.episode_id}</th>
-            <th>{b.episode.episode_id}</th>
-          </tr>
-        </thead>
-        <tbody>
-          {Array.from({ length }, (_, i) => {
-            const sa = a.steps[i] ? a.steps[i].action_view.summary : "—";
-            const sb = b.steps[i] ? b.steps[i].action_view.summary : "—";
-            return (
-              <tr key={i} className={`${i === index ? "current" : ""} ${sa !== sb ? "differs" : ""}`} onClick={() => go(i)} aria-current={i === index ? "step" : undefined}>
-                <td>
-                  <button type="button" className="link" aria-label={`step ${stepNo(i)}`} onClick={(e) => (e.stopPropagation(), go(i))}>
-                    {stepNo(i)}
-                  </button>
-                </td>
-                <td>{sa}</td>
-                <td>{sb}</td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
+      <div className="compare-table-wrap" tabIndex={0} role="region" aria-label="the actions step by step">
+        <table className="grid compare-table">
+          <thead>
+            <tr>
+              <th>#</th>
+              {ids.map((id) => (
+                <th key={id}>{id}</th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {Array.from({ length }, (_, i) => {
+              const summaries = details.map((d) => (d.steps[i] ? d.steps[i].action_view.summary : "—"));
+              const differs = new Set(summaries).size > 1;
+              return (
+                <tr key={i} className={`${i === index ? "current" : ""} ${differs ? "differs" : ""}`} onClick={() => go(i)} aria-current={i === index ? "step" : undefined}>
+                  <td>
+                    <button type="button" className="link" aria-label={`step ${stepNo(i)}`} onClick={(e) => (e.stopPropagation(), go(i))}>
+                      {stepNo(i)}
+                    </button>
+                  </td>
+                  {summaries.map((s, j) => (
+                    <td key={ids[j]}>{s}</td>
+                  ))}
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      </div>
     </>
   );
 }
 
-function Column({ detail, index, annotated }: { detail: EpisodeDetail; index: number; annotated: boolean }) {
+/** Adds an episode of any task: a box narrows the list (id, task or goal), the list is
+ * grouped by task. At MAX_COMPARED it says why there is no more room. */
+function AddEpisode({ ids, onAdd }: { ids: string[]; onAdd: (id: string) => void }) {
+  const [search, setSearch] = useState("");
+  const wanted = useDeferredValue(search.trim());
+  const found = useQuery({
+    ...queries.episodes({ search: wanted || undefined, sort: "task_name", order: "asc", limit: 200 }),
+    enabled: ids.length < MAX_COMPARED,
+  });
+  if (ids.length >= MAX_COMPARED) {
+    return (
+      <p className="muted compare-add" data-testid="compare-full">
+        {MAX_COMPARED} episodes side by side at most: remove one to add another.
+      </p>
+    );
+  }
+  const byTask = new Map<string, Episode[]>();
+  for (const e of found.data?.items ?? []) {
+    if (ids.includes(e.episode_id)) continue;
+    const task = e.task_name ?? "(no task)";
+    byTask.set(task, [...(byTask.get(task) ?? []), e]);
+  }
+  return (
+    <div className="compare-add inline-form" role="group" aria-label="add an episode to the comparison">
+      <label>
+        Find{" "}
+        <input type="search" value={search} onChange={(e) => setSearch(e.target.value)} placeholder="id, task or goal" data-testid="compare-add-search" />
+      </label>
+      <label>
+        Add{" "}
+        <select value="" data-testid="compare-add" onChange={(e) => e.target.value && onAdd(e.target.value)}>
+          <option value="">{found.data && byTask.size === 0 ? "no other episode matches" : "an episode of any task…"}</option>
+          {[...byTask].map(([task, episodes]) => (
+            <optgroup key={task} label={task}>
+              {episodes.map((e) => (
+                <option key={e.episode_id} value={e.episode_id}>
+                  {mark(e.success)} {e.episode_id} ({count(e.episode_length, "step")})
+                </option>
+              ))}
+            </optgroup>
+          ))}
+        </select>
+      </label>
+      <span className="muted">
+        {ids.length} of {MAX_COMPARED}
+      </span>
+    </div>
+  );
+}
+
+function Column({ detail, index, annotated, onRemove }: { detail: EpisodeDetail; index: number; annotated: boolean; onRemove?: () => void }) {
   const ep = detail.episode;
   const step: Step | undefined = detail.steps[index];
   return (
-    <section className="column">
+    <section className="column" aria-label={`episode ${ep.episode_id}`} data-testid="compare-column">
       <h3>
         <span className={`mark ${ep.success ? "ok" : ep.success === false ? "bad" : ""}`}>{mark(ep.success)}</span>{" "}
         <Link to={`/episodes/${enc(ep.episode_id)}/steps/${step?.step ?? 0}`}>{ep.episode_id}</Link>
@@ -129,6 +233,14 @@ function Column({ detail, index, annotated }: { detail: EpisodeDetail; index: nu
           {ep.policy_version && `policy ${ep.policy_version} · `}
           {count(ep.episode_length, "step")}
         </span>
+        {onRemove && (
+          <>
+            {" "}
+            <button type="button" className="link compare-remove" onClick={onRemove} aria-label={`remove ${ep.episode_id} from the comparison`}>
+              remove
+            </button>
+          </>
+        )}
       </h3>
       <p className="compare-task">
         <strong>{ep.task_name ?? "(no task)"}</strong>
@@ -146,7 +258,7 @@ function Column({ detail, index, annotated }: { detail: EpisodeDetail; index: nu
       )}
       {step ? (
         <>
-          <Screen step={step} annotated={annotated} maxHeight="calc(100vh - 360px)" />
+          <Screen step={step} annotated={annotated} maxHeight="calc(100vh - 400px)" />
           <p className="action-summary">{step.action_view.summary}</p>
           <p className="muted">step reward {step.step_reward ?? "—"} {step.step_reward_reason ? `· ${step.step_reward_reason}` : ""}</p>
         </>
