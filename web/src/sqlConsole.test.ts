@@ -1,6 +1,18 @@
 import { describe, expect, it } from "vitest";
 import { ApiError } from "./api/client";
-import { completions, elapsedText, HISTORY_MAX, remember, sortRows, sqlFailure, stepColumns, wordBefore } from "./sqlConsole";
+import {
+  chartColumns,
+  chartSeries,
+  chartableColumns,
+  completions,
+  elapsedText,
+  HISTORY_MAX,
+  remember,
+  sortRows,
+  sqlFailure,
+  stepColumns,
+  wordBefore,
+} from "./sqlConsole";
 
 describe("the SQL console", () => {
   it("says a failure once, without the type and the server's prefix", () => {
@@ -50,5 +62,49 @@ describe("the SQL console", () => {
     expect(completions("STE", tables)).toEqual(["steps", "step"]);
     expect(completions("step", tables)).toEqual(["steps"]);
     expect(completions("", tables)).toEqual([]);
+  });
+});
+
+describe("a chart of a result", () => {
+  const columns = [
+    { name: "task_name", type: "VARCHAR" },
+    { name: "episodes", type: "BIGINT" },
+    { name: "rate", type: "DOUBLE" },
+    { name: "ok", type: "BOOLEAN" },
+  ];
+  const rows = [
+    ["wifi_on", 3, 0.5, true],
+    ["set_alarm", 2, null, false],
+    [null, 1, 1, null],
+  ];
+
+  it("charts any column along x and only numbers up", () => {
+    expect(chartableColumns(columns, rows)).toEqual({ x: [0, 1, 2, 3], y: [1, 2] });
+    // a type it does not know counts as numbers when every value is one
+    const odd = [{ name: "n", type: "UNKNOWN" }, { name: "s", type: "UNKNOWN" }, { name: "e", type: "UNKNOWN" }];
+    expect(chartableColumns(odd, [[1, "a", null], [2.5, 3, null]]).y).toEqual([0]);
+    expect(chartableColumns([{ name: "task_name", type: "VARCHAR" }], [["a"]]).y).toEqual([]);
+  });
+
+  it("picks text along x and the first numbers up, or the columns asked for", () => {
+    expect(chartColumns(columns, rows)).toEqual({ x: 0, y: 1 });
+    expect(chartColumns(columns, rows, "episodes", "rate")).toEqual({ x: 1, y: 2 });
+    // a name the result lacks, or text asked for up, falls back to the first choice
+    expect(chartColumns(columns, rows, "gone", "task_name")).toEqual({ x: 0, y: 1 });
+    const numbers = [{ name: "step", type: "INTEGER" }, { name: "reward", type: "DOUBLE" }];
+    expect(chartColumns(numbers, [[0, 1]])).toEqual({ x: 0, y: 1 });
+    expect(chartColumns([{ name: "n", type: "BIGINT" }], [[1]])).toEqual({ x: 0, y: 0 });
+    expect(chartColumns([{ name: "t", type: "VARCHAR" }], [["a"]])).toBeNull();
+  });
+
+  it("draws text x values as categories in the result's order, NULL named, gaps for non-numbers", () => {
+    expect(chartSeries(columns, rows, 0, 2)).toEqual({ x: ["wifi_on", "set_alarm", "NULL"], values: [0.5, null, 1], categories: true, dropped: 0 });
+    expect(chartSeries(columns, rows, 3, 1).x).toEqual(["true", "false", "NULL"]);
+  });
+
+  it("sorts numbers along x by value and leaves out rows without one", () => {
+    const steps = [{ name: "step", type: "INTEGER" }, { name: "reward", type: "DOUBLE" }];
+    const s = chartSeries(steps, [[2, 0.5], [0, 0], [null, 9], [1, "nan"]], 0, 1);
+    expect(s).toEqual({ x: [0, 1, 2], values: [0, null, 0.5], categories: false, dropped: 1 });
   });
 });

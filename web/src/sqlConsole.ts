@@ -83,3 +83,83 @@ export function completions(word: string, tables: { name: string; columns: { nam
   const out = [...new Set(names)].filter((n) => n.toLowerCase().startsWith(lower) && n.toLowerCase() !== lower);
   return out.slice(0, limit);
 }
+
+// Charting a result: a column along x (numbers on a scale, anything else as categories) and a
+// column of numbers up, as bars or a line.
+
+/** A result column as a chart sees it. */
+export interface ResultColumn {
+  name: string;
+  type: string;
+}
+
+export type ChartKind = "bar" | "line";
+
+const NUMBER_TYPE = /^(TINYINT|SMALLINT|INTEGER|INT|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|REAL|DOUBLE|DECIMAL|NUMERIC)\b/i;
+
+const isNumber = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
+
+/** Whether column `i` holds numbers: its SQL type is a number type, or (a type the console
+ * does not know) every value in it is a number, at least one. */
+export function isNumberColumn(columns: ResultColumn[], rows: unknown[][], i: number): boolean {
+  if (NUMBER_TYPE.test(columns[i]?.type ?? "")) return true;
+  let seen = false;
+  for (const row of rows) {
+    const v = row[i];
+    if (v === null || v === undefined) continue;
+    if (!isNumber(v)) return false;
+    seen = true;
+  }
+  return seen;
+}
+
+/** Which columns a chart can use: any column along x, only columns of numbers up (y). */
+export function chartableColumns(columns: ResultColumn[], rows: unknown[][]): { x: number[]; y: number[] } {
+  const all = columns.map((_, i) => i);
+  return { x: all, y: all.filter((i) => isNumberColumn(columns, rows, i)) };
+}
+
+/** The columns charted for the names asked (from the address): each name if the result has
+ * it (a column of numbers for y), else the first choice: along x the first column that is
+ * not numbers (categories: task, policy version), else the first column; up the first
+ * column of numbers other than x. Null when the result has no column of numbers. */
+export function chartColumns(columns: ResultColumn[], rows: unknown[][], xName?: string | null, yName?: string | null): { x: number; y: number } | null {
+  const { y: numbers } = chartableColumns(columns, rows);
+  if (numbers.length === 0) return null;
+  const named = (name: string | null | undefined, among: number[]) => {
+    const i = name ? columns.findIndex((c) => c.name === name) : -1;
+    return among.includes(i) ? i : -1;
+  };
+  let x = named(xName, columns.map((_, i) => i));
+  if (x < 0) {
+    const text = columns.findIndex((_, i) => !numbers.includes(i));
+    x = text >= 0 ? text : 0;
+  }
+  let y = named(yName, numbers);
+  if (y < 0) y = numbers.find((i) => i !== x) ?? numbers[0];
+  return { x, y };
+}
+
+/** What a chart draws: x values (numbers, or text labels drawn evenly as categories) and the
+ * y value at each (null where a row's value is not a number: a gap). */
+export interface ChartSeries {
+  x: number[] | string[];
+  values: (number | null)[];
+  /** Whether x is drawn as categories (text, dates, booleans: anything but numbers). */
+  categories: boolean;
+  /** Rows left out: a NULL x on a number scale has no place. */
+  dropped: number;
+}
+
+/** The series for x column `x` and y column `y`. Numbers along x are sorted by value (a line
+ * runs left to right; rows without an x are left out); any other x is each row's value as
+ * text, a category, in the result's order (NULL as "NULL"). */
+export function chartSeries(columns: ResultColumn[], rows: unknown[][], x: number, y: number): ChartSeries {
+  const yOf = (row: unknown[]) => (isNumber(row[y]) ? (row[y] as number) : null);
+  if (isNumberColumn(columns, rows, x)) {
+    const kept = rows.filter((r) => isNumber(r[x])).sort((a, b) => (a[x] as number) - (b[x] as number));
+    return { x: kept.map((r) => r[x] as number), values: kept.map(yOf), categories: false, dropped: rows.length - kept.length };
+  }
+  const label = (v: unknown) => (v === null || v === undefined ? "NULL" : typeof v === "object" ? JSON.stringify(v) : String(v));
+  return { x: rows.map((r) => label(r[x])), values: rows.map(yOf), categories: true, dropped: 0 };
+}

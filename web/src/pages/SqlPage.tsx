@@ -1,26 +1,45 @@
 // /sql?q=...: read-only SQL over the lake (the server's sandbox refuses writes and file
 // access and caps rows and time); results in a virtualised grid (click a header to sort;
 // rows naming an episode's step show its screenshot), and the same query as a CSV or
-// Parquet download. Ctrl+Enter runs. Beside it, the tables and their columns (a click
-// inserts the name) and this browser's last queries.
+// Parquet download. Ctrl+Enter runs. A chart of the result (bars or a line, x and y columns
+// picked; `chart=`, `x=`, `y=` in the address) shows above the grid. Beside it, the tables
+// and their columns (a click inserts the name) and this browser's last queries.
 import { useEffect, useRef, useState } from "react";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { queries } from "../api/queries";
+import { ResultChart, type ChartChoice } from "../components/ResultChart";
 import { ResultGrid } from "../components/ResultGrid";
 import { SavedQueries } from "../components/SavedQueries";
 import { ActionError, Loading } from "../components/Status";
 import { useTitle } from "../hooks";
 import { navigate, useLocation } from "../router";
-import { completions, elapsedText, loadHistory, remember, saveHistory, sqlFailure, wordBefore } from "../sqlConsole";
+import { completions, elapsedText, loadHistory, remember, saveHistory, sqlFailure, wordBefore, type ChartKind } from "../sqlConsole";
 
 const EXAMPLE = `select task_name, policy_version, count(*) as episodes, avg(success::int) as success_rate
 from episodes group by all order by all`;
 
 const download = (query: string, format: "csv" | "parquet") => `/api/sql/download?format=${format}&query=${encodeURIComponent(query)}`;
 
+/** The console's address: the query and the chart asked for (kept when another query runs). */
+function sqlUrl(q: string, chart: ChartChoice): string {
+  let url = `/sql?q=${encodeURIComponent(q)}`;
+  if (chart.kind) {
+    url += `&chart=${chart.kind}`;
+    if (chart.x) url += `&x=${encodeURIComponent(chart.x)}`;
+    if (chart.y) url += `&y=${encodeURIComponent(chart.y)}`;
+  }
+  return url;
+}
+
 export function SqlPage() {
   const { query } = useLocation();
   const urlQuery = query.get("q");
+  const kind = query.get("chart");
+  const chart: ChartChoice = {
+    kind: kind === "bar" || kind === "line" ? (kind as ChartKind) : null,
+    x: query.get("x"),
+    y: query.get("y"),
+  };
   const [text, setText] = useState(urlQuery ?? EXAMPLE);
   // The URL's query runs (Run navigates to it; back and forward show earlier results at once).
   const sql = useQuery({ ...queries.sql(urlQuery ?? ""), enabled: !!urlQuery });
@@ -63,7 +82,7 @@ export function SqlPage() {
   useTitle("SQL");
   const submit = () => {
     if (text === urlQuery) void sql.refetch();
-    else navigate(`/sql?q=${encodeURIComponent(text)}`);
+    else navigate(sqlUrl(text, chart));
   };
   const r = sql.isError ? undefined : sql.data;
   const running = sql.isFetching;
@@ -157,6 +176,7 @@ export function SqlPage() {
           <p className="muted" role="status">
             {r.rows.length} rows{r.truncated ? ` (cut at the ${r.truncated_by === "bytes" ? "size" : "row"} cap; downloads are cut at the same caps)` : ""} · {r.elapsed_ms.toFixed(0)} ms
           </p>
+          <ResultChart result={r} choice={chart} onChoose={(next) => urlQuery && navigate(sqlUrl(urlQuery, next), { replace: true })} />
           <ResultGrid result={r} />
         </>
       )}
