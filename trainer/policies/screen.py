@@ -213,7 +213,10 @@ def _flags(node: ET.Element) -> frozenset[str]:
 
 def _bounds(text: str) -> tuple[int, int, int, int] | None:
     match = _BOUNDS.match(text)
-    return None if match is None else tuple(int(v) for v in match.groups())  # type: ignore[return-value]
+    if match is None:
+        return None
+    x0, y0, x1, y1 = (int(v) for v in match.groups())
+    return x0, y0, x1, y1
 
 
 def elements_from_ocr(lines: Sequence[dict[str, Any]]) -> list[Element]:
