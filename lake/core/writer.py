@@ -178,7 +178,7 @@ class ReplayReport:
 #: Batches that may be handed to the committer and not yet committed, per writer: each
 #: offer's data files and its spool segments both take disk until the commit, so offering a
 #: backlog a few batches at a time lets a nearly full disk drain it (`LakeWriter._commit`).
-MAX_IN_FLIGHT_BATCHES = 4
+MAX_IN_FLIGHT_BATCHES = 2
 #: Rows a replay commits at a time: a segment is replayed in slices of this many rows, each
 #: needing free space for itself only (the writers of this release keep a segment to about
 #: one batch, so a replay needs about one batch of free space).
@@ -366,7 +366,7 @@ class LakeWriter:
             with self._lock:
                 wanted = {id(p) for pending in self._pending.values() for p in pending.parts}
                 wanted |= {id(p) for f in self._flights for p in f.parts}
-            self._commit(only=None)
+            self._commit_or_wait()
             deadline = time.monotonic() + self.options.flush_timeout_s
             while True:
                 with self._commit_lock:
@@ -378,7 +378,7 @@ class LakeWriter:
                     flying = sum(any(id(p) in wanted for p in f.parts) for f in self._flights)
                     left = any(id(p) in wanted for pending in self._pending.values() for p in pending.parts)
                 if back or (left and not self._flights):  # came back, or the next round is due
-                    self._commit(only=None)
+                    self._commit_or_wait()
                 if not flying and not left:
                     break
                 self._elect()
@@ -393,6 +393,18 @@ class LakeWriter:
         except Exception as exc:
             raise CommitFailed(f"commit to the lake at {self.lake} failed ({exc}); the rows stay in "
                                "this writer's spool and are retried") from exc
+
+    def _commit_or_wait(self) -> None:
+        """`_commit`, but a failure while hand-offs are still with the committer is not the
+        last word: their commit lets go of spool segments (room on a full disk), and the
+        flush tries again once they are settled."""
+        try:
+            self._commit(only=None)
+        except Exception:
+            with self._lock:
+                flying = bool(self._flights)
+            if not flying:
+                raise
 
     def _committer_state(self) -> str:
         node = self.node_committer

@@ -118,7 +118,7 @@ def test_freeing_less_than_the_backlog_still_drains_it(small_disk):
     w = lake.writer(WriterOptions(batch_rows=6, max_age_s=0.2))
     w.append("episodes", _episode("e1"))
     spare = small_disk / "spare"
-    spare.write_bytes(b"\0" * 1_500_000)  # the little that will come back
+    spare.write_bytes(b"\0" * 1_200_000)  # the little that will come back
     filler = _fill(small_disk, leave=4_000_000)
     acknowledged, step, refused = [], 0, 0
     while refused < 3 and step < 2000:
@@ -132,7 +132,8 @@ def test_freeing_less_than_the_backlog_still_drains_it(small_disk):
     assert refused == 3, "the disk never filled up"
     backlog = sum(f.stat().st_size for f in (small_disk / "lake").rglob("*") if "spool" in str(f) and f.is_file())
     spare.unlink()
-    assert backlog > 1_500_000 * 1.5, f"the backlog ({backlog} bytes) is not larger than the space freed"
+    # how much was committed before the disk filled varies: the backlog was 2.1-4 MB in runs
+    assert backlog > 1_200_000 * 1.25, f"the backlog ({backlog} bytes) is not larger than the space freed"
     w.append("episodes", _episode("e1", "finished"))
     w.close()
     reopened = Lake(lake.path)
