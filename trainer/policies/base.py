@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import torch
+from safetensors.torch import load_file, save_file
 
 from episodelake.collectors.jobs.batch import AgentSpec
 from episodelake.collectors.loop import Agent
@@ -84,3 +85,24 @@ class TrainablePolicy(Agent, Protocol):
     def reference(self) -> TrainablePolicy:
         """The initial policy, frozen: the reference of the KL term."""
         ...
+
+
+#: The weights file of a small policy's checkpoint folder (its config file is the policy's).
+WEIGHTS_FILE = "model.safetensors"
+
+
+def save_checkpoint(folder: Path, module: torch.nn.Module, config_json: str, config_file: str) -> None:
+    """Write a small policy's checkpoint: its weights and its config (JSON) in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in module.state_dict().items()}, str(folder / WEIGHTS_FILE))
+    (folder / config_file).write_text(config_json, encoding="utf-8")
+
+
+def read_checkpoint(folder: Path | str, config_file: str, what: str) -> tuple[str, dict[str, torch.Tensor]]:
+    """(config JSON, weights) of a folder `save_checkpoint` wrote; `what` names the policy
+    in the error when the folder holds none."""
+    folder = Path(folder)
+    config_path = folder / config_file
+    if not config_path.exists():
+        raise FileNotFoundError(f"{folder} holds no {what} ({config_file} is missing)")
+    return config_path.read_text(encoding="utf-8"), load_file(str(folder / WEIGHTS_FILE))

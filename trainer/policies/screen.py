@@ -51,7 +51,6 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
 from torch import nn
 
 from episodelake.collectors.envs.base import Device
@@ -59,7 +58,7 @@ from episodelake.collectors.envs.suites import get_suite
 from episodelake.collectors.loop import Observation, Reply
 from episodelake.lake.vocab.action_space import GRID
 from episodelake.lake.vocab.families import format_tool_call, parse_response
-from episodelake.trainer.policies.base import Sample
+from episodelake.trainer.policies.base import Sample, read_checkpoint, save_checkpoint
 from episodelake.trainer.policies.tiny import (
     APP_NAMED_PRIOR,
     HISTORY_DIM,
@@ -104,7 +103,6 @@ ELEMENT_FEATURES = ("x0", "y0", "x1", "y1", "cx", "cy", "w", "h", *FLAGS, "has_t
 #: Numeric features of a goal span: already shown on screen, already typed in the episode.
 SPAN_FEATURES = ("on_screen", "typed")
 
-WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "screen_policy.json"
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -628,19 +626,14 @@ class ScreenPolicy:
         return initial
 
     def save(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        save_file({k: v.contiguous() for k, v in self.module.state_dict().items()}, str(folder / WEIGHTS_FILE))
-        (folder / CONFIG_FILE).write_text(json.dumps(asdict(self.config)), encoding="utf-8")
+        save_checkpoint(folder, self.module, json.dumps(asdict(self.config)), CONFIG_FILE)
 
     @classmethod
     def load(cls, folder: Path | str, *, seed: int | None = None) -> ScreenPolicy:
         """A policy saved by `save` (e.g. a training checkpoint), ready to act."""
-        folder = Path(folder)
-        config_path = folder / CONFIG_FILE
-        if not config_path.exists():
-            raise FileNotFoundError(f"{folder} holds no ScreenPolicy ({CONFIG_FILE} is missing)")
-        policy = cls(ScreenConfig.from_json(config_path.read_text(encoding="utf-8")), seed=seed)
-        policy.module.load_state_dict(load_file(str(folder / WEIGHTS_FILE)))
+        config, weights = read_checkpoint(folder, CONFIG_FILE, "ScreenPolicy")
+        policy = cls(ScreenConfig.from_json(config), seed=seed)
+        policy.module.load_state_dict(weights)
         return policy
 
 

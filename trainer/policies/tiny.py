@@ -36,7 +36,6 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from PIL import Image
-from safetensors.torch import load_file, save_file
 from torch import nn
 
 from episodelake.collectors.envs.base import Device
@@ -44,7 +43,7 @@ from episodelake.collectors.envs.suites import get_suite
 from episodelake.collectors.loop import Observation, Reply
 from episodelake.lake.vocab.action_space import GRID
 from episodelake.lake.vocab.families import ParsedAction, format_tool_call, parse_response
-from episodelake.trainer.policies.base import Sample
+from episodelake.trainer.policies.base import Sample, read_checkpoint, save_checkpoint
 from episodelake.trainer.ppo import TokenLogProbs
 
 IMAGE_W, IMAGE_H = 36, 120
@@ -67,7 +66,6 @@ MAX_SPAN_WORDS = 4
 #: Steps, verbs counted so far, and the previous verb, as one vector.
 HISTORY_DIM = STEP_BUCKETS + 2 * (len(VERBS) + 1)
 
-WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "tiny_policy.json"
 
 _VERB_INDEX = {verb: i for i, verb in enumerate(VERBS)}
@@ -442,20 +440,14 @@ class TinyPolicy:
         return initial
 
     def save(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        save_file({k: v.contiguous() for k, v in self.module.state_dict().items()},
-                  str(folder / WEIGHTS_FILE))
-        (folder / CONFIG_FILE).write_text(json.dumps(asdict(self.config)), encoding="utf-8")
+        save_checkpoint(folder, self.module, json.dumps(asdict(self.config)), CONFIG_FILE)
 
     @classmethod
     def load(cls, folder: Path | str, *, seed: int | None = None) -> TinyPolicy:
         """A policy saved by `save` (e.g. a training checkpoint), ready to act."""
-        folder = Path(folder)
-        config_path = folder / CONFIG_FILE
-        if not config_path.exists():
-            raise FileNotFoundError(f"{folder} holds no TinyPolicy ({CONFIG_FILE} is missing)")
-        policy = cls(TinyConfig.from_json(config_path.read_text(encoding="utf-8")), seed=seed)
-        policy.module.load_state_dict(load_file(str(folder / WEIGHTS_FILE)))
+        config, weights = read_checkpoint(folder, CONFIG_FILE, "TinyPolicy")
+        policy = cls(TinyConfig.from_json(config), seed=seed)
+        policy.module.load_state_dict(weights)
         return policy
 
 
