@@ -1,4 +1,4 @@
-import { useEffect } from "react";
+import { useEffect, useState } from "react";
 import { useMutation } from "@tanstack/react-query";
 
 export interface Action {
@@ -37,4 +37,14 @@ export function useTitle(what: string): void {
   useEffect(() => {
     document.title = `${what} · EpisodeLake`;
   }, [what]);
+}
+
+/** A control's value that the address owns but that shows a change at once. The router renders
+ * a new address in a transition, so a control bound to the address alone springs back to its
+ * old value until then (a ticked box shows unticked). `value` is what the address says; the
+ * shown value follows it whenever it changes. */
+export function useAddressValue<T>(value: T, key: string): [T, (shown: T) => void] {
+  const [shown, setShown] = useState(value);
+  useEffect(() => setShown(value), [key]);
+  return [shown, setShown];
 }

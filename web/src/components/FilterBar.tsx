@@ -3,6 +3,7 @@
 import { useState, type FormEvent } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { queries } from "../api/queries";
+import { useAddressValue } from "../hooks";
 import { navigate, useLocation, withQuery } from "../router";
 
 const FIELDS: [string, string][] = [
@@ -27,7 +28,10 @@ export function FilterBar() {
     }
     navigate(withQuery(path, q));
   };
-  const outcome = query.get("unjudged") === "true" ? "unjudged" : (query.get("success") ?? "");
+  const inAddress = query.get("unjudged") === "true" ? "unjudged" : (query.get("success") ?? "");
+  const [outcome, setOutcome] = useAddressValue(inAddress, inAddress);
+  const zeroInAddress = query.get("zero_step_reward") === "true";
+  const [zero, setZero] = useAddressValue(zeroInAddress, String(zeroInAddress));
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const data = new FormData(e.currentTarget);
@@ -45,6 +49,7 @@ export function FilterBar() {
           aria-label="outcome"
           onChange={(e) => {
             const v = e.target.value;
+            setOutcome(v);
             set({ success: v === "true" || v === "false" ? v : null, unjudged: v === "unjudged" ? "true" : null });
           }}
         >
@@ -56,8 +61,11 @@ export function FilterBar() {
         <label title="some step has step_reward = 0">
           <input
             type="checkbox"
-            checked={query.get("zero_step_reward") === "true"}
-            onChange={(e) => set({ zero_step_reward: e.target.checked ? "true" : null })}
+            checked={zero}
+            onChange={(e) => {
+              setZero(e.target.checked);
+              set({ zero_step_reward: e.target.checked ? "true" : null });
+            }}
           />
           0 step reward
         </label>

@@ -4,7 +4,7 @@
 // Parquet download. Ctrl+Enter runs. A chart of the result (bars or a line, x and y columns
 // picked; `chart=`, `x=`, `y=` in the address) shows above the grid. Beside it, the tables
 // and their columns (a click inserts the name) and this browser's last queries.
-import { useEffect, useRef, useState } from "react";
+import { useEffect, useLayoutEffect, useRef, useState } from "react";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { queries } from "../api/queries";
 import { ResultChart, type ChartChoice } from "../components/ResultChart";
@@ -59,25 +59,29 @@ export function SqlPage() {
   const [caret, setCaret] = useState<number | null>(null);
   const typed = caret === null ? null : wordBefore(text, caret);
   const suggestions = typed ? completions(typed.word, tables.data ?? []) : [];
+  // Where the caret goes after a completion or an insertion: placed in a layout effect, right
+  // after the new text is in the box and before the next key can land (a frame later, a key
+  // typed meanwhile would be moved back to the old place).
+  const caretAfter = useRef<number | null>(null);
+  useLayoutEffect(() => {
+    const at = caretAfter.current;
+    if (at === null) return;
+    caretAfter.current = null;
+    editor.current?.focus();
+    editor.current?.setSelectionRange(at, at);
+  }, [text]);
   const complete = (name: string) => {
     if (!typed) return;
-    const at = typed.start + name.length;
+    caretAfter.current = typed.start + name.length;
     setText(text.slice(0, typed.start) + name + text.slice(caret ?? typed.start));
     setCaret(null);
-    requestAnimationFrame(() => {
-      editor.current?.focus();
-      editor.current?.setSelectionRange(at, at);
-    });
   };
   const insert = (name: string) => {
     const box = editor.current;
     const at = box ? box.selectionStart : text.length;
     const end = box ? box.selectionEnd : text.length;
+    caretAfter.current = at + name.length;
     setText(text.slice(0, at) + name + text.slice(end));
-    requestAnimationFrame(() => {
-      box?.focus();
-      box?.setSelectionRange(at + name.length, at + name.length);
-    });
   };
   useTitle("SQL");
   const submit = () => {

@@ -11,7 +11,7 @@ import { LineChart, type Series } from "../components/LineChart";
 import { ListTable } from "../components/ListTable";
 import { Options } from "../components/Options";
 import { Async } from "../components/Status";
-import { useTitle } from "../hooks";
+import { useAddressValue, useTitle } from "../hooks";
 import { Time } from "../components/Time";
 import { Link, enc, navigate, useLocation } from "../router";
 import { align, configDiff, overlayFromQuery, smooth } from "./runOverlay";
@@ -31,9 +31,10 @@ export function TrainingPage() {
   const runs = useQuery(queries.trainRuns());
   useTitle("Training");
   const { query } = useLocation();
-  const overlaid = overlayFromQuery(query);
+  const [overlaid, setOverlaid] = useAddressValue(overlayFromQuery(query), query.get("overlay") ?? "");
   const toggle = (id: string) => {
     const next = overlaid.includes(id) ? overlaid.filter((r) => r !== id) : [...overlaid, id];
+    setOverlaid(next);
     navigate(next.length ? `/training?overlay=${next.map(enc).join(",")}` : "/training", { replace: true });
   };
   return (
