@@ -77,3 +77,21 @@ def test_numbers_along_x_a_link_reopens_the_chart_and_text_only_says_so(page):
     expect(page.get_by_test_id("sql-chart-kind")).to_be_disabled()
     expect(page.get_by_test_id("sql-chart")).to_have_count(0)
     assert axe_violations(page) == []
+
+
+def test_negative_values_draw_bars_down_from_the_zero_line(page):
+    page.set_viewport_size(LAPTOP)
+    query = "select * from (values ('a', -2), ('b', 3)) t(k, v)"
+    page.goto(page.base + "/sql?q=" + quote(query) + "&chart=bar&x=k&y=v")
+    chart = page.get_by_test_id("sql-chart")
+    chart.locator("canvas").wait_for()
+    assert drawn(page)["values"] == [-2, 3]
+    # the y scale reaches -2, and the canvas under the zero line, halfway to -2 at bar a's
+    # middle, is painted in the bar's colour (Tableau blue #4e79a7)
+    under = chart.evaluate("""el => {
+      const u = el.plot, x = u.valToPos(0, 'x', true);
+      const y = (u.valToPos(0, 'y', true) + u.valToPos(-2, 'y', true)) / 2;
+      return { min: u.scales.y.min, rgb: Array.from(u.ctx.getImageData(x, y, 1, 1).data.slice(0, 3)) };
+    }""")
+    assert under["min"] <= -2 and under["rgb"] == [0x4E, 0x79, 0xA7], under
+    shot(page, "sql-chart-negative")

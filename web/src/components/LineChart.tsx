@@ -1,13 +1,14 @@
 // Charts drawn by uPlot (canvas: fast with many series), sized to their box: lines over
-// iterations or policy versions, and bars. A null value breaks its line (an iteration that
-// did not record the metric) rather than faking a point. Forty series stay apart (ten
-// colours times four dash patterns), and pointing at (or focusing) a legend entry brings
-// its line forward and fades the others (uPlot's series focus). Pointing into the chart
-// reads out the values under the cursor. A series can carry a band (its interval), shaded
-// between two hidden series drawn after the visible ones.
+// iterations or policy versions, and bars (each from 0, up or down). A null value breaks its
+// line (an iteration that did not record the metric) rather than faking a point. Forty
+// series stay apart (ten colours times four dash patterns), and pointing at (or focusing) a
+// legend entry brings its line forward and fades the others (uPlot's series focus). Pointing
+// into the chart reads out the values under the cursor. A series can carry a band (its
+// interval), shaded between two hidden series drawn after the visible ones.
 import { useEffect, useRef, useState } from "react";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
+import { barRange } from "./chartScale";
 
 // Tableau 10: colours told apart by most people, colour-blind ones included.
 const COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#79706e"];
@@ -86,6 +87,22 @@ function short(v: number): string {
   return Math.abs(v) >= 1000 ? v.toExponential(1) : String(Number(v.toPrecision(3)));
 }
 
+/** With bars below 0, a line at 0 shows where they part from those above (no grid line need
+ * fall on 0). */
+function drawZeroLine(u: uPlot): void {
+  if ((u.scales.y.min ?? 0) >= 0) return;
+  const y = Math.round(u.valToPos(0, "y", true));
+  const { ctx, bbox } = u;
+  ctx.save();
+  ctx.strokeStyle = AXIS.stroke;
+  ctx.lineWidth = devicePixelRatio;
+  ctx.beginPath();
+  ctx.moveTo(bbox.left, y);
+  ctx.lineTo(bbox.left + bbox.width, y);
+  ctx.stroke();
+  ctx.restore();
+}
+
 const pctText = (v: number) => `${Math.round(v * 100)}%`;
 const RAD = (TURN * Math.PI) / 180;
 
@@ -124,7 +141,7 @@ export function LineChart({ x, series, label, xLabel = "iteration", testid, perc
       focus: { alpha: FADED },
       scales: {
         x: categories ? { time: false, range: [-0.5, Math.max(0.5, categories.length - 0.5)] } : { time: false },
-        y: percent ? { range: [0, 1] } : bars ? { range: (_u, _lo, hi) => [0, Math.max(1, hi)] } : {},
+        y: percent ? { range: [0, 1] } : bars ? { range: (_u, lo, hi) => barRange(lo, hi) } : {},
       },
       axes: [
         {
@@ -157,6 +174,7 @@ export function LineChart({ x, series, label, xLabel = "iteration", testid, perc
         })),
       ],
       hooks: {
+        draw: bars ? [drawZeroLine] : [],
         setSeries: [(_u, i, o) => void ((o as { focus?: boolean }).focus !== undefined && (focused.current = i))],
         setCursor: [
           (u) => {
