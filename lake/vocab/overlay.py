@@ -17,6 +17,10 @@ What each action becomes:
 - type, open, answer (`text`), system_button (`button`), terminate (`finish`), wait: a badge;
 - anything that lacks the point it needs, and unparsed responses: a `problem` badge instead
   of a marker in a made-up place.
+
+`draw_action` outlines every marker and arrow in white (the shapes drawn first wider in
+white, then in their colours), so a red click stays seen on a red icon; the web app's
+overlay outlines its red markers the same way.
 """
 
 from __future__ import annotations
@@ -66,6 +70,8 @@ ORANGE = (255, 140, 0)
 BLUE = (30, 110, 255)
 GREEN = (20, 190, 70)
 PURPLE = (150, 60, 220)
+#: Every marker's outline: it keeps a marker seen on a screen of its own colour.
+WHITE = (255, 255, 255)
 #: Badge backgrounds, as `.badge-<kind>` in the web app's styles.css.
 BADGE_COLOURS: dict[str, tuple[int, int, int]] = {
     "text": (20, 20, 20), "button": (20, 20, 20), "wait": (20, 20, 20),
@@ -158,20 +164,82 @@ def thumbnail(image_bytes: bytes, max_side: int) -> bytes:
     return _encode(_fit(_decode(image_bytes), max_side), "jpeg")
 
 
-def _ring(d: ImageDraw.ImageDraw, c: tuple[float, float], r: float, color, width: int) -> None:
-    d.ellipse((c[0] - r, c[1] - r, c[0] + r, c[1] + r), outline=color, width=width)
+class _Pen:
+    """Draws a marker's shapes in their colours, or, as its outline (`outline` px), every
+    shape in white and that much wider on each side. A marker is drawn twice, outline first,
+    so it stays seen on a screen of its own colour (a red click on a red icon), as the web
+    app's overlay does."""
+
+    def __init__(self, d: ImageDraw.ImageDraw, outline: int = 0):
+        self.d, self.outline = d, outline
+
+    def _colour(self, colour: tuple[int, int, int]) -> tuple[int, int, int]:
+        return WHITE if self.outline else colour
+
+    def ring(self, c: tuple[float, float], r: float, colour, width: int) -> None:
+        # PIL draws an ellipse's outline inside its box: grow the box by the outline and the
+        # width by twice it, so the white shows on both sides of the ring.
+        r, o = r + self.outline, self.outline
+        self.d.ellipse((c[0] - r, c[1] - r, c[0] + r, c[1] + r), outline=self._colour(colour), width=width + 2 * o)
+
+    def dot(self, c: tuple[float, float], r: float, colour) -> None:
+        r += self.outline
+        self.d.ellipse((c[0] - r, c[1] - r, c[0] + r, c[1] + r), fill=self._colour(colour))
+
+    def line(self, a, b, colour, width: int) -> None:
+        # PIL's line ends are flat: lengthen it by the outline so the white covers the ends too
+        a, b = _lengthened(a, b, self.outline)
+        self.d.line((a, b), fill=self._colour(colour), width=width + 2 * self.outline)
+
+    def arrow(self, a, b, colour, width: int, head: float) -> None:
+        self.line(a, b, colour, width)
+        angle = math.atan2(b[1] - a[1], b[0] - a[0])
+        left = (b[0] - head * math.cos(angle - 0.45), b[1] - head * math.sin(angle - 0.45))
+        right = (b[0] - head * math.cos(angle + 0.45), b[1] - head * math.sin(angle + 0.45))
+        self.d.polygon((b, left, right), fill=self._colour(colour))
+        if self.outline:  # a line along the head's edges, centred on them, widens it all round
+            self.d.line((b, left, right, b), fill=WHITE, width=2 * self.outline, joint="curve")
 
 
-def _dot(d: ImageDraw.ImageDraw, c: tuple[float, float], r: float, color) -> None:
-    d.ellipse((c[0] - r, c[1] - r, c[0] + r, c[1] + r), fill=color)
+def _lengthened(a, b, by: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The segment a-b, `by` px longer at each end (as it is, when a and b are one point)."""
+    length = math.dist(a, b)
+    if not by or not length:
+        return a, b
+    dx, dy = (b[0] - a[0]) / length * by, (b[1] - a[1]) / length * by
+    return (a[0] - dx, a[1] - dy), (b[0] + dx, b[1] + dy)
 
 
-def _arrow(d: ImageDraw.ImageDraw, a, b, color, width: int, head: float) -> None:
-    d.line((a, b), fill=color, width=width)
-    angle = math.atan2(b[1] - a[1], b[0] - a[0])
-    left = (b[0] - head * math.cos(angle - 0.45), b[1] - head * math.sin(angle - 0.45))
-    right = (b[0] - head * math.cos(angle + 0.45), b[1] - head * math.sin(angle + 0.45))
-    d.polygon((b, left, right), fill=color)
+def _marker(pen: _Pen, kind: MarkerKind, pts: list[tuple[float, float]], unit: float, line: int) -> None:
+    """The shapes of each marker kind (the module docstring's list)."""
+    if kind == "click":
+        at = pts[0]
+        pen.ring(at, unit, RED, line)
+        pen.dot(at, unit / 2, RED)
+        pen.line((at[0] - unit * 1.6, at[1]), (at[0] + unit * 1.6, at[1]), RED, max(1, line // 2))
+        pen.line((at[0], at[1] - unit * 1.6), (at[0], at[1] + unit * 1.6), RED, max(1, line // 2))
+    elif kind == "long_press":
+        pen.ring(pts[0], unit * 1.2, ORANGE, line)
+        pen.ring(pts[0], unit * 0.8, ORANGE, line)
+        pen.dot(pts[0], unit / 4, ORANGE)
+    elif kind == "double_tap":
+        pen.ring(pts[0], unit, RED, line)
+        pen.ring(pts[0], unit * 0.6, RED, line)
+        pen.dot(pts[0], unit / 4, RED)
+    elif kind == "swipe":
+        pen.arrow(pts[0], pts[1], BLUE, line * 2, unit * 1.2)
+        pen.dot(pts[0], unit / 2, GREEN)
+    elif kind == "drag":
+        if len(pts) == 2:
+            pen.line(pts[0], pts[1], PURPLE, line * 2)
+            pen.dot(pts[1], unit / 2, RED)
+        pen.dot(pts[0], unit / 2, GREEN)
+
+
+def outline_width(line: int) -> int:
+    """The white outline's width on each side of a marker's strokes: half a stroke, at
+    least 2 px (the web app's overlay: half a stroke, at least 1.5 px)."""
+    return max(2, math.ceil(line / 2))
 
 
 def _badge(d: ImageDraw.ImageDraw, text: str, colour, unit: float, width: int) -> None:
@@ -191,7 +259,8 @@ def draw_action(image_bytes: bytes, view: ActionView, *, max_side: int | None = 
 
     `max_side` first scales the image down (the reference viewer's 1200 px), so markers are
     sized for what is shown. Sizes follow the web app's overlay: one unit is 1/54 of the
-    shorter side (~20 px on a 1080-wide phone screen), at least 8 px.
+    shorter side (~20 px on a 1080-wide phone screen), at least 8 px; the white outline
+    is half a stroke wide (`outline_width`).
     """
     img = _fit(_decode(image_bytes), max_side)
     d = ImageDraw.Draw(img)
@@ -199,29 +268,9 @@ def draw_action(image_bytes: bytes, view: ActionView, *, max_side: int | None = 
     unit = max(8.0, min(w, h) / 54)
     line = max(2, round(unit / 5))
     pts = [(p.x * w, p.y * h) for p in view.marker.points]
-    kind = view.marker.kind
-    if kind == "click":
-        at = pts[0]
-        _ring(d, at, unit, RED, line)
-        _dot(d, at, unit / 2, RED)
-        d.line((at[0] - unit * 1.6, at[1], at[0] + unit * 1.6, at[1]), fill=RED, width=max(1, line // 2))
-        d.line((at[0], at[1] - unit * 1.6, at[0], at[1] + unit * 1.6), fill=RED, width=max(1, line // 2))
-    elif kind == "long_press":
-        _ring(d, pts[0], unit * 1.2, ORANGE, line)
-        _ring(d, pts[0], unit * 0.8, ORANGE, line)
-        _dot(d, pts[0], unit / 4, ORANGE)
-    elif kind == "double_tap":
-        _ring(d, pts[0], unit, RED, line)
-        _ring(d, pts[0], unit * 0.6, RED, line)
-        _dot(d, pts[0], unit / 4, RED)
-    elif kind == "swipe":
-        _arrow(d, pts[0], pts[1], BLUE, line * 2, unit * 1.2)
-        _dot(d, pts[0], unit / 2, GREEN)
-    elif kind == "drag":
-        if len(pts) == 2:
-            d.line((pts[0], pts[1]), fill=PURPLE, width=line * 2)
-            _dot(d, pts[1], unit / 2, RED)
-        _dot(d, pts[0], unit / 2, GREEN)
+    if view.marker.kind != "none":
+        _marker(_Pen(d, outline=outline_width(line)), view.marker.kind, pts, unit, line)
+        _marker(_Pen(d), view.marker.kind, pts, unit, line)
     if view.badge is not None:
         _badge(d, view.summary, BADGE_COLOURS[view.badge], unit, w)
     return _encode(img, fmt)

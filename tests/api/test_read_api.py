@@ -4,15 +4,21 @@ images, stats, groups, and the one error shape."""
 from __future__ import annotations
 
 import io
+import math
 
+import httpx
 import pytest
 from PIL import Image
 
 from episodelake.api.listing import EpisodeFilter, list_episodes
 from episodelake.api.models import ActionView
+from episodelake.api.settings import Settings
+from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.core.errors import InvalidInput
-from episodelake.lake.vocab.overlay import draw_action
-from tests.api.webapp_support import TASKS, error_of, screen
+from episodelake.lake.core.lake import Lake
+from episodelake.lake.vocab.families import format_tool_call
+from episodelake.lake.vocab.overlay import RED, draw_action
+from tests.api.webapp_support import TASKS, ServerThread, error_of, screen
 
 
 def test_health_names_the_lake(client, lake):
@@ -195,6 +201,28 @@ def test_annotated_image_draws_the_description_the_api_sends(client, lake):
             assert annotated == draw_action(raw, view), (episode_id, step["step"])
             kinds.add(view.marker.kind)
     assert kinds == {"click", "long_press", "swipe", "drag", "none"}
+
+
+def test_the_annotated_click_is_ringed_in_white_on_a_red_screen(tmp_path):
+    """A click on a red icon: the red marker shows by its white outline (the web app's
+    overlay got one first)."""
+    lake = Lake(tmp_path / "red")
+    red_screen = io.BytesIO()
+    Image.new("RGB", (540, 1080), (200, 0, 0)).save(red_screen, "PNG")
+    with Recorder(lake, run_id="run-red", env="sim") as rec:
+        ep = rec.start_episode("tap_red", "Tap the red icon", episode_id="red-0")
+        ep.log_step(red_screen.getvalue(), format_tool_call({"action": "click", "coordinate": [500, 500]}, "tap"))
+        ep.finish(success=True)
+    with ServerThread(Settings(lake=lake.path, static_dir=None), lake) as srv:
+        r = httpx.get(f"{srv.url}/api/episodes/red-0/steps/0/image", params={"annotated": 1}, timeout=30)
+    drawn = Image.open(io.BytesIO(r.content)).convert("RGB")
+    at = (270, 540)  # the click's point; a unit of 10 px: dot 5, ring 8-10, outline 2 px
+    assert drawn.getpixel(at) == RED
+    for r_px in (11, 6.5):  # just outside the ring; between the dot and the ring
+        ring = [(round(at[0] + r_px * math.cos(math.radians(a))), round(at[1] + r_px * math.sin(math.radians(a))))
+                for a in range(23, 360, 45)]  # off the cross-hair's axes
+        assert [drawn.getpixel(p) for p in ring] == [(255, 255, 255)] * 8, r_px
+    assert drawn.getpixel((20, 1000)) == (200, 0, 0)
 
 
 def test_steps_carry_their_action_view(client):

@@ -4,6 +4,7 @@ drawing exactly that description: markers land on its points, in the documented 
 from __future__ import annotations
 
 import io
+import math
 
 import pytest
 from PIL import Image
@@ -169,3 +170,53 @@ def test_bad_input_is_named():
 
 def test_the_description_is_a_typed_api_model():
     assert isinstance(describe("wait", {}, None, None), ActionView)
+
+
+# the white outline -----------------------------------------------------------------------
+SCREEN_RED = (200, 0, 0)  # a red icon filling the screen: a red marker on it shows only by its outline
+WHITE = (255, 255, 255)
+
+
+def on_red(action_type, action, x=None, y=None, x2=None, y2=None) -> Image.Image:
+    out = io.BytesIO()
+    Image.new("RGB", (W, H), SCREEN_RED).save(out, "PNG")
+    v = describe(action_type, action, x, y, x2, y2, W, H)
+    return Image.open(io.BytesIO(draw_action(out.getvalue(), v))).convert("RGB")
+
+
+def around(centre: tuple[float, float], r: float, angles=range(23, 360, 45)) -> list[tuple[int, int]]:
+    """Points at distance `r` from `centre`, by default eight off the axes (where a click's
+    cross-hair runs)."""
+    return [(round(centre[0] + r * math.cos(math.radians(a))), round(centre[1] + r * math.sin(math.radians(a))))
+            for a in angles]
+
+
+# On a 400x800 screen a marker unit is 8 px and a stroke 2 px, so the outline is 2 px: a ring
+# of radius r spans r-2..r and its outline r-4..r+2; a 4 px line (x 198..201) is edged with
+# white 2 px on each side.
+@pytest.mark.parametrize("action_type, action, centre, colour, rims", [
+    ("click", {}, (200, 400), RED, [9, 5]),  # outside the ring; between the dot and the ring
+    ("double_tap", {}, (200, 400), RED, [9.5]),
+    ("long_press", {}, (200, 400), ORANGE, [10.6, 3.3]),  # outside; between the dot and the rings
+])
+def test_a_point_marker_is_ringed_in_white_on_a_screen_of_its_colour(action_type, action, centre, colour, rims):
+    img = on_red(action_type, action, centre[0] / W, centre[1] / H)
+    assert near(img.getpixel(centre), colour, tol=10)
+    for r in rims:
+        assert [img.getpixel(p) for p in around(centre, r)] == [WHITE] * 8, (action_type, r)
+    assert img.getpixel((20, 780)) == SCREEN_RED  # the outline hugs the marker
+
+
+@pytest.mark.parametrize("action_type, action, xy, colour", [
+    ("swipe", {}, (0.5, 0.75, 0.5, 0.25), BLUE),
+    ("drag", {}, (0.5, 0.75, 0.5, 0.25), PURPLE),
+])
+def test_an_arrow_or_drag_line_has_a_white_edge_on_each_side(action_type, action, xy, colour):
+    img = on_red(action_type, action, *xy)
+    for y in (300, 400, 500):  # along the vertical line, away from its end dots and head
+        assert near(img.getpixel((200, y)), colour, tol=10)
+        assert img.getpixel((197, y)) == WHITE and img.getpixel((202, y)) == WHITE, (action_type, y)
+        assert img.getpixel((190, y)) == SCREEN_RED
+    start = (200, 600)  # the green start dot, radius 4, outlined to 6; the line leaves it upwards
+    assert near(img.getpixel(start), GREEN, tol=10)
+    assert [img.getpixel(p) for p in around(start, 5.4, range(23, 180, 45))] == [WHITE] * 4

@@ -2,7 +2,8 @@
 // SVG's viewBox is the image size and it stretches with the image). It draws the API's
 // `action_view` and nothing else: the marker's points are fractions of the screen, and
 // `?annotated=1` draws the same object with PIL (lake/vocab/overlay.py, same shapes, colours
-// and sizes; the sizes come from overlayGeometry.ts), and outlines the red markers in white.
+// and sizes; the sizes come from overlayGeometry.ts). Both outline markers in white: this one
+// its red markers, the server's every marker and arrow.
 // The badge is HTML text, escaped by React.
 import type { Schemas, Step } from "../api/client";
 import { arrowHead, markerUnit, strokeWidth, toPixels } from "./overlayGeometry";
@@ -13,7 +14,7 @@ const BLUE = "#1e6eff";
 const GREEN = "#14be46";
 const PURPLE = "#963cdc";
 /** The outline under red markers (click, double tap), so they stay seen on red icons (the
- * server's PIL drawing, lake/vocab/overlay.py, has no outline yet). */
+ * server's PIL drawing, lake/vocab/overlay.py, outlines every marker the same way). */
 const HALO = "#ffffff";
 const haloWidth = (line: number) => Math.max(1.5, line / 2);
 
