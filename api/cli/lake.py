@@ -126,8 +126,12 @@ def cmd_recover(
         metavar="HOST", show_default=False,
         help="then release the episode claims of machine HOST on a lake on an object store: for a "
         "machine that is gone with its spool (what it had not committed is lost with it)")] = None,
+    restore_conflicts: Annotated[bool, typer.Option(
+        "--restore-conflicts", help="store each episode set aside on this machine (its id, given while "
+        "the store was down, was found taken when the claim was settled) under a new id, "
+        "<id>-<8 hex>, the old id kept as recorded_as in its extra")] = False,
 ) -> int:
-    from episodelake.lake.core import claims
+    from episodelake.lake.core import claims, conflicts
 
     lake = Lake(globals_of(ctx).lake, create=False)
     report = lake.recover(spool)
@@ -137,6 +141,13 @@ def cmd_recover(
         episodes = sorted({r["episode_id"] for r in released})
         print(f"released {len(released)} claim(s) of {release_claims}"
               + (f" on episode(s) {', '.join(episodes[:10])}{' ...' if len(episodes) > 10 else ''}" if episodes else ""))
+    if restore_conflicts:
+        for old, new, counts in conflicts.restore(lake.location):
+            print(f"restored set-aside episode {old} as {new} ({_counts(counts)})")
+    for kept in conflicts.listed(lake.location):
+        print(f"set aside: episode {kept.episode_id} ({_counts(kept.rows)}) in {kept.folder}: its id, given "
+              "while the store was down, was found taken; `elake recover --restore-conflicts` stores it "
+              "under a new id")
     if report.get("torn_tails"):
         print(f"dropped the torn last write of {report['torn_tails']} segment(s) (never acknowledged)")
     for line in report.get("damaged", ()):
@@ -144,6 +155,10 @@ def cmd_recover(
     for table, problem in report["problems"].items():
         print(f"table {table}: {problem}")
     return 1 if report["problems"] else 0
+
+
+def _counts(rows: dict[str, int]) -> str:
+    return ", ".join(f"{n} {table} row(s)" for table, n in sorted(rows.items()))
 
 
 def _human_bytes(n: int) -> str:

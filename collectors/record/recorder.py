@@ -51,11 +51,15 @@ from episodelake.lake import Lake, WriterOptions
 from episodelake.lake.core import claims, layout, schema
 from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
 from episodelake.lake.core.layout import check_id
+from episodelake.lake.core.store import StoreUnavailable
 from episodelake.lake.core.writer import replay_orphans
 from episodelake.lake.vocab.families import parse_response
 
 log = logging.getLogger(__name__)
 
+#: After a claim found the store unreachable, how long later starts of given ids take their
+#: claims provisionally without asking it (each ask costs the store's timeout while it is down).
+STORE_RECHECK_S = 10.0
 #: Finished episodes whose rows may still wait in the writer: past this many, the recorder
 #: commits (one flush) and lets go of their claims, so held file descriptors stay bounded.
 SETTLE_AFTER = 64
@@ -295,6 +299,7 @@ class EpisodeHandle:
         """
         if self.finished:
             raise Conflict(f"episode {self.episode_id} is {self.row['status']}: log_step after finish")
+        self._check_claim()
         if step is None:
             step = max(self.steps) + 1 if self.steps else 0
         row = build_step_row(
@@ -313,6 +318,18 @@ class EpisodeHandle:
         return StepRecord(self.episode_id, row["step"], row.get("image_sha256"), row.get("anchor_key"),
                           row["action_type"], row["action_valid"])
 
+    def _check_claim(self) -> None:
+        """A claim taken while the store was down and lost when settled: nothing more of this
+        episode is recorded (its rows are set aside, see `episodelake.lake.core.claims`)."""
+        why = self.claim.lost if self.claim is not None else None
+        if why:
+            self.finished = True
+            self.recorder._forget(self)
+            raise Conflict(f"episode {self.episode_id}: the id was claimed while the store could not be "
+                           f"reached, and lost when the claim was settled: {why}. None of its rows are "
+                           "stored under this id; those recorded are set aside (`elake recover --conflicts` "
+                           "lists them): record the episode under a new id")
+
     def finish(self, success: bool | None = None, eval_score: float | None = None,
                eval_reason: str | None = None, *, episode_reward: float | None = None,
                episode_length: int | None = None, status: str = "finished",
@@ -320,6 +337,7 @@ class EpisodeHandle:
         """Close the episode with its result (the reference's final backfill)."""
         if self.finished:
             raise Conflict(f"episode {self.episode_id} is already {self.row['status']}")
+        self._check_claim()
         if status not in ("finished", "aborted"):
             raise InvalidInput(f"status: must be 'finished' or 'aborted', not {_show(status)}")
         eval_score = field_value("episodes", "eval_score", eval_score)
@@ -411,6 +429,9 @@ class Recorder:
         if background_enrich and default_keys and image_checks == "structure":
             self.enricher = BackgroundEnricher(self.lake, episodes=True).start()
         self._open: dict[str, EpisodeHandle] = {}
+        #: when a claim last failed for want of the store (the next starts within
+        #: `STORE_RECHECK_S` take theirs provisionally at once)
+        self._claim_failed_at = -math.inf
         #: finished episodes whose claims wait for their rows to be committed
         self._settling: dict[str, claims.Claim] = {}
         self._lock = threading.Lock()
@@ -462,10 +483,7 @@ class Recorder:
             settling = episode_id in self._settling
         if settling:  # our own finished rows must be in Lance before the stored state is read
             self.flush()
-        # an id minted here (a fresh uuid4) is nobody else's: on an object store its claim is
-        # written by the writer before the episode's first rows, not now (see claims)
-        claim = claims.take(self.lake.location, episode_id, self._holder,
-                            minted_into=self.writer.claims if episode_id_given is None else None)
+        claim = self._claim(episode_id, minted=episode_id_given is None, resume=resume)
         if claim is None:
             raise Conflict(f"episode {episode_id} is being recorded by another recorder right now "
                            "(in this process or another); use another episode_id, or resume it once "
@@ -474,7 +492,10 @@ class Recorder:
             if claim.previous_holder:
                 self._await_replay(episode_id, claim.previous_holder)
             claim.own(self._holder)
-            handle = self._begin(row, claim, resume, minted=episode_id_given is None)
+            # a minted id is nobody's, and a provisional claim is checked against the lake when
+            # it is settled: neither is looked up now
+            look_up = episode_id_given is not None and not isinstance(claim, claims.ProvisionalClaim)
+            handle = self._begin(row, claim, resume, look_up=look_up)
         except BaseException:
             claim.release(committed=True)  # nothing of ours is waiting; a dead holder's name stays
             raise
@@ -483,6 +504,29 @@ class Recorder:
         if self.enricher is not None:
             self.enricher.watch(episode_id)
         return handle
+
+    def _claim(self, episode_id: str, *, minted: bool, resume: bool) -> claims.Claim | None:
+        """The episode's claim (see `episodelake.lake.core.claims`). An id minted here (a fresh
+        uuid4) is nobody else's: on an object store its claim is written by the writer before
+        the episode's first rows, not now. A given id's claim is taken now; while the store
+        cannot be reached (the writer's last commit failed so, or this claim does) it is taken
+        provisionally and settled by the writer before any row is committed. Resuming needs
+        the stored episode, so it needs the store."""
+        loc = self.lake.location
+        if minted:
+            return claims.take(loc, episode_id, self._holder, minted_into=self.writer.claims)
+        if loc.is_local or resume:
+            return claims.take(loc, episode_id, self._holder)
+        recently_down = time.monotonic() - self._claim_failed_at < STORE_RECHECK_S
+        if not (self.writer.store_down or recently_down):
+            try:
+                return claims.take(loc, episode_id, self._holder)
+            except StoreUnavailable as exc:
+                self._claim_failed_at = time.monotonic()
+                log.warning("episode %s: the store cannot be reached (%s); its claim is settled once it "
+                            "is back", episode_id, exc)
+        return self.writer.claims.take_provisional(episode_id, self._holder, self.writer._spool.dir,
+                                                   fsync=self.writer.options.durability == "machine")
 
     @property
     def _holder(self) -> str:
@@ -505,14 +549,14 @@ class Recorder:
             time.sleep(0.05)
         log.info("episode %s: rows of its crashed recorder %s are replayed", episode_id, holder)
 
-    def _begin(self, row: dict, claim: claims.Claim, resume: bool, *, minted: bool) -> EpisodeHandle:
+    def _begin(self, row: dict, claim: claims.Claim, resume: bool, *, look_up: bool) -> EpisodeHandle:
         """Under the claim, the lake holds every row earlier holders wrote (see `episodelake.lake.core.claims`), so
-        reading it answers whether the id is taken; no commit is needed to take it. An id this
-        recorder minted (a fresh uuid4) cannot be taken, and is not looked up: the lookup scans
-        the episodes table, a cost that grows with the lake (0.7 s per episode at 5,000 episodes
-        in 480 fragments, most of a training iteration)."""
+        reading it answers whether the id is taken; no commit is needed to take it. Without
+        `look_up` (an id this recorder minted, which cannot be taken, or a claim settled later)
+        the lake is not read: the lookup scans the episodes table, a cost that grows with the
+        lake (0.7 s per episode at 5,000 episodes in 480 fragments, most of a training iteration)."""
         episode_id = row["episode_id"]
-        if minted:
+        if not look_up:
             self.writer.append("episodes", dict(row))
             return EpisodeHandle(self, row, claim)
         if self.lake.refresh_s:
@@ -547,6 +591,12 @@ class Recorder:
         """The open handle of an episode recorded by this recorder, if any."""
         with self._lock:
             return self._open.get(episode_id)
+
+    def _forget(self, handle: EpisodeHandle) -> None:
+        """Let go of an episode whose claim was lost: it holds nothing to release."""
+        with self._lock:
+            if self._open.get(handle.episode_id) is handle:
+                del self._open[handle.episode_id]
 
     def _settle(self, handle: EpisodeHandle) -> None:
         """A finished episode keeps its claim until its rows are committed (see `episodelake.lake.core.claims`)."""

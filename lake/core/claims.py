@@ -35,12 +35,22 @@ later, by the writer's committer thread, in one commit for every claim waiting
 reader that can see the episode (and so could try to resume it) also sees the claim, exactly
 as if it had been taken at the start. Releases are batched the same way (one delete for many
 episodes). So `start_episode` with a minted id asks the store nothing and works during an
-outage; an id the caller gives still takes its claim at the start (it may be anyone's id),
-so it needs the store then.
+outage.
+
+An id the caller gives may be anyone's, so its claim is taken at the start (`CommitClaim`).
+While the store cannot be reached it is taken provisionally instead (`ProvisionalClaim`): a
+note in the writer's spool folder, and the episode's rows are recorded as usual; the writer's
+committer settles it before any of those rows is committed, exactly as `CommitClaim` decides
+(`settle`: its claim row appended, the claims committed before it read), and it also loses
+when the lake already holds the episode. A lost claim's rows are never committed: they are
+set aside under the spool root (`spool.CONFLICTS_DIR`, listed by `elake recover --conflicts`),
+and the episode's next `log_step`/`finish` raises `Conflict`. A writer that dies with a claim
+unsettled leaves its note in its spool, and the replay settles it before replaying any row.
 
 The rule, whatever the kind: two processes can never both store rows of one episode id.
 - a caller-given id: the claim (a lock, or a claim row checked against the earlier ones) is
-  won before any row is written; the loser gets `Conflict` and writes nothing;
+  won before any row is committed: at the start, or, taken during an outage, when settled;
+  the loser gets `Conflict` and commits nothing under that id (its rows are set aside);
 - a minted id: nobody else can hold it, and its claim is in the lake before any of its rows,
   so a later `resume` of it by another writer is refused (or waits for a dead holder's
   replay) exactly as for a given id.
@@ -54,6 +64,7 @@ spool and is lost with it.
 from __future__ import annotations
 
 import fcntl
+import json
 import logging
 import os
 import socket
@@ -86,6 +97,9 @@ class Claim:
     holder that died holding the claim; its rows must be replayed before the episode is read."""
 
     previous_holder: str | None = None
+    #: set when a claim taken during an outage was settled and lost: why, for the `Conflict`
+    lost: str | None = None
+
     def own(self, holder: str) -> None:
         """Record this writer (its spool folder) as the holder."""
 
@@ -172,9 +186,7 @@ class CommitClaim(Claim):
                 filter=f"episode_id = {sql_string(episode_id)}").to_pylist()
         claim = cls(lake, episode_id, token)
         for earlier in before:
-            theirs = Path(earlier["spool"])
-            ours = earlier["host"] == host and theirs.parent == folder.parent
-            state = spool.writer_state(theirs) if ours else "elsewhere"
+            state = _holder_state(lake, earlier)
             if state in ("alive", "elsewhere"):
                 log.info("episode %s is held by writer %s on %s", episode_id, earlier["holder"], earlier["host"])
                 claim.release(committed=True)
@@ -217,6 +229,115 @@ class DeferredClaim(Claim):
         self.book.release(self, committed=committed)
 
 
+#: In a writer's spool folder: a provisional claim waiting to be settled (`ProvisionalClaim`)
+NOTE_PREFIX = "claim-"
+NOTE_SUFFIX = ".json"
+#: ... and one that was settled and lost: the replay sets its episode's rows aside
+LOST_SUFFIX = ".lost.json"
+
+
+class ProvisionalClaim(DeferredClaim):
+    """The claim of a caller-given id taken while the store could not be reached: noted in
+    the writer's spool folder at once (a local write), settled by the writer's committer
+    (`ClaimBook.place` -> `settle`) before any of the episode's rows is committed. Won, it is
+    a claim row like a deferred one; lost, `lost` says why (see the module docstring)."""
+
+    def __init__(self, book: ClaimBook, episode_id: str, holder: str, folder: Path, fsync: bool):
+        super().__init__(book, episode_id, holder)
+        self.note = folder / f"{NOTE_PREFIX}{self.token}{NOTE_SUFFIX}"
+        _write_note(self.note, self.row, fsync)
+
+    def mark_lost(self, reason: str) -> None:
+        self.lost = reason
+        if self.note.exists():
+            os.replace(self.note, self.note.with_name(self.note.name.replace(NOTE_SUFFIX, LOST_SUFFIX)))
+
+    def forget_note(self) -> None:
+        self.note.unlink(missing_ok=True)
+
+
+def _write_note(path: Path, row: dict, fsync: bool) -> None:
+    staging = path.with_name(f".{path.name}")
+    with open(staging, "w") as fh:
+        json.dump({**row, "claimed_at": row["claimed_at"].isoformat()}, fh)
+        if fsync:
+            fh.flush()
+            os.fsync(fh.fileno())
+    os.replace(staging, path)
+
+
+def _read_note(path: Path) -> dict:
+    row = json.loads(path.read_text())
+    return {**row, "claimed_at": datetime.fromisoformat(row["claimed_at"])}
+
+
+def settle(lake: Location, rows: list[dict]) -> dict[str, str | None]:
+    """Decide claims taken while the store was down (rows as `_row` makes them, distinct
+    episode ids), with one commit of their rows and one read: by episode id, None for a claim
+    won, else why it was lost. A lost claim's row is deleted again (one more commit). The
+    rule is `CommitClaim.take`'s: the claims committed before ours win unless their writer's
+    spool was replayed ("gone"); a dead writer's spool still holds rows of the episode, so
+    that claim wins too. With no earlier claim standing, a claim is lost when the lake
+    already holds the episode (its claim was released once its rows were committed)."""
+    import lance
+
+    path = layout.table_path(lake, layout.CLAIMS_TABLE)
+    table = pa.Table.from_pylist(rows, schema=CLAIMS_SCHEMA)
+    ids = [r["episode_id"] for r in rows]
+    with store_errors(lake):
+        tables.ensure_table(lake, layout.CLAIMS_TABLE, CLAIMS_SCHEMA.empty_table())
+        mine = tables.retry_commit(f"settle the claims of {len(rows)} episode(s) taken during an outage",
+                                   lambda: lance.write_dataset(table, str(path), mode="append",
+                                                               storage_options=lake.storage_options))
+        before = mine.checkout_version(mine.version - 1).to_table(filter=sql_in("episode_id", ids)).to_pylist()
+    reasons: dict[str, str | None] = dict.fromkeys(ids)
+    for earlier in before:
+        state = _holder_state(lake, earlier)
+        if state != "gone":
+            reasons[earlier["episode_id"]] = (f"recorder {earlier['holder']} on {earlier['host']} claimed it "
+                                              f"first ({'its spool awaits replay' if state == 'dead' else 'still recording'})")
+    unsettled = [i for i, why in reasons.items() if why is None]
+    if unsettled and tables.has_table(lake, "episodes"):
+        with store_errors(lake):
+            stored = tables.dataset(layout.table_path(lake, "episodes")).to_table(
+                columns=["episode_id"], filter=sql_in("episode_id", unsettled)).column("episode_id").to_pylist()
+        for episode_id in stored:
+            reasons[episode_id] = "the lake already holds it (another recorder stored it)"
+    lost = [r["token"] for r in rows if reasons[r["episode_id"]] is not None]
+    if lost:
+        _delete(lake, sql_in("token", lost), f"withdraw {len(lost)} lost claim(s)")
+    return reasons
+
+
+def _holder_state(lake: Location, row: dict) -> str:
+    """"alive", "dead", "gone" (see `spool.writer_state`), or "elsewhere" (another machine's)."""
+    theirs = Path(row["spool"])
+    ours = row["host"] == socket.gethostname() and theirs.parent == layout.spool_root(lake).resolve()
+    return spool.writer_state(theirs) if ours else "elsewhere"
+
+
+def settle_noted(lake: Location, folder: Path) -> set[str]:
+    """For the replay of dead writer `folder`: settle the claims it noted and never settled,
+    and return the episode ids of its lost claims, whose rows the replay sets aside (the
+    won ones are claim rows of that writer, released by `release_holder` after the replay)."""
+    notes = sorted(p for p in folder.glob(f"{NOTE_PREFIX}*{NOTE_SUFFIX}")
+                   if not p.name.endswith(LOST_SUFFIX))
+    lost = {_read_note(p)["episode_id"] for p in folder.glob(f"{NOTE_PREFIX}*{LOST_SUFFIX}")}
+    if notes:
+        rows = [_read_note(p) for p in notes]
+        reasons = settle(lake, rows)
+        for path, row in zip(notes, rows, strict=True):
+            why = reasons[row["episode_id"]]
+            if why is None:
+                path.unlink()
+            else:
+                log.error("episode %s, recorded by dead writer %s while the store was down: %s; its rows "
+                          "are set aside, not stored", row["episode_id"], folder.name, why)
+                os.replace(path, path.with_name(path.name.replace(NOTE_SUFFIX, LOST_SUFFIX)))
+                lost.add(row["episode_id"])
+    return lost
+
+
 class ClaimBook:
     """A writer's deferred claims: written in one commit before the writer's next commit of
     rows (`place`), and deleted in one commit after they are released (`drop_released`).
@@ -228,6 +349,8 @@ class ClaimBook:
         self._waiting: dict[str, DeferredClaim] = {}  # by token: not yet in the lake
         self._placed: set[str] = set()  # tokens in the lake, still held
         self._releasing: set[str] = set()  # tokens in the lake, to delete
+        self._provisional: dict[str, ProvisionalClaim] = {}  # by token: taken during an outage, unsettled
+        self._lost: set[str] = set()  # episode ids whose provisional claim was lost
         #: set when the writer closes: nothing batches releases any more, so they are done at once
         self.closed = False
 
@@ -237,10 +360,28 @@ class ClaimBook:
             self._waiting[claim.token] = claim
         return claim
 
+    def take_provisional(self, episode_id: str, holder: str, folder: Path, fsync: bool) -> ProvisionalClaim:
+        """A caller-given id's claim while the store cannot be reached (see the module docstring)."""
+        claim = ProvisionalClaim(self, episode_id, holder, folder, fsync)
+        with self._lock:
+            self._provisional[claim.token] = claim
+        return claim
+
+    def lost_ids(self) -> set[str]:
+        """Episodes whose claim was settled and lost: none of their rows may be committed."""
+        with self._lock:
+            return set(self._lost)
+
     def release(self, claim: DeferredClaim, *, committed: bool) -> None:
         with self._lock:
             if self._waiting.pop(claim.token, None) is not None:
                 return  # never written: nothing to delete
+            if self._provisional.get(claim.token) is claim:
+                if committed:  # nothing of the episode waits (its start failed): no claim to settle
+                    del self._provisional[claim.token]
+                    assert isinstance(claim, ProvisionalClaim)
+                    claim.forget_note()
+                return  # else the note stays for whoever replays this writer's spool
             if committed and claim.token in self._placed:
                 self._placed.discard(claim.token)
                 self._releasing.add(claim.token)
@@ -254,8 +395,9 @@ class ClaimBook:
             return len(self._waiting)
 
     def place(self) -> int:
-        """Write every waiting claim in one commit (raises, with nothing lost, when the store
-        does not take it); returns how many were written."""
+        """Settle the provisional claims, then write every waiting claim in one commit (raises,
+        with nothing lost, when the store does not take it); returns how many were written."""
+        self._settle_provisional()
         with self._lock:
             waiting = dict(self._waiting)
         if not waiting:
@@ -275,6 +417,26 @@ class ClaimBook:
                 else:  # released while being written: delete it with the next batch
                     self._releasing.add(token)
         return len(waiting)
+
+    def _settle_provisional(self) -> None:
+        with self._lock:
+            pending = list(self._provisional.values())
+        if not pending:
+            return
+        reasons = settle(self.lake, [c.row for c in pending])
+        for claim in pending:
+            why = reasons[claim.episode_id]
+            with self._lock:
+                del self._provisional[claim.token]
+                if why is None:
+                    self._placed.add(claim.token)
+                else:
+                    self._lost.add(claim.episode_id)
+            if why is None:
+                claim.forget_note()
+                log.info("episode %s: its claim, taken while the store was down, is settled", claim.episode_id)
+            else:
+                claim.mark_lost(why)
 
     def drop_released(self) -> int:
         """Delete the released claims in one commit; returns how many."""

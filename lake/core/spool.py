@@ -36,6 +36,10 @@ log = logging.getLogger(__name__)
 #: Under the spool root: segments whose middle held unreadable bytes, kept after replay.
 #: Hidden (a leading dot), so no writer takes it for a dead writer's folder.
 DAMAGED_DIR = ".damaged"
+#: Under the spool root: rows of episodes whose claim was lost when it was settled (a
+#: caller-given id taken while the store was down, that another writer turned out to hold):
+#: `<episode_id>/<table>-<n>.arrow`, never committed under that id (`claims`, `set_aside`).
+CONFLICTS_DIR = ".conflicts"
 
 
 class SpoolWriteError(LakeError):
@@ -261,6 +265,56 @@ def keep_damaged(path: Path) -> Path:
     target = target_dir / f"{path.parent.name}-{path.name}"
     os.replace(path, target)
     return target
+
+
+def set_aside(root: Path, episode_id: str, table: str, rows: pa.Table, fsync: bool = True) -> Path:
+    """Keep `rows` of an episode whose claim was lost in `<root>/.conflicts/<episode_id>/`
+    as one Arrow IPC file (durable before it returns; the caller drops the rows from the
+    spool only after). A later call adds a file: the same row may be set aside twice (a
+    crash between this and the spool's discard), which a reader merges by the table's key."""
+    folder = root / CONFLICTS_DIR / episode_id
+    folder.mkdir(parents=True, exist_ok=True)
+    final = folder / f"{table}-{uuid.uuid4().hex[:12]}.arrow"
+    staging = folder / f".{final.name}"
+    with open(staging, "wb") as fh:
+        with ipc.new_file(fh, rows.schema) as out:
+            out.write_table(rows)
+        if fsync:
+            fh.flush()
+            os.fsync(fh.fileno())
+    os.replace(staging, final)
+    return folder
+
+
+def set_aside_episodes(root: Path) -> dict[str, dict[str, pa.Table]]:
+    """What `set_aside` kept, by episode and table, each table's rows merged by its key."""
+    found: dict[str, dict[str, pa.Table]] = {}
+    base = root / CONFLICTS_DIR
+    if not base.exists():
+        return found
+    for folder in sorted(p for p in base.iterdir() if p.is_dir()):
+        by_table: dict[str, list[pa.Table]] = {}
+        for path in sorted(folder.glob("*.arrow")):
+            if path.name.startswith("."):
+                continue
+            with ipc.open_file(path) as reader:
+                by_table.setdefault(path.name.rsplit("-", 1)[0], []).append(reader.read_all())
+        found[folder.name] = {t: _unique(t, pa.concat_tables(parts)) for t, parts in by_table.items()}
+    return found
+
+
+def _unique(table: str, rows: pa.Table) -> pa.Table:
+    """The first row of each key (a row set aside twice is the same row)."""
+    keys = schema.KEYS.get(table)
+    if not keys or rows.num_rows == 0:
+        return rows
+    seen: set[tuple] = set()
+    keep = []
+    for i, key in enumerate(zip(*(rows.column(k).to_pylist() for k in keys), strict=True)):
+        if key not in seen:
+            seen.add(key)
+            keep.append(i)
+    return rows.take(keep)
 
 
 def orphaned(root: Path) -> Iterator[tuple[Path, object]]:

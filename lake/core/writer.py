@@ -44,10 +44,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from episodelake.lake.core import claims, committer, layout, schema, spool, tables
 from episodelake.lake.core.errors import EpisodeLakeError, LakeError
-from episodelake.lake.core.store import Location, location
+from episodelake.lake.core.store import Location, StoreUnavailable, location
 
 log = logging.getLogger(__name__)
 
@@ -218,8 +219,9 @@ def replay_orphans(lake: Location | Path | str, spool_dir: Path | None = None, *
             if settled:
                 log.info("spool %s: %d hand-off(s) to the committer withdrawn; its rows are merged by key",
                          folder.name, settled)
+            lost = claims.settle_noted(loc, folder)  # before any row: see `claims`
             for path in spool.segments(folder):
-                _replay_segment(loc, path, report)
+                _replay_segment(loc, path, report, lost)
             claims.release_holder(loc, folder.name)
             done = True
             log.info("replayed spool %s", folder.name)
@@ -228,10 +230,11 @@ def replay_orphans(lake: Location | Path | str, spool_dir: Path | None = None, *
     return report
 
 
-def _replay_segment(lake: Location, path: Path, report: ReplayReport) -> None:
+def _replay_segment(lake: Location, path: Path, report: ReplayReport, lost: set[str]) -> None:
+    """`lost`: episodes whose claim was lost (`claims.settle_noted`): their rows are set aside."""
     found = spool.read_segment(path)
     table = path.name.rsplit("-", 1)[0]
-    rows = found.rows
+    rows = _set_aside(path.parent.parent, table, found.rows, lost, fsync=True)
     if rows.num_rows:
         kind = "insert_missing" if table in schema.APPEND_ONLY else "upsert"
         if kind == "upsert":  # the last value of each key, so the slices' order does not matter
@@ -261,6 +264,24 @@ def _replay_segment(lake: Location, path: Path, report: ReplayReport) -> None:
         report.damaged.append(line)
     else:
         path.unlink()
+
+
+def _set_aside(root: Path, table: str, rows: pa.Table, lost: set[str], *, fsync: bool) -> pa.Table:
+    """`rows` without those of the `lost` episodes, which are kept under spool root `root`
+    (`spool.set_aside`) first: they are never committed under that id (see `claims`)."""
+    if not lost or "episode_id" not in rows.column_names or rows.num_rows == 0:
+        return rows
+    theirs = pc.is_in(rows.column("episode_id"), value_set=pa.array(sorted(lost), pa.string()))
+    if not pc.any(theirs).as_py():
+        return rows
+    aside = rows.filter(theirs)
+    for episode_id in sorted(set(aside.column("episode_id").to_pylist())):
+        one = aside.filter(pc.equal(aside.column("episode_id"), episode_id))
+        folder = spool.set_aside(root, episode_id, table, one, fsync)
+        log.error("episode %s: its claim, taken while the store was down, was lost; %d %s row(s) set "
+                  "aside in %s, not stored (`elake recover --conflicts` lists them)",
+                  episode_id, one.num_rows, table, folder)
+    return rows.filter(pc.invert(theirs))
 
 
 def _size(n: int) -> str:
@@ -477,6 +498,36 @@ class LakeWriter:
         self._restore(back)
         return bool(back)
 
+    def _set_aside_lost(self, taken: dict[str, _Pending]) -> None:
+        """Take the rows of episodes whose claim was lost out of `taken` (kept under the spool
+        root first). A part left empty has its segment deleted: its rows are kept elsewhere."""
+        lost = self.claims.lost_ids()
+        if not lost:
+            return
+        fsync = self.options.durability == "machine"
+        for table, pending in taken.items():
+            kept = []
+            for part in pending.parts:
+                batches = []
+                for batch in part.batches:
+                    rows = _set_aside(self._root, table, pa.Table.from_batches([batch]), lost, fsync=fsync)
+                    batches += rows.to_batches()
+                part.batches = batches
+                part.rows = sum(b.num_rows for b in batches)
+                part.bytes = sum(b.nbytes for b in batches)
+                if part.rows:
+                    kept.append(part)
+                else:
+                    part.segment.discard()
+            pending.parts = kept
+        for table in [t for t, p in taken.items() if not p.parts]:
+            del taken[table]
+
+    @property
+    def store_down(self) -> bool:
+        """Whether the last commit failed because the store could not be reached."""
+        return isinstance(self.last_error, StoreUnavailable)
+
     def _in_flight_full(self) -> bool:
         """Whether hand-offs not yet committed hold `MAX_IN_FLIGHT_BATCHES` batches or more."""
         with self._lock:
@@ -506,6 +557,7 @@ class LakeWriter:
                 self._restore(taken)
                 self.last_error = exc
                 raise
+            self._set_aside_lost(taken)
             opts = self.options
             held_back = False
             for i, table in enumerate(order):
