@@ -5,103 +5,27 @@ or of the committer at any stage of a hand-off loses and doubles nothing."""
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
-import textwrap
 import time
 
 import pytest
 
 from episodelake.lake import Lake, LakeWriter, WriterOptions
 from episodelake.lake.core import committer
-from tests.factories import child_env, screenshot
-
-#: A writer process: appends steps of one episode, printing each acknowledged step; with
-#: `stage`, it SIGKILLs itself the `nth` time the hand-off reaches that stage.
-WRITER = textwrap.dedent(
-    """
-    import os, signal, sys
-    from tests.factories import screenshot
-    from episodelake.lake import LakeWriter, WriterOptions
-    from episodelake.lake.core import committer
-    stage, nth, episode, count = {stage!r}, {nth}, {episode!r}, {count}
-    seen = []
-    def hook(name):
-        if name == stage:
-            seen.append(name)
-            if len(seen) >= nth:
-                os.kill(os.getpid(), signal.SIGKILL)
-    committer.stage_hook = hook
-    w = LakeWriter({lake!r}, WriterOptions(batch_rows=10, max_age_s=0.3))
-    for n in range(count):
-        w.append("steps", {{"episode_id": episode, "step": n, "image": screenshot(n % 5),
-                            "action_type": "click"}})
-        print(n, flush=True)  # acknowledged
-    w.close()
-    print("closed", flush=True)
-    """
-)
-
-#: A process that only commits: it opens a writer (so it becomes the machine's committer)
-#: and waits; with `stage`, it SIGKILLs itself the first time a round reaches that stage.
-COMMITTER = textwrap.dedent(
-    """
-    import os, signal, sys, time
-    from episodelake.lake import LakeWriter
-    from episodelake.lake.core import committer
-    stage = {stage!r}
-    def hook(name):
-        if name == stage:
-            os.kill(os.getpid(), signal.SIGKILL)
-    committer.stage_hook = hook
-    w = LakeWriter({lake!r})
-    while w.node_committer is None:
-        time.sleep(0.02)
-    print("ready", flush=True)
-    sys.stdin.read()  # until the test closes it
-    w.close()
-    """
-)
-
-
-def _spawn(code: str, **stdin) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=child_env(), **stdin)
-
-
-def _start_committer(lake_path: str, stage: str | None = None) -> subprocess.Popen:
-    proc = _spawn(COMMITTER.format(lake=lake_path, stage=stage), stdin=subprocess.PIPE)
-    assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
-    return proc
-
-
-def _acknowledged(proc: subprocess.Popen) -> int:
-    """The last step the writer acknowledged, once it is gone."""
-    last = -1
-    for line in proc.stdout.read().split():
-        if line.isdigit():
-            last = int(line)
-    proc.wait(timeout=60)
-    return last
-
-
-def _stored(lake: Lake, episode: str) -> dict:
-    return lake.sql(
-        "select count(*) n, count(distinct step) d, coalesce(min(step), 0) lo, coalesce(max(step), -1) hi "
-        f"from steps where episode_id = '{episode}'").to_pylist()[0]
+from tests.factories import screenshot
+from tests.handoff import WRITER, acknowledged_by, spawn, start_committer, stored
 
 
 def test_writer_processes_share_the_committers_commits(lake):
     """Three writer processes, 36 batches between them: the machine's committer appends
     their fragments in fewer commits than batches, and every step is stored once."""
     path = str(lake.path)
-    procs = [_spawn(WRITER.format(lake=path, stage=None, nth=0, episode=f"w{k}", count=120)) for k in range(3)]
+    procs = [spawn(WRITER.format(lake=path, stage=None, nth=0, episode=f"w{k}", count=120)) for k in range(3)]
     for proc in procs:
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0 and out.endswith("closed\n"), err
     lake = Lake(path)
     for k in range(3):
-        assert _stored(lake, f"w{k}") == {"n": 120, "d": 120, "lo": 0, "hi": 119}
+        assert stored(lake, f"w{k}") == {"n": 120, "d": 120, "lo": 0, "hi": 119}
     commits = len(lake.dataset("steps").versions()) - 1
     assert commits < 36
 
@@ -116,16 +40,16 @@ def test_sigkill_of_a_writer_at_each_hand_off_stage_loses_and_doubles_nothing(la
     done): alone (it is the committer too), or with another process committing. After
     `recover`, every acknowledged step is stored exactly once."""
     path = str(lake.path)
-    other = _start_committer(path) if with_committer else None
+    other = start_committer(path) if with_committer else None
     try:
-        proc = _spawn(WRITER.format(lake=path, stage=stage, nth=3, episode="killed", count=100_000))
-        acknowledged = _acknowledged(proc)
+        proc = spawn(WRITER.format(lake=path, stage=stage, nth=3, episode="killed", count=100_000))
+        acknowledged = acknowledged_by(proc)
         assert proc.returncode == -signal.SIGKILL, proc.stderr.read()
         assert acknowledged >= 20
         time.sleep(0.5)  # a live committer may still commit what the dead writer offered
         reopened = Lake(path)
         assert reopened.recover()["problems"] == {}
-        got = _stored(reopened, "killed")
+        got = stored(reopened, "killed")
         assert got["n"] == got["d"], got  # nothing doubled
         assert got["lo"] == 0 and got["hi"] >= acknowledged and got["n"] == got["hi"] + 1, got  # nothing lost
     finally:
@@ -140,12 +64,12 @@ def test_a_committer_killed_mid_round_is_replaced_and_nothing_is_lost_or_doubled
     commit landed): the writer becomes the committer, gets those offers back as 'retry' and
     merges them by key; it finishes normally with every step once."""
     path = str(lake.path)
-    doomed = _start_committer(path, stage)
-    writer = _spawn(WRITER.format(lake=path, stage=None, nth=0, episode="survivor", count=200))
+    doomed = start_committer(path, stage)
+    writer = spawn(WRITER.format(lake=path, stage=None, nth=0, episode="survivor", count=200))
     out, err = writer.communicate(timeout=300)
     assert writer.returncode == 0 and out.endswith("closed\n"), err
     assert doomed.wait(timeout=60) == -signal.SIGKILL
-    got = _stored(Lake(path), "survivor")
+    got = stored(Lake(path), "survivor")
     assert got == {"n": 200, "d": 200, "lo": 0, "hi": 199}
 
 
@@ -163,7 +87,7 @@ def test_a_backlog_commits_in_batches_and_frees_the_spool_as_it_goes(lake):
     versions = len(lake.dataset("steps").versions()) - 1
     assert 5 <= versions <= 10  # a batch or two per commit
     w.close()
-    assert _stored(Lake(lake.path), "backlog") == {"n": 95, "d": 95, "lo": 0, "hi": 94}
+    assert stored(Lake(lake.path), "backlog") == {"n": 95, "d": 95, "lo": 0, "hi": 94}
 
 
 def test_hand_off_files_name_their_stage(tmp_path):

@@ -22,6 +22,7 @@ from episodelake.lake.core import layout, spool
 from episodelake.lake.core.store import StoreUnavailable
 from episodelake.lake.core.writer import CommitFailed
 from tests.factories import child_env, response, screenshot
+from tests.handoff import WRITER, acknowledged_by, spawn, start_committer, stored
 from tests.remote.proxy import flush_once_back
 
 #: Far above a local append (milliseconds), far below a hung request (tens of seconds).
@@ -207,3 +208,39 @@ def test_bad_credentials_are_one_clear_line(s3_lake, monkeypatch):
         server.shutdown()
     text = str(denied.value)
     assert "\n" not in text and "access denied" in text, text
+
+
+@pytest.mark.parametrize("stage", ["uploaded", "offered"])
+def test_a_writer_killed_beside_another_committer_on_s3_loses_and_doubles_nothing(s3_proxied_lake, stage):
+    """On S3 behind the proxy: another process is the machine's committer; the writer dies
+    the third time its hand-off reaches `stage`. After `recover`, every acknowledged step is
+    stored exactly once."""
+    other = start_committer(s3_proxied_lake)
+    try:
+        proc = spawn(WRITER.format(lake=s3_proxied_lake, stage=stage, nth=3, episode="killed", count=100_000))
+        acknowledged = acknowledged_by(proc)
+        assert proc.returncode == -signal.SIGKILL, proc.stderr.read()
+        time.sleep(0.5)  # the live committer may still commit what the dead writer offered
+        lake = Lake(s3_proxied_lake)
+        assert lake.recover()["problems"] == {}
+        got = stored(lake, "killed")
+        assert got["n"] == got["d"] and got["lo"] == 0 and got["hi"] >= acknowledged and got["n"] == got["hi"] + 1, got
+    finally:
+        other.stdin.close()
+        other.wait(timeout=120)
+
+
+@pytest.mark.parametrize("stage", ["taken", "committed"])
+def test_a_committer_killed_mid_round_on_s3_during_an_outage_is_replaced(s3_proxied_lake, s3_proxy, stage):
+    """On S3 behind the proxy: the committer process dies after taking a writer's offers
+    (before or after its commit landed), and the store then goes away for a while; the
+    writer becomes the committer, merges the taken offers by key once the store is back, and
+    ends with every step once."""
+    doomed = start_committer(s3_proxied_lake, stage)
+    writer = spawn(WRITER.format(lake=s3_proxied_lake, stage=None, nth=0, episode="survivor", count=200))
+    assert doomed.wait(timeout=300) == -signal.SIGKILL
+    with s3_proxy.blocked():
+        time.sleep(3)  # the writer's commits fail meanwhile; its steps wait in its spool
+    out, err = writer.communicate(timeout=300)
+    assert writer.returncode == 0 and out.endswith("closed\n"), err
+    assert stored(Lake(s3_proxied_lake), "survivor") == {"n": 200, "d": 200, "lo": 0, "hi": 199}
