@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from episodelake.api.settings import Settings, default_static_dir
 from episodelake.lake.core import users
@@ -82,6 +83,9 @@ def test_a_viewer_reads_every_page_and_is_told_who_may_change_things(fresh, peop
     fresh.goto(people_server.url + "/?task=wifi_on")
     fresh.get_by_test_id("task-tree").wait_for()
     assert fresh.get_by_test_id("bulk-add").count() == 0
+    fresh.get_by_test_id("task-tree").get_by_role("button", name=re.compile("wifi_on")).click()
+    fresh.get_by_test_id("task-tree").locator("[data-episode]").first.wait_for()
+    assert fresh.get_by_test_id("task-tree").locator("input.tick").count() == 0  # nothing to tick for
     fresh.goto(people_server.url + "/sets")
     assert "Making sets needs the curator role" in fresh.get_by_test_id("role-note").inner_text()
     assert fresh.get_by_role("button", name="Create set").count() == 0
@@ -144,6 +148,55 @@ def test_a_curator_files_every_matching_episode_at_once(fresh, people_server, pe
                             "and episode_id like 'set_alarm-%' order by episode_id").to_pylist()
     assert filed == [{"episode_id": f"set_alarm-{i}", "added_by": "curator-ann"} for i in range(3)]
     assert axe_violations(fresh) == []
+
+
+def test_a_curator_ticks_a_range_of_episodes_and_files_exactly_those(fresh, people_server, people_lake):
+    sign_in(fresh, people_server, people_lake.tokens["curator"])
+    set_id = curation.create_set(people_lake, "ann's picks", who="curator-ann")["set_id"]
+    fresh.set_viewport_size({"width": 1280, "height": 800})
+    fresh.goto(people_server.url + "/")
+    tree = fresh.get_by_test_id("task-tree")
+    for task in ("send_message", "set_alarm"):  # two tasks open: a range runs on across them
+        tree.get_by_role("button", name=re.compile(task)).click()
+    boxes = tree.locator("input.tick")
+    expect(boxes).to_have_count(6)
+    shown = [b.get_attribute("data-tick") for b in boxes.all()]
+    boxes.nth(1).click()
+    boxes.nth(4).click(modifiers=["Shift"])  # 3 rows down: 4 ticked, into the second task
+    bar = fresh.get_by_test_id("selection-bar")
+    expect(bar.get_by_text("4 selected")).to_be_visible()
+    assert [b.is_checked() for b in boxes.all()] == [False, True, True, True, True, False]
+    shot(fresh, "ticked-1280")
+    assert axe_violations(fresh) == []
+    fresh.set_viewport_size({"width": 390, "height": 844})
+    expect(bar).to_be_visible()
+    shot(fresh, "ticked-390")
+    assert axe_violations(fresh) == []
+
+    bar.get_by_label("set to add the selected episodes to").select_option(label="ann's picks")
+    bar.get_by_role("button", name="Add").click()
+    fresh.get_by_role("dialog").get_by_role("button", name="Add 4").click()
+    fresh.get_by_test_id("toast").get_by_text(re.compile("Added 4 to ann's picks")).wait_for()
+    expect(bar).to_have_count(0)  # filed: the ticks are cleared
+    members = fresh.request.get(f"{people_server.url}/api/sets/{set_id}/members").json()
+    assert sorted(m["episode_id"] for m in members) == sorted(shown[1:5])
+    people_lake.invalidate()
+    filed = people_lake.sql(f"select distinct added_by from set_members where set_id = '{set_id}'").to_pylist()
+    assert filed == [{"added_by": "curator-ann"}]
+    trail = people_lake.sql(f"select who, episode_id from audit where action = 'member.put' "
+                            f"and target_id like '{set_id}/%' order by episode_id").to_pylist()
+    assert trail == [{"who": "curator-ann", "episode_id": e} for e in sorted(shown[1:5])]
+
+    # by keyboard: Space ticks, Shift+Space ticks the range, "clear" hands focus back to a box
+    boxes.nth(0).focus()
+    fresh.keyboard.press("Space")
+    boxes.nth(2).focus()
+    fresh.keyboard.press("Shift+Space")
+    expect(bar.get_by_text("3 selected")).to_be_visible()
+    bar.get_by_role("button", name="clear").focus()
+    fresh.keyboard.press("Enter")
+    expect(bar).to_have_count(0)
+    expect(boxes.nth(2)).to_be_focused()
 
 
 def test_a_set_is_assigned_and_two_reviews_are_compared(fresh, people_server, people_lake):

@@ -1,7 +1,8 @@
 // The left panel: tasks with counts and success rates; a task opens into its episodes
 // (paged by cursor), each marked success ✓, failure ✗ or unjudged ?. A lake of many tasks
-// draws only the tasks in view (@tanstack/react-virtual).
-import { useEffect, useLayoutEffect, useRef, useState, type ReactNode } from "react";
+// draws only the tasks in view (@tanstack/react-virtual). A curator ticks episodes (shift-click
+// for a range, across open tasks in the order shown) and files them into a set together.
+import { useCallback, useEffect, useLayoutEffect, useRef, useState, type ReactNode } from "react";
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import type { Episode, EpisodeQuery, TaskNode } from "../api/client";
@@ -9,6 +10,9 @@ import { queries } from "../api/queries";
 import { Link, enc, useLocation, withQuery } from "../router";
 import { filtersFromQuery } from "./filters";
 import { VIRTUAL_FROM } from "./ListTable";
+import { useMay } from "./Role";
+import { SelectionBar } from "./SelectionBar";
+import { NONE_TICKED, tick, type Ticked } from "./selection";
 import { Async } from "./Status";
 import { count } from "./Time";
 
@@ -33,6 +37,7 @@ export function TaskTree({ currentEpisode, currentTask }: { currentEpisode?: str
       else n.add(t);
       return n;
     });
+  const { ticking, tree } = useTicking(tasks.data, open);
   const task = (t: TaskNode) => {
     const name = t.task_name ?? "(no task)";
     return (
@@ -52,12 +57,13 @@ export function TaskTree({ currentEpisode, currentTask }: { currentEpisode?: str
           </span>
           <span className="rate" style={{ ["--rate" as string]: `${(t.success_rate ?? 0) * 100}%` }} />
         </button>
-        {open.has(name) && t.task_name && <TaskEpisodes task={t.task_name} filters={filters} current={currentEpisode} />}
+        {open.has(name) && t.task_name && <TaskEpisodes task={t.task_name} filters={filters} current={currentEpisode} ticking={ticking} />}
       </>
     );
   };
   return (
-    <nav className="task-tree" data-testid="task-tree" aria-label="tasks">
+    <nav ref={tree} className="task-tree" data-testid="task-tree" aria-label="tasks">
+      {ticking && ticking.ticked.ids.size > 0 && <SelectionBar episodes={[...ticking.ticked.ids]} onClear={ticking.clear} />}
       <Async state={tasks} what="tasks">
         {(list: TaskNode[]) =>
           list.length === 0 ? (
@@ -84,6 +90,40 @@ export function TaskTree({ currentEpisode, currentTask }: { currentEpisode?: str
       </Async>
     </nav>
   );
+}
+
+/** What an episode row needs to be ticked; absent for a role that may not curate. */
+interface Ticking {
+  ticked: Ticked;
+  onTick: (episode: string, shift: boolean) => void;
+  /** An open task's episodes as drawn (or fetched again), in order. */
+  onShown: (task: string, episodes: string[]) => void;
+  clear: () => void;
+}
+
+/** The tree's ticked episodes. A shift-click's range runs through the open tasks' episodes
+ * in the order drawn; a task scrolled out of a long tree keeps its last list, so a range
+ * may span it. Only a curator ticks: ticking is for filing into sets. */
+function useTicking(tasks: TaskNode[] | undefined, open: ReadonlySet<string>) {
+  const may = useMay();
+  const tree = useRef<HTMLElement>(null);
+  const [ticked, setTicked] = useState<Ticked>(NONE_TICKED);
+  const shown = useRef(new Map<string, string[]>());
+  const onShown = useCallback((task: string, episodes: string[]) => void shown.current.set(task, episodes), []);
+  const onTick = (episode: string, shift: boolean) => {
+    const order = (tasks ?? []).flatMap((t) => (t.task_name && open.has(t.task_name) ? (shown.current.get(t.task_name) ?? []) : []));
+    setTicked((before) => tick(order, before, episode, shift));
+  };
+  // The bar (and the button that cleared it) goes: focus returns to the last ticked box
+  // rather than to the page's start.
+  const clear = () => {
+    const boxes = tree.current?.querySelectorAll<HTMLInputElement>("input.tick");
+    const last = [...(boxes ?? [])].find((b) => b.dataset.tick === ticked.anchor) ?? boxes?.[0];
+    setTicked(NONE_TICKED);
+    last?.focus();
+  };
+  const ticking: Ticking | undefined = may("curator") ? { ticked, onTick, onShown, clear } : undefined;
+  return { ticking, tree };
 }
 
 /** A long list in the tree: only its items in view (and a few more) are in the page; the
@@ -149,9 +189,13 @@ function PanelList<T>({ items, itemKey, estimate, render, className, itemClass, 
   );
 }
 
-function TaskEpisodes({ task, filters, current }: { task: string; filters: EpisodeQuery; current?: string }) {
+function TaskEpisodes({ task, filters, current, ticking }: { task: string; filters: EpisodeQuery; current?: string; ticking?: Ticking }) {
   const { query } = useLocation();
   const list = useInfiniteQuery(queries.taskEpisodes(task, filters));
+  const onShown = ticking?.onShown;
+  useEffect(() => {
+    if (list.data) onShown?.(task, list.data.pages.flatMap((p) => p.items.map((e) => e.episode_id)));
+  }, [list.data, task, onShown]);
   return (
     <Async state={list} what="episodes">
       {(pages) => {
@@ -178,6 +222,7 @@ function TaskEpisodes({ task, filters, current }: { task: string; filters: Episo
           <ul className="episodes">
             {items.map((e) => (
               <li key={e.episode_id} className={mine(e)}>
+                {ticking && <TickBox episode={e.episode_id} ticking={ticking} />}
                 {episode(e)}
               </li>
             ))}
@@ -186,5 +231,20 @@ function TaskEpisodes({ task, filters, current }: { task: string; filters: Episo
         );
       }}
     </Async>
+  );
+}
+
+/** An episode's box. A shift-click (or Shift+Space) ticks the range from the last ticked. */
+function TickBox({ episode, ticking }: { episode: string; ticking: Ticking }) {
+  return (
+    <input
+      type="checkbox"
+      className="tick"
+      data-tick={episode}
+      checked={ticking.ticked.ids.has(episode)}
+      // a checkbox's change comes from its click, which carries the shift key
+      onChange={(e) => ticking.onTick(episode, (e.nativeEvent as MouseEvent).shiftKey === true)}
+      aria-label={`select ${episode}`}
+    />
   );
 }

@@ -1,0 +1,22 @@
+// The bar over the task tree while episodes are ticked: how many, filing them into a set
+// picked by name (the same picker and confirmation as "add all matching"), and clear.
+import { AddToSet } from "./AddToSet";
+
+export function SelectionBar({ episodes, onClear }: { episodes: string[]; onClear: () => void }) {
+  return (
+    <div className="bulk-add selection-bar" role="group" aria-label="selected episodes" data-testid="selection-bar">
+      <span role="status">{episodes.length} selected</span>
+      <AddToSet
+        count={episodes.length}
+        episodes={{ episode_ids: episodes }}
+        pickLabel="set to add the selected episodes to"
+        placeholder="add to set…"
+        why="The selected episodes are filed into the set"
+        onAdded={onClear}
+      />
+      <button type="button" className="link" onClick={onClear}>
+        clear
+      </button>
+    </div>
+  );
+}
