@@ -154,6 +154,14 @@ class SavedViewUpdate(BaseModel):
                                    "those set are kept")
 
 
+class SavedViewAssign(BaseModel):
+    """Who a saved view is assigned to, as a curation queue."""
+
+    model_config = ConfigDict(extra="forbid")
+    assigned_to: str = Field(min_length=1, max_length=MAX_NAME, description="the person asked to work "
+                             "through the view's episodes (on a lake with users, one of them)")
+
+
 class TaskNode(BaseModel):
     task_name: str | None
     task_goal: str | None

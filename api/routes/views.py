@@ -1,12 +1,14 @@
 """Saved views, named episode filters shared through the lake: /api/views, /api/views/{view_id}
-(read, create, replace a view's filters, delete; each change in the audit log)."""
+(read, create, replace a view's filters, delete), /api/views/{view_id}/assignee (assign the
+view, as a curation queue, to a person, or unassign it) and /api/me/views (the queues
+assigned to the signed-in person). Each change is in the audit log."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from episodelake.api.deps import CuratorDep, IdPath, LakeDep
-from episodelake.api.models import SavedView, SavedViewCreate, SavedViewUpdate
+from episodelake.api.deps import CuratorDep, IdPath, LakeDep, PersonDep
+from episodelake.api.models import SavedView, SavedViewAssign, SavedViewCreate, SavedViewUpdate
 from episodelake.lake.curation import curation
 
 router = APIRouter(tags=["views"])
@@ -42,3 +44,23 @@ def update_view(lake: LakeDep, who: CuratorDep, view_id: IdPath, body: SavedView
 def delete_view(lake: LakeDep, who: CuratorDep, view_id: IdPath) -> Response:
     curation.delete_view(lake, view_id, who=who)
     return Response(status_code=204)
+
+
+@router.put("/views/{view_id}/assignee", response_model=SavedView)
+def assign_view(lake: LakeDep, who: CuratorDep, view_id: IdPath, body: SavedViewAssign) -> dict:
+    """Assign the view to a person, whose queue it becomes (422 names the lake's users when
+    `assigned_to` is none of them); the audit row `view.assign` holds the view before and after."""
+    return curation.assign_view(lake, view_id, body.assigned_to, who=who)
+
+
+@router.delete("/views/{view_id}/assignee", response_model=SavedView)
+def unassign_view(lake: LakeDep, who: CuratorDep, view_id: IdPath) -> dict:
+    """Assign the view to nobody (audit row `view.unassign`)."""
+    return curation.assign_view(lake, view_id, None, who=who)
+
+
+@router.get("/me/views", response_model=list[SavedView])
+def my_views(lake: LakeDep, user: PersonDep) -> list[dict]:
+    """The saved views assigned to the signed-in person, by name: their queues. Nobody signs in
+    on a server that needs no token, so there it is empty."""
+    return curation.list_views(lake, assigned_to=user.name) if user is not None else []

@@ -241,8 +241,9 @@ class SavedView(Row):
     created_at: datetime | None = None
     updated_at: datetime | None = None
     deleted: bool | None = None
-    # added after the first release of the table (older tables gain it, null)
+    # added after the first release of the table (older tables gain them, null)
     created_by: str | None = None
+    assigned_to: str | None = None  # the person asked to work through it, as a curation queue
 
 
 class Lineage(Row):

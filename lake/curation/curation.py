@@ -13,7 +13,9 @@ flag and members a `removed` flag, so older lake versions (and tags that pin a s
 meaning what they meant, and SQL over curation filters on those flags.
 
 A saved view is a named episode filter (the API's filter fields and their values, kept as
-JSON text) that everyone on the lake sees; the API checks the filter before it is stored.
+JSON text) that everyone on the lake sees; the API checks the filter before it is stored. A
+view is also a curation queue (the web app walks its episodes in order), so it can be
+assigned to a person (`assigned_to`), as a set can.
 """
 
 import json
@@ -378,9 +380,16 @@ def _view_out(row: dict) -> dict:
     return {**row, "filters": json.loads(row["filters"] or "{}")}
 
 
-def list_views(lake: Lake) -> list[dict]:
-    """Live saved views, by name."""
-    rows = _rows(lake, "SELECT * FROM saved_views WHERE NOT coalesce(deleted, false) ORDER BY name, view_id", [])
+def _view_row(view: dict) -> dict:
+    """A view as `get_view` gives it, back in its stored form (filters as JSON text)."""
+    return {**view, "filters": json.dumps(view["filters"], sort_keys=True)}
+
+
+def list_views(lake: Lake, *, assigned_to: str | None = None) -> list[dict]:
+    """Live saved views, by name; with `assigned_to`, only the queues assigned to that person."""
+    mine = "AND assigned_to = ?" if assigned_to is not None else ""
+    rows = _rows(lake, f"SELECT * FROM saved_views WHERE NOT coalesce(deleted, false) {mine} ORDER BY name, view_id",
+                 [assigned_to] if assigned_to is not None else [])
     return [_view_out(r) for r in rows]
 
 
@@ -414,8 +423,7 @@ def create_view(lake: Lake, name: str, filters: dict, *, who: str | None = None)
 
 def delete_view(lake: Lake, view_id: str, *, who: str | None = None) -> None:
     with _write_lock:
-        current = get_view(lake, view_id)
-        row = {**current, "filters": json.dumps(current["filters"], sort_keys=True)}
+        row = _view_row(get_view(lake, view_id))
         lake.upsert("saved_views", [{**row, "deleted": True, "updated_at": _now()}])
         audit.record(lake, who, "view.delete", "saved_views", view_id, row, None)
 
@@ -426,9 +434,21 @@ def update_view(lake: Lake, view_id: str, filters: dict, *, who: str | None = No
     if not isinstance(filters, dict):
         raise InvalidInput(f"filters must be an object of filter fields, not {type(filters).__name__}")
     with _write_lock:
-        current = get_view(lake, view_id)
-        before = {**current, "filters": json.dumps(current["filters"], sort_keys=True)}
+        before = _view_row(get_view(lake, view_id))
         row = {**before, "filters": json.dumps(filters, sort_keys=True), "updated_at": _now()}
         lake.upsert("saved_views", [row])
         audit.record(lake, who, "view.update", "saved_views", view_id, before, row)
+    return get_view(lake, view_id)
+
+
+def assign_view(lake: Lake, view_id: str, person: str | None, *, who: str | None = None) -> dict:
+    """Assign the view, as a curation queue, to `person` (on a lake with users, one of them:
+    a name nobody has is refused, naming the users); `None` unassigns it. The audit row
+    (`view.assign` or `view.unassign`) holds the view before and after."""
+    with _write_lock:
+        before = _view_row(get_view(lake, view_id))
+        row = {**before, "assigned_to": _check_person(lake, person), "updated_at": _now()}
+        lake.upsert("saved_views", [row])
+        action = "view.assign" if row["assigned_to"] is not None else "view.unassign"
+        audit.record(lake, who, action, "saved_views", view_id, before, row)
     return get_view(lake, view_id)

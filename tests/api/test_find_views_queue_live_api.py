@@ -10,11 +10,13 @@ import shutil
 from datetime import UTC, datetime
 
 import httpx
+import lance
+import pyarrow as pa
 import pytest
 
 from episodelake.api.settings import Settings
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.core import layout, users
+from episodelake.lake.core import layout, schema, tables, users
 from episodelake.lake.core.lake import Lake
 from episodelake.lake.curation import curation
 from episodelake.lake.vocab.families import format_tool_call
@@ -158,6 +160,74 @@ def test_a_lake_made_before_saved_views_gains_the_table_on_open(tmp_path):
     assert curation.list_views(reopened) == []
     curation.create_view(reopened, "mine", {"tag": "smoke"})
     assert [v["filters"] for v in curation.list_views(Lake(tmp_path / "old"))] == [{"tag": "smoke"}]
+
+
+def test_a_saved_views_table_made_before_assignments_gains_the_column_on_open(tmp_path):
+    """A lake whose saved_views has the first release's columns (no created_by, no
+    assigned_to) opens, keeps its views, and can assign them."""
+    lake = build_lake(tmp_path / "old")
+    first = pa.schema([f for f in schema.SAVED_VIEWS if f.name not in ("created_by", "assigned_to")])
+    shutil.rmtree(layout.table_path(lake.path, "saved_views"))
+    lance.write_dataset(pa.Table.from_pylist([{"view_id": "view-old", "name": "old queue", "filters": '{"tag": "smoke"}',
+                                               "deleted": False}], schema=first),
+                        str(layout.table_path(lake.path, "saved_views")), enable_stable_row_ids=True)
+    reopened = Lake(tmp_path / "old")
+    assert tables.open_table(lake.path, "saved_views").schema == schema.SAVED_VIEWS
+    [old] = curation.list_views(reopened)
+    assert (old["name"], old["filters"], old["assigned_to"]) == ("old queue", {"tag": "smoke"}, None)
+    curation.assign_view(reopened, "view-old", "bo")  # a lake without users: any name
+    assert [v["view_id"] for v in curation.list_views(Lake(tmp_path / "old"), assigned_to="bo")] == ["view-old"]
+
+
+def test_a_curator_assigns_a_view_as_another_curators_queue(tmp_path):
+    lake = build_lake(tmp_path / "lake")
+    tokens = {name: users.add(lake, name, role, by="test")[1]
+              for name, role in (("viewer-1", "viewer"), ("curator-1", "curator"), ("curator-2", "curator"))}
+    view = curation.create_view(lake, "wifi failures", {"task": "wifi_on", "success": False}, who="curator-1")
+    curation.create_view(lake, "alarms", {"task": "set_alarm"}, who="curator-1")
+    url = f"/api/views/{view['view_id']}/assignee"
+    with ServerThread(Settings(lake=lake.path, static_dir=None), lake) as srv:
+        def as_(name: str) -> httpx.Client:
+            return httpx.Client(base_url=srv.url, headers={"Authorization": f"Bearer {tokens[name]}"}, timeout=30)
+
+        with as_("curator-1") as ann, as_("curator-2") as bo, as_("viewer-1") as viewer:
+            assigned = ann.put(url, json={"assigned_to": "curator-2"})
+            assert assigned.status_code == 200, assigned.text
+            assert assigned.json()["assigned_to"] == "curator-2" and assigned.json()["filters"]["task"] == "wifi_on"
+            assert [v["name"] for v in bo.get("/api/me/views").json()] == ["wifi failures"]
+            assert ann.get("/api/me/views").json() == []
+            assert {v["name"]: v["assigned_to"] for v in viewer.get("/api/views").json()} == {
+                "alarms": None, "wifi failures": "curator-2"}
+            change = viewer.get("/api/audit", params={"target_id": view["view_id"]}).json()[0]
+            assert (change["action"], change["who"]) == ("view.assign", "curator-1")
+            assert (change["before"]["assigned_to"], change["after"]["assigned_to"]) == (None, "curator-2")
+            assert change["before"]["filters"] == change["after"]["filters"]  # only the assignee changed
+
+            stranger = ann.put(url, json={"assigned_to": "nobody"})
+            assert stranger.status_code == 422
+            assert "'nobody' is not a user of this lake" in error_of(stranger)["message"]
+            assert "curator-2" in error_of(stranger)["message"]  # and says who is
+            for refused in (viewer.put(url, json={"assigned_to": "viewer-1"}), viewer.delete(url)):
+                assert refused.status_code == 403 and "curator role" in error_of(refused)["message"]
+            assert bo.get(f"/api/views/{view['view_id']}").json()["assigned_to"] == "curator-2"  # unchanged
+            missing = ann.put("/api/views/view-nope/assignee", json={"assigned_to": "curator-2"})
+            assert missing.status_code == 404 and "view-nope" in error_of(missing)["message"]
+
+            unassigned = bo.delete(url)
+            assert unassigned.status_code == 200 and unassigned.json()["assigned_to"] is None
+            assert bo.get("/api/me/views").json() == []
+            latest = viewer.get("/api/audit", params={"target_id": view["view_id"]}).json()[0]
+            assert (latest["action"], latest["who"], latest["after"]["assigned_to"]) == ("view.unassign", "curator-2", None)
+
+
+def test_without_users_a_view_is_assigned_to_any_name_and_nobody_is_me(client):
+    view = client.post("/api/views", json={"name": "for bo", "filters": {"task": "wifi_on"}}).json()
+    r = client.put(f"/api/views/{view['view_id']}/assignee", json={"assigned_to": "bo"})
+    assert r.status_code == 200 and r.json()["assigned_to"] == "bo"
+    assert client.get("/api/me/views").json() == []  # nobody signs in on a server without users
+    empty = client.put(f"/api/views/{view['view_id']}/assignee", json={"assigned_to": ""})
+    assert empty.status_code == 422 and "assigned_to" in error_of(empty)["message"]
+    client.delete(f"/api/views/{view['view_id']}")
 
 
 # live ------------------------------------------------------------------------------------

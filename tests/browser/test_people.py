@@ -1,7 +1,7 @@
 """People in the web app (headless Chromium): on a lake with users the app asks for a token,
 shows who is signed in, a viewer reads every page and is refused changes with a message that
-says why, and a curator's changes are recorded under their name in the audit log and on the
-set's page."""
+says why, a curator's changes are recorded under their name in the audit log and on the
+set's page, and a saved view assigned to a curator is their queue."""
 
 from __future__ import annotations
 
@@ -223,4 +223,36 @@ def test_a_set_is_assigned_and_two_reviews_are_compared(fresh, people_server, pe
     text = disputed.inner_text()
     assert "curator-ann: grounding" in text and "curator-bo: planning" in text
     shot(fresh, "people-reviews")
+    assert axe_violations(fresh) == []
+
+
+def test_a_view_assigned_to_a_curator_is_first_and_under_assigned_to_me(fresh, people_server, people_lake):
+    queue = curation.create_view(people_lake, "wifi queue", {"task": "wifi_on"}, who="curator-ann")
+    curation.create_view(people_lake, "alarms", {"task": "set_alarm"}, who="curator-ann")  # first by name
+    sign_in(fresh, people_server, people_lake.tokens["curator"])
+    fresh.goto(f"{people_server.url}/views/{queue['view_id']}")
+    fresh.wait_for_url(re.compile(rf"view={queue['view_id']}"))
+    fresh.get_by_label("view assigned to").select_option("curator-bo")
+    fresh.get_by_test_id("toast").get_by_text("Assigned “wifi queue” to curator-bo.").wait_for()
+    picker = fresh.get_by_label("saved view")
+    expect(picker.locator(f"option[value={queue['view_id']}]")).to_have_text("wifi queue (assigned to curator-bo)")
+    people_lake.invalidate()
+    trail = people_lake.sql(f"select who, action from audit where target_id = '{queue['view_id']}' "
+                            "order by changed_at").to_pylist()
+    assert [(t["who"], t["action"]) for t in trail] == [("curator-ann", "view.create"), ("curator-ann", "view.assign")]
+
+    sign_in(fresh, people_server, people_lake.tokens["bo"])
+    fresh.goto(people_server.url + "/")
+    views = fresh.get_by_test_id("saved-views")
+    picker = views.get_by_label("saved view")
+    # bo's queue before every other view, "alarms" too, though it sorts first by name
+    expect(picker.locator("optgroup[label='your queues'] option")).to_have_text(["wifi queue"])
+    assert picker.locator("option").all_inner_texts()[1] == "wifi queue"
+    assert "alarms" in picker.locator("optgroup[label='other views']").inner_text()
+    views.get_by_label("assigned to me").check()
+    expect(picker.locator("option")).to_have_text(["saved views…", "wifi queue"])
+    picker.select_option(label="wifi queue")
+    fresh.wait_for_url(re.compile(rf"/\?(?=.*task=wifi_on)(?=.*view={queue['view_id']})"))
+    expect(views.get_by_label("view assigned to")).to_have_value("curator-bo")
+    shot(fresh, "people-view-queue")
     assert axe_violations(fresh) == []

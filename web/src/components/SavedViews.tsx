@@ -3,7 +3,10 @@
 // `/views/<id>` is the view's own link, which opens its filters as they are saved now. A view
 // whose filters were changed after it was opened says "modified", and offers to update it
 // (its filters replaced by the address bar's), to save the change as another view, or to
-// go back to the view as saved.
+// go back to the view as saved. A view is also a curation queue (the replay's ] and [ walk
+// its episodes), so a curator can assign it to a person (PUT/DELETE
+// /api/views/{id}/assignee); the list names each view's assignee, the signed-in person's
+// queues come first, and "assigned to me" leaves only those.
 import { useEffect, useState, type FormEvent } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { api, call, type Schemas } from "../api/client";
@@ -12,6 +15,7 @@ import { useAction } from "../hooks";
 import { navigate, useLocation, withQuery } from "../router";
 import { ask } from "./Dialogs";
 import { filtersFromQuery, queryFromFilters, sameFilters } from "./filters";
+import { useMay } from "./Role";
 import { ActionError } from "./Status";
 import { toast } from "./Toasts";
 
@@ -24,12 +28,62 @@ export function viewHref(path: string, view: SavedView): string {
   return withQuery(path, q);
 }
 
+/** The views assigned to `me` (their queues, shown first) and the others; nobody signed
+ * in (a server without users) has no queues. */
+function splitByAssignee(views: SavedView[], me: string | null | undefined): { mine: SavedView[]; others: SavedView[] } {
+  const mine = me ? views.filter((v) => v.assigned_to === me) : [];
+  return { mine, others: views.filter((v) => !mine.includes(v)) };
+}
+
+function ViewOption({ view, me }: { view: SavedView; me: string | null | undefined }) {
+  const to = view.assigned_to && view.assigned_to !== me ? ` (assigned to ${view.assigned_to})` : "";
+  return <option value={view.view_id}>{view.name + to}</option>;
+}
+
+/** Who the open view is assigned to; a curator picks another person, or nobody. */
+function ViewAssignee({ view }: { view: SavedView }) {
+  const may = useMay();
+  const people = useQuery(queries.users());
+  const assign = useAction();
+  const names = [...new Set([...(people.data ?? []).map((u) => u.name), ...(view.assigned_to ? [view.assigned_to] : [])])];
+  if (!may("curator") || names.length === 0) {
+    // a viewer reads who has it; a lake without users has nobody to offer
+    return view.assigned_to ? <span className="muted">assigned to {view.assigned_to}</span> : null;
+  }
+  const change = (person: string) =>
+    assign.run(async () => {
+      const path = { params: { path: { view_id: view.view_id } } };
+      const updated = await call(person ? api.PUT("/api/views/{view_id}/assignee", { ...path, body: { assigned_to: person } }) : api.DELETE("/api/views/{view_id}/assignee", path));
+      await invalidate(["views"], ["audit"]);
+      toast(updated.assigned_to ? `Assigned “${updated.name}” to ${updated.assigned_to}.` : `“${updated.name}” is assigned to nobody now.`);
+    });
+  return (
+    <>
+      <select aria-label="view assigned to" title="who works through this view's episodes, as their queue" value={view.assigned_to ?? ""} disabled={assign.busy} onChange={(e) => change(e.target.value)}>
+        <option value="">nobody assigned</option>
+        {names.map((n) => (
+          <option key={n} value={n}>
+            for {n}
+          </option>
+        ))}
+      </select>
+      <ActionError message={assign.error} testid="view-assign-error" />
+    </>
+  );
+}
+
 export function SavedViews() {
   const { path, query } = useLocation();
   const views = useQuery(queries.views());
+  const me = useQuery(queries.me()).data?.name;
+  const [onlyMine, setOnlyMine] = useState(false);
   const [naming, setNaming] = useState(false);
   const save = useAction();
   const current = views.data?.find((v) => v.view_id === query.get("view"));
+  const split = splitByAssignee(views.data ?? [], me);
+  const mine = split.mine;
+  // "assigned to me" leaves out the others, but not the view that is open
+  const others = onlyMine ? split.others.filter((v) => v === current) : split.others;
   // the address bar's filter, as the API takes it (the flags it has always named)
   const shown = { unjudged: false, zero_step_reward: false, ...filtersFromQuery(query) };
   const modified = current !== undefined && !sameFilters(current.filters as Record<string, unknown>, shown);
@@ -75,15 +129,36 @@ export function SavedViews() {
             navigate(view ? viewHref(path, view) : path);
           }}
         >
-          <option value="">{views.data?.length ? "saved views…" : views.error ? "saved views did not load" : "no saved views yet"}</option>
-          {views.data?.map((v) => (
-            <option key={v.view_id} value={v.view_id}>
-              {v.name}
-            </option>
-          ))}
+          <option value="">
+            {views.error ? "saved views did not load" : !views.data?.length ? "no saved views yet" : onlyMine && !mine.length ? "no views assigned to you" : "saved views…"}
+          </option>
+          {mine.length > 0 ? (
+            <>
+              <optgroup label="your queues">
+                {mine.map((v) => (
+                  <ViewOption key={v.view_id} view={v} me={me} />
+                ))}
+              </optgroup>
+              {others.length > 0 && (
+                <optgroup label="other views">
+                  {others.map((v) => (
+                    <ViewOption key={v.view_id} view={v} me={me} />
+                  ))}
+                </optgroup>
+              )}
+            </>
+          ) : (
+            others.map((v) => <ViewOption key={v.view_id} view={v} me={me} />)
+          )}
         </select>
+        {me && (
+          <label title="only the views assigned to you: your curation queues">
+            <input type="checkbox" checked={onlyMine} onChange={(e) => setOnlyMine(e.target.checked)} /> assigned to me ({mine.length})
+          </label>
+        )}
         {current ? (
           <>
+            <ViewAssignee view={current} />
             <a href={`/views/${current.view_id}`} title="this view's link, to share" className="link">
               link
             </a>
