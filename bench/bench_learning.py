@@ -26,6 +26,9 @@ equal episodes.
     python bench/bench_learning.py --suite long --keep L          # seeds 0..9, screen policy
     python bench/bench_learning.py --suite long --seeds 2 --iterations 20 --keep L  # a reduced run
     python bench/bench_learning.py --policy screen --seeds 5     # the easy suite, screen policy
+    python bench/bench_learning.py --suite long --oracle-path    # train nothing: how likely the
+                                              # fresh screen policy is to take each step of the
+                                              # oracle's path, per template (where a start stalls)
 
 With `--keep DIR` (and with `--summarise`), every run's iterations are also gathered into the
 lake DIR/runs, one run id per arm and seed, so `elake --lake DIR/runs serve` shows the arms'
@@ -105,6 +108,60 @@ def run(algo: str, settings: dict, folder: Path, verbose: bool = False) -> dict:
     result = loop.train(config, lake, progress=False)
     return {"start": start, "metrics": result.metrics, "seconds": time.perf_counter() - started,
             "episodes_per_iteration": config.tasks * config.group_size}
+
+
+def oracle_path(suite: str, seed: int) -> None:
+    """For every task of the suite, the fresh screen policy's probability of each action of the
+    oracle's path (its verb times its element, span or app), walking the oracle's states with
+    the oracle's responses as the history; per template, the mean log-probability of the whole
+    path and the mean per step, and the steps of its first task. A step far below the others
+    is where exploration stalls before any reward teaches it."""
+    import math
+
+    import torch
+    from torch.nn import functional
+
+    from episodelake.collectors.envs.sim import tasks as sim_tasks
+    from episodelake.collectors.envs.sim.phone import Phone
+    from episodelake.lake.vocab.families import format_tool_call
+    from episodelake.trainer.policies import screen
+    from episodelake.trainer.policies.tiny import VERBS
+
+    policy = screen.ScreenPolicy(screen.ScreenConfig(seed=seed))
+    paths: dict[str, list[list[tuple[str, float]]]] = {}
+    for task in sim_tasks.all_tasks():
+        if task.difficulty != suite:
+            continue
+        phone = Phone(0)
+        task.setup(phone)
+        history: list[str] = []
+        steps: list[tuple[str, float]] = []
+        for _ in range(40):
+            action = task.solution(phone)
+            read = screen.read_screen(phone.ui_tree())
+            where = f" {screen.SCREEN_MARK}{read.signature}" if read.signature else ""
+            response = format_tool_call(action, f"oracle{where}")
+            encoded = screen.encode(policy.config, task.goal, read, history)
+            encoded.verb, encoded.argument = policy.choice(response, encoded)
+            with torch.no_grad():
+                out = policy.module(screen.collate([encoded]))
+            p = 0.0
+            if encoded.verb >= 0:
+                p = float(functional.softmax(out["verb"][0], 0)[encoded.verb])
+                logits = policy._argument_logits(out, VERBS[encoded.verb])
+                if logits is not None:
+                    p *= float(functional.softmax(logits[0], 0)[encoded.argument]) if encoded.argument >= 0 else 0.0
+            steps.append((VERBS[encoded.verb] if encoded.verb >= 0 else "?", p))
+            if action["action"] == "terminate":
+                break
+            phone.step(action)
+            history.append(response)
+        paths.setdefault(task.name, []).append(steps)
+    for name, runs in paths.items():
+        logs = [sum(math.log(max(p, 1e-12)) for _, p in steps) for steps in runs]
+        line(f"oracle path {name} ({len(runs)} tasks)", mean_log_p=round(sum(logs) / len(logs), 1),
+             mean_step_p=round(sum(p for steps in runs for _, p in steps) / sum(map(len, runs)), 3),
+             first_task=" ".join(f"{verb}:{p:.3f}" for verb, p in runs[0]))
 
 
 def arm(algo: str, changes: dict) -> str:
@@ -210,7 +267,13 @@ def main() -> None:
     parser.add_argument("--arm", action="append", metavar="LABEL",
                         help="with --summarise: only this arm, e.g. --arm 'gigpo target_kl=0.2' "
                              "(repeatable; the seeds are those every chosen arm has)")
+    parser.add_argument("--oracle-path", action="store_true",
+                        help="train nothing: the fresh screen policy's probability of each step of "
+                             "the oracle's path on the suite's tasks (seed --seed)")
     args = parser.parse_args()
+    if args.oracle_path:
+        oracle_path(args.suite, args.seed)
+        return
     global TARGET
     TARGET = TARGETS[args.suite]
     if args.summarise:

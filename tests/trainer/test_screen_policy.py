@@ -28,6 +28,7 @@ from episodelake.trainer.policies.screen import (
     ELEMENT_FEATURES,
     FALLBACK_COLS,
     FALLBACK_ROWS,
+    SCREEN_MARK,
     Element,
     ScreenConfig,
     ScreenPolicy,
@@ -37,7 +38,9 @@ from episodelake.trainer.policies.screen import (
     encode,
     match_features,
     read_screen,
+    value_spans,
 )
+from episodelake.trainer.policies.tiny import VERBS, text_spans
 from episodelake.trainer.ppo import ppo_loss
 
 FAVOURITES = "Add Anna Li, Carlos Diaz and David Nguyen to favourite contacts."
@@ -113,6 +116,102 @@ def test_encoding_marks_what_the_episode_already_tapped():
     assert after.element_features[:, F["tapped"]].sum() == 1
     assert fresh.element_features[index, F["overlap"]] == 1.0
     assert element_at(screen.elements, row.centre) == index
+
+
+def _tap_on(screen: ScreenText, element: Element, *, named: bool = True) -> str:
+    """A recorded tap on `element`, naming the screen it was on as the policy's responses do
+    (or not: another agent's response)."""
+    where = f" {SCREEN_MARK}{screen.signature}" if named else ""
+    return (f"<thinking>\nscreen policy: click (p=0.500){where}\n</thinking>\n<tool_call>"
+            f'{{"name": "mobile_use", "arguments": {{"action": "click", "coordinate": {element.centre}}}}}</tool_call>')
+
+
+def test_a_tap_marks_its_own_screen_not_another_at_the_same_point():
+    """The favourite star sits at the same point on every contact card, and a settings page's
+    switch at the point of a list row: a tap on one card's star (or a page's switch) marks that
+    element on that screen, before and after it flipped, and not the next card's star (or the
+    list row), which a point-only record marked as done."""
+    config = ScreenConfig(seed=0)
+    phone = _phone_on("Contacts", "contact_c01")
+    first = read_screen(phone.ui_tree())
+    index, star = _element(first, "Favorite")
+    tap = _tap_on(first, star)
+    phone.step(nav.tap(phone, "favorite"))
+    flipped = read_screen(phone.ui_tree())
+    assert "checked" in flipped.elements[index].flags and flipped.signature == first.signature
+    assert encode(config, FAVOURITES, flipped, [tap]).element_features[index, F["tapped"]] == 1
+    other = read_screen(_phone_on("Contacts", "contact_c02").ui_tree())
+    other_index, other_star = _element(other, "Favorite")
+    assert other_star.centre == star.centre and other.signature != first.signature
+    assert encode(config, FAVOURITES, other, [tap]).element_features[other_index, F["tapped"]] == 0
+    # a response that does not name its screen counts by its point alone, as before
+    unnamed = _tap_on(first, star, named=False)
+    assert encode(config, FAVOURITES, other, [unnamed]).element_features[other_index, F["tapped"]] == 1
+
+    settings = _phone_on("Settings", "network")
+    page = read_screen(settings.ui_tree())
+    _, switch = _element(page, "Wi-Fi calling")
+    settings.step(nav.tap(settings, "wifi_calling_switch"))
+    settings.step({"action": "system_button", "button": "back"})
+    listing = read_screen(settings.ui_tree())
+    row_index, row = _element(listing, "Connected devices")
+    assert row.contains(switch.centre[0] / 999, switch.centre[1] / 999)  # the same point
+    assert encode(config, FAVOURITES, listing, [_tap_on(page, switch)]).element_features[row_index, F["tapped"]] == 0
+    row_tap = _tap_on(listing, row)  # a list row tapped before is marked when the list recurs
+    assert encode(config, FAVOURITES, listing, [row_tap]).element_features[row_index, F["tapped"]] == 1
+
+
+def test_acting_names_the_screen_so_learning_reads_the_same_taps():
+    """The response names the screen it acted on; encoding the recorded history at learning
+    time gives the features acting saw."""
+    phone = _phone_on("Contacts")
+    screen = read_screen(phone.ui_tree())
+    policy = ScreenPolicy(ScreenConfig(seed=3))
+    reply = policy.act(Observation(FAVOURITES, 0, b"", [], {}, seed=1, ui_tree=phone.ui_tree()))
+    assert f"{SCREEN_MARK}{screen.signature}" in reply.response
+    parsed = parse_response(reply.response)
+    if parsed.action_type in ("click", "long_press"):
+        hit = element_at(screen.elements, parsed.action["coordinate"])
+        assert encode(policy.config, FAVOURITES, screen, [reply.response]).element_features[hit, F["tapped"]] == 1
+    assert read_screen(None, [{"text": "OK", "x0": 0.1, "y0": 0.1, "x1": 0.2, "y1": 0.2}]).signature is None
+
+
+def test_value_spans_are_the_goals_names_numbers_and_quoted_texts():
+    def values(goal: str) -> set[str]:
+        return value_spans(goal, text_spans(goal))
+
+    assert values("Add two contacts: Nora Blake with the number 555-0141, and Omar Haddad with the number "
+                  "555-0142.") == {"Nora Blake", "555-0141", "Omar Haddad", "555-0142"}
+    assert values(FAVOURITES) == {"Anna Li", "Carlos Diaz", "David Nguyen"}  # a comma ends a name
+    assert values('Create a note titled "Groceries" with the text "milk and eggs".') == {"Groceries", "milk and eggs"}
+    assert values("Turn on wifi.") == set()  # the opening verb is not a value
+
+
+def test_a_fresh_policy_types_a_goal_value_into_a_focused_field_once():
+    """The type priors: with a field focused a fresh policy types far more often than the 3 in
+    100 it did, picks one of the goal's values over the other word runs, and not the one the
+    episode already typed."""
+    goal = "Add two contacts: Nora Blake with the number 555-0141, and Omar Haddad with the number 555-0142."
+    phone = _phone_on("Contacts", "add_contact")
+    policy = ScreenPolicy(ScreenConfig(seed=0))
+
+    def read(history: list[str]) -> tuple[float, dict[str, float]]:
+        encoded = encode(policy.config, goal, read_screen(phone.ui_tree()), history)
+        with torch.no_grad():
+            out = policy.module(collate([encoded]))
+        spans = torch.softmax(out["spans"][0], 0)
+        return (float(torch.softmax(out["verb"][0], 0)[VERBS.index("type")]),
+                {span.text: float(p) for span, p in zip(encoded.spans, spans, strict=True)})
+
+    unfocused, _ = read([])
+    phone.step(nav.tap(phone, "name"))
+    focused, spans = read([])
+    assert unfocused < 0.1 < 0.3 < focused
+    values = ("Nora Blake", "555-0141", "Omar Haddad", "555-0142")
+    assert sum(spans[v] for v in values) > 0.5
+    typed = '<tool_call>{"name": "mobile_use", "arguments": {"action": "type", "text": "Nora Blake"}}</tool_call>'
+    _, after = read([typed])
+    assert after["Nora Blake"] < spans["Nora Blake"] / 10
 
 
 def test_a_fresh_policy_prefers_the_named_row():

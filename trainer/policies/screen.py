@@ -27,8 +27,10 @@ goal and element meet in one space), its box and flags, and *match features* com
 the strings: the share of its words found in the goal and of the goal's words it covers, the
 best character-trigram similarity (Dice) of a word of it to a goal word ("Favorite" to
 "favourite"), where in the goal the match is (the goal's order: first, then second...), and
-whether an earlier tap of the episode landed on it (what is already done on a screen that
-recurs). A learned lookup of (goal word, element word) pairs adds what the strings do not say
+whether an earlier tap of the episode landed on it on the same screen (what is already done on
+a screen that recurs; the screen is named in the response, `ScreenText.signature`, so a tap on
+one contact card's star does not mark the star of the next card, at the same point). A
+learned lookup of (goal word, element word) pairs adds what the strings do not say
 ("Bluetooth" lives under "Connected devices"). At start the pointer leans toward matching
 elements (a fixed initial weight on the match features), so a fresh policy taps the named row
 often enough for sparse rewards to be found.
@@ -41,6 +43,7 @@ two tokens per step as the tiny policy (:func:`.tiny.structured_logprobs`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -60,8 +63,10 @@ from episodelake.lake.vocab.action_space import GRID
 from episodelake.lake.vocab.families import format_tool_call, parse_response
 from episodelake.trainer.policies.base import Sample, read_checkpoint, save_checkpoint
 from episodelake.trainer.policies.tiny import (
+    _EDGE_PUNCTUATION,
     APP_NAMED_PRIOR,
     HISTORY_DIM,
+    MAX_SPAN_WORDS,
     POINT_VERBS,
     VERB_PRIOR,
     VERBS,
@@ -100,12 +105,26 @@ SCREEN_VERB_PRIOR = {**VERB_PRIOR, "back": 1.0, "terminate": -1.0, "home": -1.0,
 #: Numeric features of an element (box, flags, text, match, history), in order.
 ELEMENT_FEATURES = ("x0", "y0", "x1", "y1", "cx", "cy", "w", "h", *FLAGS, "has_text", "overlap",
                     "coverage", "fuzzy", "matched", "position", "tapped", "taps")
-#: Numeric features of a goal span: already shown on screen, already typed in the episode.
-SPAN_FEATURES = ("on_screen", "typed")
+#: Numeric features of a goal span: already shown on screen, already typed in the episode, and
+#: whether it reads as a value to type (`value_spans`).
+SPAN_FEATURES = ("on_screen", "typed", "value")
+#: Initial weights of the span features (0 for the others): a form is filled with the goal's
+#: values (a quoted text, a name, a number), each once. Among the 50-odd word runs of a long
+#: goal a fresh policy otherwise typed the right one about once in 50.
+SPAN_PRIOR = {"value": 3.0, "typed": -3.0}
+#: Initial verb logit of `type` while a text field has the focus (0 without one): typing is
+#: what a focused field is for, and a fresh policy typed there 3 times in 100 (the verb prior
+#: keeps it rare elsewhere, where it does nothing).
+TYPE_WHEN_FOCUSED = 3.0
 
 CONFIG_FILE = "screen_policy.json"
 
+#: Hex digits of a screen's signature, and how a response names the screen it acted on.
+SIGNATURE_HEX = 10
+SCREEN_MARK = "on screen "
+
 _WORD = re.compile(r"[a-z0-9]+")
+_ON_SCREEN = re.compile(SCREEN_MARK + rf"([0-9a-f]{{{SIGNATURE_HEX}}})\b")
 _BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]")
 _FEATURE = {name: i for i, name in enumerate(ELEMENT_FEATURES)}
 
@@ -239,6 +258,17 @@ class ScreenText:
     elements: list[Element]
     text: str = ""
 
+    @property
+    def signature(self) -> str | None:
+        """Which screen this is, for "already tapped here": a hash of its text outside the
+        elements (a page's title, a contact card's name), so the same page matches itself
+        after a switch on it flipped, while a tap on one card's star or on a settings page
+        does not mark the element at the same point of another card or of the list. None
+        when there is no such text (OCR lines, the fallback grid): taps then count by their
+        point alone."""
+        text = " ".join(self.text.lower().split())
+        return hashlib.sha1(text.encode()).hexdigest()[:SIGNATURE_HEX] if text else None
+
     def to_json(self) -> dict[str, Any]:
         return {"elements": [element.to_json() for element in self.elements], "text": self.text}
 
@@ -293,14 +323,17 @@ def match_features(goal: Sequence[str], words: Sequence[str]) -> dict[str, float
             "position": positions[0] / max(len(goal) - 1, 1) if positions else 1.0}
 
 
-def taps_of(history: Sequence[str]) -> list[tuple[float, float]]:
-    """The points (fractions of the screen) the episode's earlier responses tapped."""
+def taps_of(history: Sequence[str]) -> list[tuple[float, float, str | None]]:
+    """The points (fractions of the screen) the episode's earlier responses tapped, each with
+    the signature of the screen it was tapped on (`ScreenText.signature`, written in the
+    response's thinking; None for a response that does not say, e.g. another agent's)."""
     points = []
     for response in history:
         parsed = parse_response(response)
         if parsed.valid and parsed.action_type in POINT_VERBS:
             x, y = parsed.action["coordinate"][:2]
-            points.append((x / GRID, y / GRID))
+            found = _ON_SCREEN.search(response)
+            points.append((x / GRID, y / GRID, found.group(1) if found else None))
     return points
 
 
@@ -311,6 +344,30 @@ def typed_of(history: Sequence[str]) -> set[str]:
         if parsed.valid and parsed.action_type == "type":
             typed.add(parsed.action["text"])
     return typed
+
+
+def value_spans(goal: str, spans: Sequence[Span]) -> set[str]:
+    """The spans that read as values to type: a quoted text, or a whole run of capitalised or
+    numeric words past the goal's first word ("Nora Blake", "555-0141"; not "Nora" alone, not
+    the sentence's opening verb)."""
+    found = {span.text for span in spans if "quoted=True" in span.features}
+    run: list[str] = []
+
+    def close() -> None:
+        if run and len(run) <= MAX_SPAN_WORDS:
+            found.add(" ".join(run))
+        run.clear()
+
+    for i, raw in enumerate(goal.replace("\u201c", '"').split()):
+        token = raw.strip(_EDGE_PUNCTUATION)
+        if i > 0 and token and (token[0].isupper() or any(c.isdigit() for c in token)):
+            run.append(token)
+        else:
+            close()
+        if raw.rstrip('"\u201d').endswith((",", ";", ":", ".", "!", "?")):
+            close()  # a comma ends a name: "Anna Li, Carlos Diaz" are two
+    close()
+    return found
 
 
 # --- encoding --------------------------------------------------------------------------------
@@ -329,6 +386,7 @@ class Encoded:
     spans: list[Span]
     span_features: list[list[int]]
     span_numeric: torch.Tensor  # [spans, len(SPAN_FEATURES)]
+    field_focused: float  # 1.0 when an editable element has the focus
     app_in_goal: torch.Tensor  # [apps]
     verb: int = -1
     argument: int = -1
@@ -344,6 +402,7 @@ def encode(config: ScreenConfig, goal: str, screen: ScreenText, history: Sequenc
     if not spans:
         raise ValueError(f"goal: {goal!r} has no words to act on")
     taps = taps_of(history)
+    here = screen.signature
     content_goal = [w for w in dict.fromkeys(words) if w not in STOP_WORDS]
     element_words, element_pairs, rows = [], [], []
     for element in elements:
@@ -352,7 +411,7 @@ def encode(config: ScreenConfig, goal: str, screen: ScreenText, history: Sequenc
         element_pairs.append([_bucket(f"{g}|{w}", buckets) for g in content_goal for w in dict.fromkeys(text_words)]
                              or [_bucket("<no pair>", buckets)])
         x0, y0, x1, y1 = element.box
-        hits = sum(element.contains(x, y) for x, y in taps)
+        hits = sum(element.contains(x, y) for x, y, on in taps if on is None or here is None or on == here)
         row = [x0, y0, x1, y1, (x0 + x1) / 2, (y0 + y1) / 2, x1 - x0, y1 - y0,
                *(float(name in element.flags) for name in FLAGS), float(bool(text_words))]
         match = match_features(words, text_words)
@@ -361,6 +420,7 @@ def encode(config: ScreenConfig, goal: str, screen: ScreenText, history: Sequenc
         rows.append(row)
     screen_text = " ".join([screen.text, *(e.text for e in elements)]).lower()
     typed = typed_of(history)
+    values = value_spans(goal, spans)
     present = set(words)
     app_names = [goal_words(app) for app in config.apps]
     return Encoded(
@@ -374,8 +434,9 @@ def encode(config: ScreenConfig, goal: str, screen: ScreenText, history: Sequenc
         element_features=torch.tensor(rows, dtype=torch.float32).view(len(elements), len(ELEMENT_FEATURES)),
         spans=spans,
         span_features=[[_bucket(f, buckets) for f in span.features] for span in spans],
-        span_numeric=torch.tensor([[float(span.text.lower() in screen_text), float(span.text in typed)]
-                                   for span in spans]),
+        span_numeric=torch.tensor([[float(span.text.lower() in screen_text), float(span.text in typed),
+                                    float(span.text in values)] for span in spans]),
+        field_focused=float(any({"editable", "focused"} <= e.flags for e in elements)),
         app_in_goal=torch.tensor([float(bool(name) and set(name) <= present) for name in app_names]),
     )
 
@@ -403,6 +464,7 @@ def collate(items: Sequence[Encoded]) -> dict[str, torch.Tensor]:
         "span_offsets": _offsets(span_ids),
         "span_numeric": torch.cat([item.span_numeric for item in items]),
         "span_mask": _mask([len(item.spans) for item in items]),
+        "field_focused": torch.tensor([[item.field_focused] for item in items]),
         "app_in_goal": torch.stack([item.app_in_goal for item in items]),
         "verb": torch.tensor([item.verb for item in items]),
         "argument": torch.tensor([item.argument for item in items]),
@@ -443,6 +505,7 @@ class ScreenNet(nn.Module):
         self.trunk = nn.Sequential(nn.Linear(4 * d, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU())
         self.verb = nn.Linear(h, len(VERBS))
         self.verb_history = nn.Linear(HISTORY_DIM, len(VERBS))  # zero at start (see TinyNet)
+        self.verb_focus = nn.Linear(1, len(VERBS), bias=False)  # a focused field: type (TYPE_WHEN_FOCUSED)
         self.point_query = nn.Linear(h, len(POINT_VERBS) * d)
         # (goal word, element word) -> pointer logit per point verb, zero at start
         self.pairs = nn.EmbeddingBag(config.buckets, len(POINT_VERBS), mode="sum")
@@ -461,6 +524,10 @@ class ScreenNet(nn.Module):
                 layer.bias.zero_()
             self.pairs.weight.zero_()
             self.span_prior.weight.zero_()
+            for name, weight in SPAN_PRIOR.items():
+                self.span_prior.weight[0, SPAN_FEATURES.index(name)] = weight
+            self.verb_focus.weight.zero_()
+            self.verb_focus.weight[VERBS.index("type"), 0] = TYPE_WHEN_FOCUSED
             for name, weight in POINT_PRIOR.items():
                 self.point_prior.weight[:, _FEATURE[name]] = weight
 
@@ -490,7 +557,7 @@ class ScreenNet(nn.Module):
         named = batch["app_in_goal"]
         apps = torch.where(named.sum(dim=1, keepdim=True) > 0, self.app_named * named,
                            self.app_query(state) @ self.apps.weight.T)
-        verbs = self.verb(state) + self.verb_history(history)
+        verbs = self.verb(state) + self.verb_history(history) + self.verb_focus(batch["field_focused"])
         return {"verb": verbs, "points": points, "spans": _scatter(span_scores, span_mask, float("-inf")),
                 "apps": apps}
 
@@ -537,7 +604,8 @@ class ScreenPolicy:
             argument = int(torch.multinomial(arg_p, 1, generator=self.generator))
             prob *= float(arg_p[argument])
         action = self._action(name, argument, encoded)
-        return Reply(format_tool_call(action, f"screen policy: {name} (p={prob:.3f})"),
+        where = f" {SCREEN_MARK}{screen.signature}" if screen.signature else ""
+        return Reply(format_tool_call(action, f"screen policy: {name} (p={prob:.3f}){where}"),
                      info={"screen": screen.to_json()})
 
     def _argument_logits(self, out: dict[str, torch.Tensor], verb: str) -> torch.Tensor | None:
