@@ -57,6 +57,9 @@ from episodelake.lake.vocab.families import parse_response
 
 log = logging.getLogger(__name__)
 
+#: How long one request of a given id's claim at `start_episode` may wait for the store
+#: before the claim is taken provisionally instead (a hung store would hold it for minutes).
+CLAIM_WAIT_S = 5.0
 #: After a claim found the store unreachable, how long later starts of given ids take their
 #: claims provisionally without asking it (each ask costs the store's timeout while it is down).
 STORE_RECHECK_S = 10.0
@@ -509,8 +512,9 @@ class Recorder:
         """The episode's claim (see `episodelake.lake.core.claims`). An id minted here (a fresh
         uuid4) is nobody else's: on an object store its claim is written by the writer before
         the episode's first rows, not now. A given id's claim is taken now; while the store
-        cannot be reached (the writer's last commit failed so, or this claim does) it is taken
-        provisionally and settled by the writer before any row is committed. Resuming needs
+        cannot be reached (the writer's last commit failed so, or this claim does, or one of
+        its requests waits `CLAIM_WAIT_S`) it is taken provisionally and settled by the
+        writer before any row is committed. Resuming needs
         the stored episode, so it needs the store."""
         loc = self.lake.location
         if minted:
@@ -518,15 +522,17 @@ class Recorder:
         if loc.is_local or resume:
             return claims.take(loc, episode_id, self._holder)
         recently_down = time.monotonic() - self._claim_failed_at < STORE_RECHECK_S
+        token = uuid.uuid4().hex
         if not (self.writer.store_down or recently_down):
             try:
-                return claims.take(loc, episode_id, self._holder)
+                return claims.take(loc, episode_id, self._holder, token=token, wait_s=CLAIM_WAIT_S,
+                                   late=lambda: self.writer.claims.landed_late(token))
             except StoreUnavailable as exc:
                 self._claim_failed_at = time.monotonic()
                 log.warning("episode %s: the store cannot be reached (%s); its claim is settled once it "
                             "is back", episode_id, exc)
         return self.writer.claims.take_provisional(episode_id, self._holder, self.writer._spool.dir,
-                                                   fsync=self.writer.options.durability == "machine")
+                                                   fsync=self.writer.options.durability == "machine", token=token)
 
     @property
     def _holder(self) -> str:

@@ -70,17 +70,20 @@ import os
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import pyarrow as pa
 
 from episodelake.lake.core import layout, spool, tables
 from episodelake.lake.core.errors import Conflict, InvalidInput
 from episodelake.lake.core.sql import sql_in, sql_string
-from episodelake.lake.core.store import Location, location, store_errors
+from episodelake.lake.core.store import Location, StoreUnavailable, location, store_errors
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CLAIMS_SCHEMA = pa.schema([
     pa.field("episode_id", pa.string(), nullable=False),
@@ -167,23 +170,22 @@ class CommitClaim(Claim):
         self.released = False
 
     @classmethod
-    def take(cls, lake: Location, episode_id: str, holder: str) -> CommitClaim | None:
-        """The claim, or None when a live writer holds it (nothing of ours is left then)."""
-        path = layout.table_path(lake, layout.CLAIMS_TABLE)
-        tables.ensure_table(lake, layout.CLAIMS_TABLE, CLAIMS_SCHEMA.empty_table())
-        token = uuid.uuid4().hex
-        host = socket.gethostname()
-        folder = layout.spool_root(lake).resolve() / holder
-        row = pa.table({"episode_id": [episode_id], "holder": [holder], "host": [host], "spool": [str(folder)],
-                        "token": [token], "claimed_at": [datetime.now(UTC)]}, schema=CLAIMS_SCHEMA)
-        import lance
-
-        with store_errors(lake):
-            mine = tables.retry_commit(f"claim episode {episode_id}", lambda: lance.write_dataset(
-                row, str(path), mode="append", storage_options=lake.storage_options))
-            # from the handle the append returned: its session has read that version already
-            before = mine.checkout_version(mine.version - 1).to_table(
-                filter=f"episode_id = {sql_string(episode_id)}").to_pylist()
+    def take(cls, lake: Location, episode_id: str, holder: str, *, token: str | None = None,
+             wait_s: float | None = None, late: Callable[[], None] | None = None) -> CommitClaim | None:
+        """The claim, or None when a live writer holds it (nothing of ours is left then).
+        `token`: this claim's (a fresh one by default). `wait_s`: give up (`StoreUnavailable`)
+        when the store has not answered by then (a store that accepts connections and never
+        answers holds the requests for minutes). The abandoned append may still land: its
+        row holds this token, so a provisional claim that follows takes the same token, and
+        that row never holds the episode against it (`settle`) and goes with its release;
+        `late()` is called when it lands (`ClaimBook.landed_late`: deleted if the claim is
+        gone by then)."""
+        token = token or uuid.uuid4().hex
+        row = pa.Table.from_pylist([_row(lake, episode_id, holder, token)], schema=CLAIMS_SCHEMA)
+        if wait_s is None:
+            before = _append_claims(lake, row)
+        else:
+            before = _within(wait_s, lake, f"claim episode {episode_id}", lambda: _append_claims(lake, row), late)
         claim = cls(lake, episode_id, token)
         for earlier in before:
             state = _holder_state(lake, earlier)
@@ -205,6 +207,52 @@ class CommitClaim(Claim):
         self.released = True
 
 
+def _append_claims(lake: Location, rows: pa.Table) -> list[dict]:
+    """Append claim rows in one commit; the claims of the same episodes committed before them."""
+    import lance
+
+    path = layout.table_path(lake, layout.CLAIMS_TABLE)
+    ids = sorted(set(rows.column("episode_id").to_pylist()))
+    with store_errors(lake):
+        tables.ensure_table(lake, layout.CLAIMS_TABLE, CLAIMS_SCHEMA.empty_table())
+        mine = tables.retry_commit(f"claim {len(ids)} episode(s)", lambda: lance.write_dataset(
+            rows, str(path), mode="append", storage_options=lake.storage_options))
+        # from the handle the append returned: its session has read that version already
+        return mine.checkout_version(mine.version - 1).to_table(filter=sql_in("episode_id", ids)).to_pylist()
+
+
+def _within(wait_s: float, lake: Location, what: str, call: Callable[[], T],
+            late: Callable[[], None] | None = None) -> T:
+    """`call()`'s result, or `StoreUnavailable` when it has not returned within `wait_s`
+    seconds. It goes on in a daemon thread; if it then succeeds, `late()` is called."""
+    outcome: dict = {}
+    guard = threading.Lock()
+
+    def run() -> None:
+        try:
+            value = call()
+        except BaseException as exc:  # handed to the caller below, or dropped once abandoned
+            with guard:
+                outcome["error"] = exc
+            return
+        with guard:
+            outcome["value"] = value
+            abandoned = outcome.get("abandoned", False)
+        if abandoned and late is not None:
+            late()
+
+    worker = threading.Thread(target=run, name="claim-attempt", daemon=True)
+    worker.start()
+    worker.join(wait_s)
+    with guard:
+        if "value" not in outcome and "error" not in outcome:
+            outcome["abandoned"] = True
+            raise StoreUnavailable(f"{what}: lake {lake.uri}: the store did not answer within {wait_s:.0f} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 def _row(lake: Location, episode_id: str, holder: str, token: str) -> dict:
     folder = layout.spool_root(lake).resolve() / holder
     return {"episode_id": episode_id, "holder": holder, "host": socket.gethostname(), "spool": str(folder),
@@ -216,10 +264,10 @@ class DeferredClaim(Claim):
     writer's committer (`ClaimBook`), before any of the episode's rows (see the module
     docstring). Taking one asks the store nothing."""
 
-    def __init__(self, book: ClaimBook, episode_id: str, holder: str):
+    def __init__(self, book: ClaimBook, episode_id: str, holder: str, token: str | None = None):
         self.book = book
         self.episode_id = episode_id
-        self.token = uuid.uuid4().hex
+        self.token = token or uuid.uuid4().hex
         self.row = _row(book.lake, episode_id, holder, self.token)
 
     def release(self, *, committed: bool) -> None:
@@ -242,8 +290,8 @@ class ProvisionalClaim(DeferredClaim):
     (`ClaimBook.place` -> `settle`) before any of the episode's rows is committed. Won, it is
     a claim row like a deferred one; lost, `lost` says why (see the module docstring)."""
 
-    def __init__(self, book: ClaimBook, episode_id: str, holder: str, folder: Path, fsync: bool):
-        super().__init__(book, episode_id, holder)
+    def __init__(self, book: ClaimBook, episode_id: str, holder: str, folder: Path, fsync: bool, token: str):
+        super().__init__(book, episode_id, holder, token)
         self.note = folder / f"{NOTE_PREFIX}{self.token}{NOTE_SUFFIX}"
         _write_note(self.note, self.row, fsync)
 
@@ -279,19 +327,13 @@ def settle(lake: Location, rows: list[dict]) -> dict[str, str | None]:
     spool was replayed ("gone"); a dead writer's spool still holds rows of the episode, so
     that claim wins too. With no earlier claim standing, a claim is lost when the lake
     already holds the episode (its claim was released once its rows were committed)."""
-    import lance
-
-    path = layout.table_path(lake, layout.CLAIMS_TABLE)
-    table = pa.Table.from_pylist(rows, schema=CLAIMS_SCHEMA)
     ids = [r["episode_id"] for r in rows]
-    with store_errors(lake):
-        tables.ensure_table(lake, layout.CLAIMS_TABLE, CLAIMS_SCHEMA.empty_table())
-        mine = tables.retry_commit(f"settle the claims of {len(rows)} episode(s) taken during an outage",
-                                   lambda: lance.write_dataset(table, str(path), mode="append",
-                                                               storage_options=lake.storage_options))
-        before = mine.checkout_version(mine.version - 1).to_table(filter=sql_in("episode_id", ids)).to_pylist()
+    before = _append_claims(lake, pa.Table.from_pylist(rows, schema=CLAIMS_SCHEMA))
     reasons: dict[str, str | None] = dict.fromkeys(ids)
+    ours = {r["token"] for r in rows}
     for earlier in before:
+        if earlier["token"] in ours:  # a failed attempt of this very claim that landed after all
+            continue
         state = _holder_state(lake, earlier)
         if state != "gone":
             reasons[earlier["episode_id"]] = (f"recorder {earlier['holder']} on {earlier['host']} claimed it "
@@ -360,12 +402,24 @@ class ClaimBook:
             self._waiting[claim.token] = claim
         return claim
 
-    def take_provisional(self, episode_id: str, holder: str, folder: Path, fsync: bool) -> ProvisionalClaim:
-        """A caller-given id's claim while the store cannot be reached (see the module docstring)."""
-        claim = ProvisionalClaim(self, episode_id, holder, folder, fsync)
+    def take_provisional(self, episode_id: str, holder: str, folder: Path, fsync: bool, token: str) -> ProvisionalClaim:
+        """A caller-given id's claim while the store cannot be reached (see the module
+        docstring); `token`: that of the claim attempt that failed, whose row may have landed."""
+        claim = ProvisionalClaim(self, episode_id, holder, folder, fsync, token)
         with self._lock:
             self._provisional[claim.token] = claim
         return claim
+
+    def landed_late(self, token: str) -> None:
+        """A claim row of `token` landed after its attempt was given up: deleted with the next
+        batch unless the claim still holds (its release deletes every row of its token)."""
+        with self._lock:
+            held = token in self._provisional or token in self._placed
+            if not held:
+                self._releasing.add(token)
+            now = self.closed
+        if not held and now:
+            self.drop_released()
 
     def lost_ids(self) -> set[str]:
         """Episodes whose claim was settled and lost: none of their rows may be committed."""
@@ -457,16 +511,18 @@ def _delete(lake: Location, where: str, what: str) -> None:
 
 
 def take(lake: Location | Path | str, episode_id: str, holder: str, *,
-         minted_into: ClaimBook | None = None) -> Claim | None:
+         minted_into: ClaimBook | None = None, token: str | None = None,
+         wait_s: float | None = None, late: Callable[[], None] | None = None) -> Claim | None:
     """`episode_id`'s claim for the writer whose spool folder is `holder`, or None when a live
     writer holds it. `minted_into`: the id was minted by the caller (a fresh uuid4), so on an
-    object store its claim is deferred to that writer's book (asks the store nothing)."""
+    object store its claim is deferred to that writer's book (asks the store nothing).
+    `token`, `wait_s`, `late`: see `CommitClaim.take`."""
     loc = location(lake)
     if loc.is_local:
         return FileClaim.take(loc, episode_id)
     if minted_into is not None:
         return minted_into.take(episode_id, holder)
-    return CommitClaim.take(loc, episode_id, holder)
+    return CommitClaim.take(loc, episode_id, holder, token=token, wait_s=wait_s, late=late)
 
 
 def release_holder(lake: Location | Path | str, holder: str) -> None:

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -54,6 +55,28 @@ def test_a_given_id_starts_during_an_outage_and_is_stored_once_back(s3_proxied_l
     rec.close()
     assert steps_of(s3_proxied_lake, "given-1") == list(range(6))
     assert steps_of(s3_proxied_lake, "given-2") == [0]
+    assert claim_rows(s3_proxied_lake) == 0
+
+
+def test_a_given_id_starts_while_the_store_hangs_without_waiting_out_its_timeouts(s3_proxied_lake, s3_proxy):
+    """A store that accepts connections and never answers held a claim for minutes (60 s per
+    request, retried); the claim at the start gives up on the first request that waits
+    `CLAIM_WAIT_S` and goes provisional. Generous bound: far below one default timeout."""
+    rec = Recorder(s3_proxied_lake, image_checks="structure", options=OPTIONS)
+    with s3_proxy.hanging():
+        started = time.monotonic()
+        ep = rec.start_episode("t", episode_id="through-a-hang")
+        waited = time.monotonic() - started
+        ep.log_step(screenshot(0), response())
+    assert waited < 30, f"start_episode waited {waited:.0f} s on a hung store"
+    flush_once_back(rec)
+    ep.finish(success=True)
+    rec.close()
+    assert steps_of(s3_proxied_lake, "through-a-hang") == [0]
+    # the abandoned attempt's row, once it lands, goes with the release (or after it)
+    deadline = time.monotonic() + 60
+    while claim_rows(s3_proxied_lake) and time.monotonic() < deadline:
+        time.sleep(0.5)
     assert claim_rows(s3_proxied_lake) == 0
 
 
