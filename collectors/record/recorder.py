@@ -435,6 +435,9 @@ class Recorder:
         #: when a claim last failed for want of the store (the next starts within
         #: `STORE_RECHECK_S` take theirs provisionally at once)
         self._claim_failed_at = -math.inf
+        #: a claim attempt given up on (the store did not answer) has not ended yet: the
+        #: store is still silent, so later starts do not ask it again meanwhile
+        self._attempt_pending = False
         #: finished episodes whose claims wait for their rows to be committed
         self._settling: dict[str, claims.Claim] = {}
         self._lock = threading.Lock()
@@ -512,10 +515,10 @@ class Recorder:
         """The episode's claim (see `episodelake.lake.core.claims`). An id minted here (a fresh
         uuid4) is nobody else's: on an object store its claim is written by the writer before
         the episode's first rows, not now. A given id's claim is taken now; while the store
-        cannot be reached (the writer's last commit failed so, or this claim does, or one of
-        its requests waits `CLAIM_WAIT_S`) it is taken provisionally and settled by the
-        writer before any row is committed. Resuming needs
-        the stored episode, so it needs the store."""
+        cannot be reached (the writer's last commit failed so, or this claim does or gets no
+        answer within `CLAIM_WAIT_S`, or an earlier attempt is still waiting for one) it is
+        taken provisionally and settled by the writer before any row is committed. Resuming
+        needs the stored episode, so it needs the store."""
         loc = self.lake.location
         if minted:
             return claims.take(loc, episode_id, self._holder, minted_into=self.writer.claims)
@@ -523,14 +526,31 @@ class Recorder:
             return claims.take(loc, episode_id, self._holder)
         recently_down = time.monotonic() - self._claim_failed_at < STORE_RECHECK_S
         token = uuid.uuid4().hex
-        if not (self.writer.store_down or recently_down):
+
+        def ended(landed: bool) -> None:  # an attempt given up on has ended
+            self._attempt_pending = False
+            if landed:
+                self.writer.claims.landed_late(token)
+
+        if not (self.writer.store_down or recently_down or self._attempt_pending):
+            self._attempt_pending = True
             try:
-                return claims.take(loc, episode_id, self._holder, token=token, wait_s=CLAIM_WAIT_S,
-                                   late=lambda: self.writer.claims.landed_late(token))
+                claim = claims.take(loc, episode_id, self._holder, token=token, wait_s=CLAIM_WAIT_S, late=ended)
+            except claims.StoreSilent as exc:  # pending until the attempt ends (`ended`)
+                self._claim_failed_at = time.monotonic()
+                log.warning("episode %s: the store does not answer (%s); its claim is settled once it "
+                            "is back", episode_id, exc)
             except StoreUnavailable as exc:
+                self._attempt_pending = False
                 self._claim_failed_at = time.monotonic()
                 log.warning("episode %s: the store cannot be reached (%s); its claim is settled once it "
                             "is back", episode_id, exc)
+            except BaseException:
+                self._attempt_pending = False
+                raise
+            else:
+                self._attempt_pending = False
+                return claim
         return self.writer.claims.take_provisional(episode_id, self._holder, self.writer._spool.dir,
                                                    fsync=self.writer.options.durability == "machine", token=token)
 

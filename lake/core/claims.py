@@ -171,15 +171,15 @@ class CommitClaim(Claim):
 
     @classmethod
     def take(cls, lake: Location, episode_id: str, holder: str, *, token: str | None = None,
-             wait_s: float | None = None, late: Callable[[], None] | None = None) -> CommitClaim | None:
+             wait_s: float | None = None, late: Callable[[bool], None] | None = None) -> CommitClaim | None:
         """The claim, or None when a live writer holds it (nothing of ours is left then).
         `token`: this claim's (a fresh one by default). `wait_s`: give up (`StoreUnavailable`)
         when the store has not answered by then (a store that accepts connections and never
         answers holds the requests for minutes). The abandoned append may still land: its
         row holds this token, so a provisional claim that follows takes the same token, and
-        that row never holds the episode against it (`settle`) and goes with its release;
-        `late()` is called when it lands (`ClaimBook.landed_late`: deleted if the claim is
-        gone by then)."""
+        that row never holds the episode against it (`settle`) and goes with its release.
+        `late(landed)` is called when the abandoned append ends (landed: see
+        `ClaimBook.landed_late`)."""
         token = token or uuid.uuid4().hex
         row = pa.Table.from_pylist([_row(lake, episode_id, holder, token)], schema=CLAIMS_SCHEMA)
         if wait_s is None:
@@ -207,6 +207,10 @@ class CommitClaim(Claim):
         self.released = True
 
 
+class StoreSilent(StoreUnavailable):
+    """The store did not answer in time (a call goes on in the background: `_within`)."""
+
+
 def _append_claims(lake: Location, rows: pa.Table) -> list[dict]:
     """Append claim rows in one commit; the claims of the same episodes committed before them."""
     import lance
@@ -222,9 +226,10 @@ def _append_claims(lake: Location, rows: pa.Table) -> list[dict]:
 
 
 def _within(wait_s: float, lake: Location, what: str, call: Callable[[], T],
-            late: Callable[[], None] | None = None) -> T:
+            late: Callable[[bool], None] | None = None) -> T:
     """`call()`'s result, or `StoreUnavailable` when it has not returned within `wait_s`
-    seconds. It goes on in a daemon thread; if it then succeeds, `late()` is called."""
+    seconds. It goes on in a daemon thread; when it ends, `late(landed)` is called
+    (`landed`: it succeeded)."""
     outcome: dict = {}
     guard = threading.Lock()
 
@@ -234,12 +239,15 @@ def _within(wait_s: float, lake: Location, what: str, call: Callable[[], T],
         except BaseException as exc:  # handed to the caller below, or dropped once abandoned
             with guard:
                 outcome["error"] = exc
+                abandoned = outcome.get("abandoned", False)
+            if abandoned and late is not None:
+                late(False)
             return
         with guard:
             outcome["value"] = value
             abandoned = outcome.get("abandoned", False)
         if abandoned and late is not None:
-            late()
+            late(True)
 
     worker = threading.Thread(target=run, name="claim-attempt", daemon=True)
     worker.start()
@@ -247,7 +255,7 @@ def _within(wait_s: float, lake: Location, what: str, call: Callable[[], T],
     with guard:
         if "value" not in outcome and "error" not in outcome:
             outcome["abandoned"] = True
-            raise StoreUnavailable(f"{what}: lake {lake.uri}: the store did not answer within {wait_s:.0f} s")
+            raise StoreSilent(f"{what}: lake {lake.uri}: the store did not answer within {wait_s:.0f} s")
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
@@ -512,7 +520,7 @@ def _delete(lake: Location, where: str, what: str) -> None:
 
 def take(lake: Location | Path | str, episode_id: str, holder: str, *,
          minted_into: ClaimBook | None = None, token: str | None = None,
-         wait_s: float | None = None, late: Callable[[], None] | None = None) -> Claim | None:
+         wait_s: float | None = None, late: Callable[[bool], None] | None = None) -> Claim | None:
     """`episode_id`'s claim for the writer whose spool folder is `holder`, or None when a live
     writer holds it. `minted_into`: the id was minted by the caller (a fresh uuid4), so on an
     object store its claim is deferred to that writer's book (asks the store nothing).

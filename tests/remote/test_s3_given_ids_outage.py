@@ -16,7 +16,7 @@ import time
 import pytest
 
 from episodelake.api.cli import main
-from episodelake.collectors.record.recorder import Recorder
+from episodelake.collectors.record.recorder import CLAIM_WAIT_S, Recorder
 from episodelake.lake import Conflict, Lake, WriterOptions
 from episodelake.lake.core import claims, conflicts, layout, tables
 from tests.factories import child_env, response, screenshot
@@ -68,11 +68,17 @@ def test_a_given_id_starts_while_the_store_hangs_without_waiting_out_its_timeout
         ep = rec.start_episode("t", episode_id="through-a-hang")
         waited = time.monotonic() - started
         ep.log_step(screenshot(0), response())
+        started = time.monotonic()  # the first attempt still waits: this one does not ask again
+        second = rec.start_episode("t", episode_id="through-a-hang-2")
+        waited_again = time.monotonic() - started
     assert waited < 30, f"start_episode waited {waited:.0f} s on a hung store"
+    assert waited_again < CLAIM_WAIT_S / 2, f"a second start waited {waited_again:.1f} s"
     flush_once_back(rec)
     ep.finish(success=True)
+    second.finish(success=True)
     rec.close()
     assert steps_of(s3_proxied_lake, "through-a-hang") == [0]
+    assert Lake(s3_proxied_lake).episode("through-a-hang-2")["status"] == "finished"
     # the abandoned attempt's row, once it lands, goes with the release (or after it)
     deadline = time.monotonic() + 60
     while claim_rows(s3_proxied_lake) and time.monotonic() < deadline:
@@ -145,7 +151,7 @@ def test_two_writers_giving_one_id_during_an_outage_store_it_once(s3_proxied_lak
 DIES = textwrap.dedent("""
     import sys
     from tests.factories import response, screenshot
-    from episodelake.collectors.record.recorder import Recorder
+    from episodelake.collectors.record.recorder import CLAIM_WAIT_S, Recorder
     from episodelake.lake import WriterOptions
     rec = Recorder({lake!r}, image_checks="structure", options=WriterOptions(batch_rows=4, max_age_s=0.3))
     print("ready", flush=True)
