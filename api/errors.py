@@ -38,7 +38,7 @@ from episodelake.lake.core.errors import (
     SqlRefused,
 )
 from episodelake.lake.core.spool import SpoolWriteError
-from episodelake.lake.core.store import StoreUnavailable
+from episodelake.lake.core.store import StoreSilent, StoreUnavailable
 from episodelake.lake.core.tables import CommitContention, DatasetMissing, StorageFull
 from episodelake.lake.core.writer import Backpressure, CommitFailed
 from episodelake.lake.export.errors import (
@@ -95,6 +95,7 @@ STATUS: dict[type[EpisodeLakeError], int] = {
     StorageFull: 507,
     SpoolWriteError: 507,
     StoreUnavailable: 503,
+    StoreSilent: 503,
     # what the server talks to: a gateway's statuses
     DeviceError: 502,
     DeviceUnavailable: 503,

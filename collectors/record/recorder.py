@@ -51,7 +51,7 @@ from episodelake.lake import Lake, WriterOptions
 from episodelake.lake.core import claims, layout, schema
 from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
 from episodelake.lake.core.layout import check_id
-from episodelake.lake.core.store import StoreUnavailable
+from episodelake.lake.core.store import StoreSilent, StoreUnavailable
 from episodelake.lake.core.writer import replay_orphans
 from episodelake.lake.vocab.families import parse_response
 
@@ -536,7 +536,7 @@ class Recorder:
             self._attempt_pending = True
             try:
                 claim = claims.take(loc, episode_id, self._holder, token=token, wait_s=CLAIM_WAIT_S, late=ended)
-            except claims.StoreSilent as exc:  # pending until the attempt ends (`ended`)
+            except StoreSilent as exc:  # pending until the attempt ends (`ended`)
                 self._claim_failed_at = time.monotonic()
                 log.warning("episode %s: the store does not answer (%s); its claim is settled once it "
                             "is back", episode_id, exc)

@@ -80,7 +80,7 @@ import pyarrow as pa
 from episodelake.lake.core import layout, spool, tables
 from episodelake.lake.core.errors import Conflict, InvalidInput
 from episodelake.lake.core.sql import sql_in, sql_string
-from episodelake.lake.core.store import Location, StoreUnavailable, location, store_errors
+from episodelake.lake.core.store import Location, StoreSilent, location, store_errors
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -205,10 +205,6 @@ class CommitClaim(Claim):
             return
         _delete(self.lake, f"token = {sql_string(self.token)}", f"release claim on episode {self.episode_id}")
         self.released = True
-
-
-class StoreSilent(StoreUnavailable):
-    """The store did not answer in time (a call goes on in the background: `_within`)."""
 
 
 def _append_claims(lake: Location, rows: pa.Table) -> list[dict]:

@@ -48,6 +48,11 @@ class StoreUnavailable(LakeError):
     The message names the lake's URI (never its credentials) and the cause."""
 
 
+class StoreSilent(StoreUnavailable):
+    """The store did not answer within the time a call allowed it (the call may go on in the
+    background and still land: see `claims.CommitClaim.take`)."""
+
+
 
 def storage_options_from_env(scheme: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Lance storage options from the standard variables (S3 only; Lance reads the GCS and
