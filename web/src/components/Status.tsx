@@ -43,9 +43,18 @@ export interface Loaded<T> {
   refetch: () => unknown;
 }
 
-/** Renders `children(data)` once loaded, else the loading or error state. */
+/** Renders `children(data)` once loaded, else the loading or error state. A refresh that
+ * fails (queries are not retried) keeps what is shown, with the failure above it: a busy
+ * server's one slow answer must not blank a page the user is reading. */
 export function Async<T>({ state, what, children }: { state: Loaded<T>; what: string; children: (data: T) => ReactNode }) {
-  if (state.error) return <ErrorBox error={state.error} what={what} retry={() => void state.refetch()} />;
-  if (state.data === undefined) return <Loading what={what} />;
-  return <>{children(state.data)}</>;
+  const retry = () => void state.refetch();
+  if (state.data === undefined) {
+    return state.error ? <ErrorBox error={state.error} what={what} retry={retry} /> : <Loading what={what} />;
+  }
+  return (
+    <>
+      {state.error && <ErrorBox error={state.error} what={`the latest ${what}`} retry={retry} />}
+      {children(state.data)}
+    </>
+  );
 }
