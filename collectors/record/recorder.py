@@ -330,8 +330,8 @@ class EpisodeHandle:
             self.recorder._forget(self)
             raise Conflict(f"episode {self.episode_id}: the id was claimed while the store could not be "
                            f"reached, and lost when the claim was settled: {why}. None of its rows are "
-                           "stored under this id; those recorded are set aside (`elake recover --conflicts` "
-                           "lists them): record the episode under a new id")
+                           "stored under this id; those recorded are set aside (`elake recover` lists them, "
+                           "`--restore-conflicts` stores them under a new id): record the episode under a new id")
 
     def finish(self, success: bool | None = None, eval_score: float | None = None,
                eval_reason: str | None = None, *, episode_reward: float | None = None,

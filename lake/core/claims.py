@@ -43,7 +43,7 @@ note in the writer's spool folder, and the episode's rows are recorded as usual;
 committer settles it before any of those rows is committed, exactly as `CommitClaim` decides
 (`settle`: its claim row appended, the claims committed before it read), and it also loses
 when the lake already holds the episode. A lost claim's rows are never committed: they are
-set aside under the spool root (`spool.CONFLICTS_DIR`, listed by `elake recover --conflicts`),
+set aside under the spool root (`spool.CONFLICTS_DIR`, listed by `elake recover`),
 and the episode's next `log_step`/`finish` raises `Conflict`. A writer that dies with a claim
 unsettled leaves its note in its spool, and the replay settles it before replaying any row.
 

@@ -1,7 +1,7 @@
 """Episodes set aside because their claim was lost: a caller-given id taken while the store
 could not be reached, that another writer turned out to hold when the claim was settled
 (`claims`). Their rows wait under this machine's spool root (`spool.CONFLICTS_DIR`), never
-committed under that id; `elake recover --conflicts` lists them and `--restore-conflicts`
+committed under that id; `elake recover` lists them and `elake recover --restore-conflicts`
 stores each under a new id (the old one kept as `recorded_as` in the episode's `extra`), then deletes the
 kept files."""
 

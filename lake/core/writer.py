@@ -279,7 +279,7 @@ def _set_aside(root: Path, table: str, rows: pa.Table, lost: set[str], *, fsync:
         one = aside.filter(pc.equal(aside.column("episode_id"), episode_id))
         folder = spool.set_aside(root, episode_id, table, one, fsync)
         log.error("episode %s: its claim, taken while the store was down, was lost; %d %s row(s) set "
-                  "aside in %s, not stored (`elake recover --conflicts` lists them)",
+                  "aside in %s, not stored (`elake recover` lists them; `--restore-conflicts` stores them under a new id)",
                   episode_id, one.num_rows, table, folder)
     return rows.filter(pc.invert(theirs))
 
