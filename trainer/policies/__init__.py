@@ -1,4 +1,6 @@
-"""Trainable policies: `tiny` (a small CPU network) and `vlm` (a Hugging Face image-text model).
+"""Trainable policies: `tiny` (a small CPU network on pixels), `screen` (a small CPU network
+that reads the screen's elements; both extend `small.SmallPolicy`) and `vlm` (a Hugging Face
+image-text model).
 
-Both implement `base.TrainablePolicy`; `episodelake.trainer.loop.build_policy` picks one.
+All implement `base.TrainablePolicy`; `episodelake.trainer.loop.build_policy` picks one.
 """

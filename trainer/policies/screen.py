@@ -38,7 +38,7 @@ often enough for sparse rewards to be found.
 Outputs are the tiny policy's verbs; the arguments are an element (click, long press: its
 centre is tapped), a goal span (type: scored by its context in the goal, as the tiny policy
 does, and by whether the screen already shows it) and an app (open). Learning scores the same
-two tokens per step as the tiny policy (:func:`.tiny.structured_logprobs`).
+two tokens per step as the tiny policy (:func:`.small.structured_logprobs`).
 """
 
 from __future__ import annotations
@@ -48,37 +48,29 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from episodelake.collectors.envs.base import Device
 from episodelake.collectors.envs.suites import get_suite
-from episodelake.collectors.loop import Observation, Reply
+from episodelake.collectors.loop import Observation
 from episodelake.lake.vocab.action_space import GRID
-from episodelake.lake.vocab.families import format_tool_call, parse_response
-from episodelake.trainer.policies.base import Sample, read_checkpoint, save_checkpoint
+from episodelake.lake.vocab.families import parse_response
+from episodelake.trainer.policies.base import Sample
+from episodelake.trainer.policies.small import POINT_VERBS, VERBS, SmallPolicy, Span, offsets
 from episodelake.trainer.policies.tiny import (
     _EDGE_PUNCTUATION,
     APP_NAMED_PRIOR,
     HISTORY_DIM,
     MAX_SPAN_WORDS,
-    POINT_VERBS,
     VERB_PRIOR,
-    VERBS,
-    Span,
     _bucket,
     goal_words,
     history_vector,
-    structured_logprobs,
     text_spans,
-    verb_of,
 )
-from episodelake.trainer.ppo import TokenLogProbs
 
 #: Flags of an element, in the order of its flag bits.
 FLAGS = ("clickable", "long_clickable", "checkable", "checked", "editable", "scrollable", "focused")
@@ -450,18 +442,18 @@ def collate(items: Sequence[Encoded]) -> dict[str, torch.Tensor]:
     span_ids = [torch.tensor(ids) for item in items for ids in item.span_features]
     return {
         "words": torch.cat(words),
-        "word_offsets": _offsets(words),
+        "word_offsets": offsets(words),
         "screen_words": torch.cat(screen_words),
-        "screen_word_offsets": _offsets(screen_words),
+        "screen_word_offsets": offsets(screen_words),
         "history": torch.stack([item.history for item in items]),
         "element_words": torch.cat(element_words),
-        "element_word_offsets": _offsets(element_words),
+        "element_word_offsets": offsets(element_words),
         "element_pairs": torch.cat(element_pairs),
-        "element_pair_offsets": _offsets(element_pairs),
+        "element_pair_offsets": offsets(element_pairs),
         "element_features": torch.cat([item.element_features for item in items]),
         "element_mask": _mask([len(item.elements) for item in items]),
         "span_ids": torch.cat(span_ids),
-        "span_offsets": _offsets(span_ids),
+        "span_offsets": offsets(span_ids),
         "span_numeric": torch.cat([item.span_numeric for item in items]),
         "span_mask": _mask([len(item.spans) for item in items]),
         "field_focused": torch.tensor([[item.field_focused] for item in items]),
@@ -476,11 +468,6 @@ def _mask(lengths: Sequence[int]) -> torch.Tensor:
     for row, n in enumerate(lengths):
         mask[row, :n] = True
     return mask
-
-
-def _offsets(parts: Sequence[torch.Tensor]) -> torch.Tensor:
-    lengths = torch.tensor([len(p) for p in parts], dtype=torch.long)
-    return torch.cumsum(lengths, 0) - lengths
 
 
 def _scatter(values: torch.Tensor, mask: torch.Tensor, fill: float) -> torch.Tensor:
@@ -564,91 +551,45 @@ class ScreenNet(nn.Module):
 
 # --- the policy ------------------------------------------------------------------------------
 
-class ScreenPolicy:
-    """The trainable screen-reading policy (see the module docstring)."""
+class ScreenPolicy(SmallPolicy[ScreenConfig, Encoded]):
+    """The trainable screen-reading policy (see the module docstring; acting, scoring, copies
+    and files are `SmallPolicy`'s). What it read of the screen is kept in the step's info for
+    learning, and the response names the screen it acted on (`ScreenText.signature`)."""
 
     name = "screen-policy"
-    history_length = 0
+    config_file = CONFIG_FILE
+    point_output = "points"
 
-    def __init__(self, config: ScreenConfig | None = None, *, seed: int | None = None,
-                 module: ScreenNet | None = None):
-        """`seed` seeds the sampling stream (default: the config's seed); `module` shares
-        existing weights instead of initialising new ones from the config's seed."""
-        self.config = config or ScreenConfig()
-        if module is None:
-            with torch.random.fork_rng():
-                torch.manual_seed(self.config.seed)
-                module = ScreenNet(self.config)
-        self.module = module
-        self.generator = torch.Generator().manual_seed(self.config.seed if seed is None else seed)
+    @classmethod
+    def default_config(cls) -> ScreenConfig:
+        return ScreenConfig()
 
-    # --- acting ------------------------------------------------------------------------------
+    @classmethod
+    def config_from_json(cls, text: str) -> ScreenConfig:
+        return ScreenConfig.from_json(text)
 
-    def act(self, observation: Observation) -> Reply:
-        """Sample an action for the screen (seeded by the episode's seed, as the tiny policy);
-        the elements read are kept in the step's info for learning."""
-        if observation.step == 0 and observation.seed is not None:
-            self.generator.manual_seed(observation.seed)
+    @classmethod
+    def build_net(cls, config: ScreenConfig) -> ScreenNet:
+        return ScreenNet(config)
+
+    def _read(self, observation: Observation) -> tuple[Encoded, str, dict[str, Any]]:
         screen = read_screen(observation.ui_tree)
         encoded = encode(self.config, observation.goal, screen, observation.responses)
-        with torch.no_grad():
-            out = self.module(collate([encoded]))
-        verb_p = F.softmax(out["verb"][0], dim=0)
-        verb = int(torch.multinomial(verb_p, 1, generator=self.generator))
-        name = VERBS[verb]
-        prob = float(verb_p[verb])
-        argument = -1
-        logits = self._argument_logits(out, name)
-        if logits is not None:
-            arg_p = F.softmax(logits[0], dim=0)
-            argument = int(torch.multinomial(arg_p, 1, generator=self.generator))
-            prob *= float(arg_p[argument])
-        action = self._action(name, argument, encoded)
         where = f" {SCREEN_MARK}{screen.signature}" if screen.signature else ""
-        return Reply(format_tool_call(action, f"screen policy: {name} (p={prob:.3f}){where}"),
-                     info={"screen": screen.to_json()})
+        return encoded, where, {"screen": screen.to_json()}
 
-    def _argument_logits(self, out: dict[str, torch.Tensor], verb: str) -> torch.Tensor | None:
-        if verb in POINT_VERBS:
-            return out["points"][:, POINT_VERBS.index(verb)]
-        if verb == "type":
-            return out["spans"]
-        if verb == "open":
-            return out["apps"]
-        return None
+    def _encode_sample(self, sample: Sample) -> Encoded:
+        return encode(self.config, sample.goal, self.screen_of(sample), sample.history)
 
-    def _action(self, verb: str, argument: int, encoded: Encoded) -> dict[str, Any]:
-        if verb in POINT_VERBS:
-            return {"action": verb, "coordinate": encoded.elements[argument].centre}
-        if verb.startswith("swipe_"):
-            return {"action": "swipe", "direction": verb.removeprefix("swipe_")}
-        if verb == "type":
-            return {"action": "type", "text": encoded.spans[argument].text}
-        if verb == "open":
-            return {"action": "open", "text": self.config.apps[argument]}
-        if verb in ("back", "home", "enter"):
-            return {"action": "system_button", "button": verb}
-        if verb == "terminate":
-            return {"action": "terminate", "status": "success"}
-        return {"action": verb}
+    def _collate(self, items: Sequence[Encoded]) -> dict[str, torch.Tensor]:
+        return collate(items)
 
-    def choice(self, response: str, encoded: Encoded) -> tuple[int, int]:
-        """(verb, argument) of a recorded response: a tap's argument is the element under its
-        point (-1 when none is: the verb alone is scored); (-1, -1) when this policy could not
-        have written it (another action, a text that is not a span of the goal)."""
-        parsed = parse_response(response)
-        verb = verb_of(parsed)
-        if verb < 0 or VERBS[verb] not in (*POINT_VERBS, "type", "open"):
-            return verb, -1
-        if VERBS[verb] in POINT_VERBS:
-            return verb, element_at(encoded.elements, parsed.action["coordinate"])
-        if VERBS[verb] == "type":
-            texts = [span.text for span in encoded.spans]
-            text = parsed.action["text"]
-            return (verb, texts.index(text)) if text in texts else (-1, -1)
-        apps = [app.lower() for app in self.config.apps]
-        wanted = parsed.action["text"].lower()
-        return (verb, apps.index(wanted)) if wanted in apps else (-1, -1)
+    def _point(self, argument: int, encoded: Encoded) -> list[int]:
+        return encoded.elements[argument].centre
+
+    def _point_argument(self, coordinate: Sequence[float], encoded: Encoded) -> int:
+        """The element under the point (-1 when none is: the verb alone is scored)."""
+        return element_at(encoded.elements, coordinate)
 
     # --- inputs ------------------------------------------------------------------------------
 
@@ -659,68 +600,3 @@ class ScreenPolicy:
         if kept:
             return ScreenText.from_json(kept)
         return read_screen(None, sample.ocr_boxes)
-
-    def prepare(self, samples: Sequence[Sample]) -> list[Encoded]:
-        prepared = []
-        for sample in samples:
-            encoded = encode(self.config, sample.goal, self.screen_of(sample), sample.history)
-            encoded.verb, encoded.argument = self.choice(sample.response, encoded)
-            prepared.append(encoded)
-        return prepared
-
-    # --- learning ----------------------------------------------------------------------------
-
-    def score(self, prepared: Sequence[Encoded]) -> TokenLogProbs:
-        """The verb and its argument (an element, a span, an app) as two tokens per step,
-        each with its own PPO ratio, as the tiny policy scores them."""
-        batch = collate(prepared)
-        out = self.module(batch)
-        return structured_logprobs(out["verb"], batch["verb"], batch["argument"],
-                                   lambda verb: self._argument_logits(out, verb))
-
-    def stats(self) -> dict[str, float]:
-        return {}
-
-    # --- copies and files --------------------------------------------------------------------
-
-    def agent(self) -> _ScreenAgent:
-        state = {name: value.detach().clone() for name, value in self.module.state_dict().items()}
-        return _ScreenAgent(self.config, state)
-
-    def reference(self) -> ScreenPolicy:
-        """The initial weights (the config's seed), frozen: the KL reference."""
-        initial = ScreenPolicy(self.config)
-        initial.module.requires_grad_(False)
-        return initial
-
-    def save(self, folder: Path) -> None:
-        save_checkpoint(folder, self.module, json.dumps(asdict(self.config)), CONFIG_FILE)
-
-    @classmethod
-    def load(cls, folder: Path | str, *, seed: int | None = None) -> ScreenPolicy:
-        """A policy saved by `save` (e.g. a training checkpoint), ready to act."""
-        config, weights = read_checkpoint(folder, CONFIG_FILE, "ScreenPolicy")
-        policy = cls(ScreenConfig.from_json(config), seed=seed)
-        policy.module.load_state_dict(weights)
-        return policy
-
-
-class _ScreenAgent:
-    """A snapshot of the weights that opens as an acting copy in a rollout worker (an agent
-    spec); picklable, one network per worker process shared by the copies it opens."""
-
-    def __init__(self, config: ScreenConfig, state: dict[str, torch.Tensor]):
-        self.config = config
-        self.state = state
-        self._module: ScreenNet | None = None
-
-    def open(self, device: Device) -> ScreenPolicy:
-        if self._module is None:
-            self._module = ScreenNet(self.config)
-            self._module.load_state_dict(self.state)
-            self._module.requires_grad_(False)
-        return ScreenPolicy(self.config, module=self._module)
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"config": self.config, "state": self.state, "_module": None}
-

@@ -19,7 +19,8 @@ Outputs, read as one structured action:
 The action is written as MAI-UI tool-call text (`format_tool_call`), so it travels through
 the same parser, recorder and lake as a VLM's response. To learn, the recorded response is
 parsed back to its structured choice and scored as two "tokens", log p(verb) and
-log p(argument | verb), each with its own PPO ratio (see `TinyPolicy.score`).
+log p(argument | verb), each with its own PPO ratio (see `SmallPolicy.score` in
+:mod:`.small`, which holds what this policy shares with the screen policy).
 """
 
 from __future__ import annotations
@@ -28,32 +29,33 @@ import io
 import json
 import re
 import zlib
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from PIL import Image
 from torch import nn
 
-from episodelake.collectors.envs.base import Device
 from episodelake.collectors.envs.suites import get_suite
-from episodelake.collectors.loop import Observation, Reply
+from episodelake.collectors.loop import Observation
 from episodelake.lake.vocab.action_space import GRID
-from episodelake.lake.vocab.families import ParsedAction, format_tool_call, parse_response
-from episodelake.trainer.policies.base import Sample, read_checkpoint, save_checkpoint
-from episodelake.trainer.ppo import TokenLogProbs
+from episodelake.lake.vocab.families import parse_response
+from episodelake.trainer.policies.base import Sample
+from episodelake.trainer.policies.small import (
+    POINT_VERBS,
+    VERBS,
+    SmallPolicy,
+    Span,
+    offsets,
+    verb_of,
+)
 
 IMAGE_W, IMAGE_H = 36, 120
 #: 9 x 30 cells of 120 x 80 logical pixels: a cell centre lands on any control at least that
 #: size (the settings switches are 150 x 84).
 GRID_W, GRID_H = 9, 30
 CELLS = GRID_W * GRID_H
-VERBS = ("click", "long_press", "swipe_up", "swipe_down", "swipe_left", "swipe_right", "type",
-         "open", "back", "home", "enter", "wait", "terminate")
-POINT_VERBS = ("click", "long_press")
 STEP_BUCKETS = 16
 #: Initial logit offsets of the verbs: most GUI steps are taps, so a fresh policy taps about
 #: 6 times in 10 and spreads the rest over the other verbs.
@@ -68,7 +70,6 @@ HISTORY_DIM = STEP_BUCKETS + 2 * (len(VERBS) + 1)
 
 CONFIG_FILE = "tiny_policy.json"
 
-_VERB_INDEX = {verb: i for i, verb in enumerate(VERBS)}
 _WORD = re.compile(r"[a-z0-9]+")
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”")
 _EDGE_PUNCTUATION = ".,;:!?\"'“”()"
@@ -92,14 +93,6 @@ class TinyConfig:
         data["apps"] = tuple(data["apps"])
         data["channels"] = tuple(data["channels"])
         return cls(**data)
-
-
-@dataclass(frozen=True)
-class Span:
-    """A piece of the goal that could be typed, with the context it is scored by."""
-
-    text: str
-    features: tuple[str, ...]
 
 
 @dataclass
@@ -153,20 +146,6 @@ def text_spans(goal: str) -> list[Span]:
     return list(spans.values())
 
 
-def verb_of(parsed: ParsedAction) -> int:
-    """The index in VERBS of a parsed action; -1 for actions outside the tiny vocabulary."""
-    if not parsed.valid:
-        return -1
-    kind, action = parsed.action_type, parsed.action
-    if kind == "swipe":
-        kind = "swipe_" + action["direction"]
-    elif kind == "system_button":
-        kind = action["button"]
-    elif kind == "terminate" and action["status"] != "success":
-        return -1
-    return _VERB_INDEX.get(kind, -1)
-
-
 def history_vector(history: Sequence[str]) -> torch.Tensor:
     """The step (one-hot bucket), how often each verb was taken so far (thirds, up to 1) and
     the previous verb (one-hot), from the episode's earlier responses."""
@@ -191,36 +170,6 @@ def cell_of(coordinate: Sequence[float]) -> int:
 def cell_centre(cell: int) -> list[int]:
     row, col = divmod(cell, GRID_W)
     return [round((col + 0.5) * GRID / GRID_W), round((row + 0.5) * GRID / GRID_H)]
-
-
-def structured_logprobs(verb_logits: torch.Tensor, verbs: torch.Tensor, arguments: torch.Tensor,
-                        argument_logits: Callable[[str], torch.Tensor | None]) -> TokenLogProbs:
-    """log p(verb) and log p(argument | verb) of recorded choices as two tokens per step (the
-    argument's masked out for verbs without one, both for choices that cannot be scored:
-    verb -1), with their entropies; `argument_logits(verb)` gives a verb's argument logits."""
-    verb_logp = F.log_softmax(verb_logits, dim=1)
-    logp = verb_logp.gather(1, verbs.clamp(min=0)[:, None])[:, 0]
-    entropy = -(verb_logp.exp() * verb_logp).sum(dim=1)
-    arg_logp = torch.zeros_like(logp)
-    arg_entropy = torch.zeros_like(logp)
-    has_argument = torch.zeros_like(verbs, dtype=torch.bool)
-    for index, verb in enumerate(VERBS):
-        logits = argument_logits(verb)
-        if logits is None:
-            continue
-        chosen = (verbs == index) & (arguments >= 0)
-        if not bool(chosen.any()):
-            continue
-        log_probs = F.log_softmax(logits, dim=1)
-        picked = log_probs.gather(1, arguments.clamp(0, logits.shape[1] - 1)[:, None])[:, 0]
-        spread = -(log_probs.exp() * log_probs.nan_to_num(neginf=0.0)).sum(dim=1)
-        arg_logp = torch.where(chosen, picked, arg_logp)
-        arg_entropy = torch.where(chosen, spread, arg_entropy)
-        has_argument |= chosen
-    scored = verbs >= 0
-    mask = torch.stack([scored, scored & has_argument], dim=1).float()
-    logp = torch.stack([logp, arg_logp], dim=1).masked_fill(mask == 0, 0.0)
-    return TokenLogProbs(logp, mask, torch.stack([entropy, arg_entropy], dim=1))
 
 
 class TinyNet(nn.Module):
@@ -294,89 +243,45 @@ class TinyNet(nn.Module):
         return {"verb": verbs, "cells": cells, "spans": span_scores, "apps": apps}
 
 
-class TinyPolicy:
-    """The trainable tiny policy (see the module docstring)."""
+class TinyPolicy(SmallPolicy[TinyConfig, Encoded]):
+    """The trainable tiny policy (see the module docstring; acting, scoring, copies and files
+    are `SmallPolicy`'s)."""
 
     name = "tiny-policy"
-    history_length = 0
+    config_file = CONFIG_FILE
+    point_output = "cells"
 
     def __init__(self, config: TinyConfig | None = None, *, seed: int | None = None,
-                 module: TinyNet | None = None):
-        """`seed` seeds the sampling stream (default: the config's seed); `module` shares
-        existing weights instead of initialising new ones from the config's seed."""
-        self.config = config or TinyConfig()
-        if module is None:
-            with torch.random.fork_rng():
-                torch.manual_seed(self.config.seed)
-                module = TinyNet(self.config)
-        self.module = module
-        self.generator = torch.Generator().manual_seed(
-            self.config.seed if seed is None else seed)
+                 module: nn.Module | None = None):
+        super().__init__(config, seed=seed, module=module)
         self._app_names = [goal_words(app) for app in self.config.apps]
 
-    # --- acting ------------------------------------------------------------------------------
+    @classmethod
+    def default_config(cls) -> TinyConfig:
+        return TinyConfig()
 
-    def act(self, observation: Observation) -> Reply:
-        """Sample an action for the screen; an episode with a seed samples from it, so the
-        same task and seed give the same episode in any worker."""
-        if observation.step == 0 and observation.seed is not None:
-            self.generator.manual_seed(observation.seed)
-        encoded = self.encode(observation.goal, observation.screenshot, observation.responses)
-        with torch.no_grad():
-            out = self.module(collate([encoded]))
-        verb_p = F.softmax(out["verb"][0], dim=0)
-        verb = int(torch.multinomial(verb_p, 1, generator=self.generator))
-        name = VERBS[verb]
-        prob = float(verb_p[verb])
-        choices = self._argument_logits(out, name)
-        argument = -1
-        if choices is not None:
-            arg_p = F.softmax(choices[0], dim=0)
-            argument = int(torch.multinomial(arg_p, 1, generator=self.generator))
-            prob *= float(arg_p[argument])
-        action = self._action(name, argument, encoded.spans)
-        return Reply(format_tool_call(action, f"tiny policy: {VERBS[verb]} (p={prob:.3f})"))
+    @classmethod
+    def config_from_json(cls, text: str) -> TinyConfig:
+        return TinyConfig.from_json(text)
 
-    def _argument_logits(self, out: dict[str, torch.Tensor], verb: str) -> torch.Tensor | None:
-        if verb in POINT_VERBS:
-            return out["cells"][:, POINT_VERBS.index(verb)]
-        if verb == "type":
-            return out["spans"]
-        if verb == "open":
-            return out["apps"]
-        return None
+    @classmethod
+    def build_net(cls, config: TinyConfig) -> TinyNet:
+        return TinyNet(config)
 
-    def _action(self, verb: str, argument: int, spans: Sequence[Span]) -> dict[str, Any]:
-        if verb in POINT_VERBS:
-            return {"action": verb, "coordinate": cell_centre(argument)}
-        if verb.startswith("swipe_"):
-            return {"action": "swipe", "direction": verb.removeprefix("swipe_")}
-        if verb == "type":
-            return {"action": "type", "text": spans[argument].text}
-        if verb == "open":
-            return {"action": "open", "text": self.config.apps[argument]}
-        if verb in ("back", "home", "enter"):
-            return {"action": "system_button", "button": verb}
-        if verb == "terminate":
-            return {"action": "terminate", "status": "success"}
-        return {"action": verb}
+    def _read(self, observation: Observation) -> tuple[Encoded, str, None]:
+        return self.encode(observation.goal, observation.screenshot, observation.responses), "", None
 
-    def choice(self, response: str, spans: Sequence[Span]) -> tuple[int, int]:
-        """(verb, argument) of a recorded response; (-1, -1) when this policy could not
-        have written it (another action, a text that is not a span of the goal)."""
-        parsed = parse_response(response)
-        verb = verb_of(parsed)
-        if verb < 0 or VERBS[verb] not in (*POINT_VERBS, "type", "open"):
-            return verb, -1
-        if VERBS[verb] in POINT_VERBS:
-            return verb, cell_of(parsed.action["coordinate"])
-        if VERBS[verb] == "type":
-            texts = [span.text for span in spans]
-            text = parsed.action["text"]
-            return (verb, texts.index(text)) if text in texts else (-1, -1)
-        apps = [app.lower() for app in self.config.apps]
-        wanted = parsed.action["text"].lower()
-        return (verb, apps.index(wanted)) if wanted in apps else (-1, -1)
+    def _encode_sample(self, sample: Sample) -> Encoded:
+        return self.encode(sample.goal, sample.screenshot, sample.history)
+
+    def _collate(self, items: Sequence[Encoded]) -> dict[str, torch.Tensor]:
+        return collate(items)
+
+    def _point(self, argument: int, encoded: Encoded) -> list[int]:
+        return cell_centre(argument)
+
+    def _point_argument(self, coordinate: Sequence[float], encoded: Encoded) -> int:
+        return cell_of(coordinate)
 
     # --- inputs ------------------------------------------------------------------------------
 
@@ -404,73 +309,6 @@ class TinyPolicy:
                                       for name in self._app_names]),
         )
 
-    def prepare(self, samples: Sequence[Sample]) -> list[Encoded]:
-        prepared = []
-        for sample in samples:
-            encoded = self.encode(sample.goal, sample.screenshot, sample.history)
-            encoded.verb, encoded.argument = self.choice(sample.response, encoded.spans)
-            prepared.append(encoded)
-        return prepared
-
-    # --- learning ----------------------------------------------------------------------------
-
-    def score(self, prepared: Sequence[Encoded]) -> TokenLogProbs:
-        """Two tokens per step, as a VLM's response has one per decision: the verb, then its
-        argument (a cell, a span, an app; masked out for verbs without one). Each gets its
-        own PPO ratio and clip, so a rare good argument (one row of the grid) can gain
-        probability at the same pace as its verb instead of sharing one clipped ratio."""
-        batch = collate(prepared)
-        out = self.module(batch)
-        return structured_logprobs(out["verb"], batch["verb"], batch["argument"],
-                                   lambda verb: self._argument_logits(out, verb))
-
-    def stats(self) -> dict[str, float]:
-        return {}
-
-    # --- copies and files --------------------------------------------------------------------
-
-    def agent(self) -> _TinyAgent:
-        state = {name: value.detach().clone() for name, value in self.module.state_dict().items()}
-        return _TinyAgent(self.config, state)
-
-    def reference(self) -> TinyPolicy:
-        """The initial weights (the config's seed), frozen: the KL reference."""
-        initial = TinyPolicy(self.config)
-        initial.module.requires_grad_(False)
-        return initial
-
-    def save(self, folder: Path) -> None:
-        save_checkpoint(folder, self.module, json.dumps(asdict(self.config)), CONFIG_FILE)
-
-    @classmethod
-    def load(cls, folder: Path | str, *, seed: int | None = None) -> TinyPolicy:
-        """A policy saved by `save` (e.g. a training checkpoint), ready to act."""
-        config, weights = read_checkpoint(folder, CONFIG_FILE, "TinyPolicy")
-        policy = cls(TinyConfig.from_json(config), seed=seed)
-        policy.module.load_state_dict(weights)
-        return policy
-
-
-class _TinyAgent:
-    """A snapshot of the weights that opens as an acting copy in a rollout worker (an
-    agent spec). Picklable: a worker process builds the network once and shares it among
-    the copies it opens, each sampling from its episodes' seeds."""
-
-    def __init__(self, config: TinyConfig, state: dict[str, torch.Tensor]):
-        self.config = config
-        self.state = state
-        self._module: TinyNet | None = None
-
-    def open(self, device: Device) -> TinyPolicy:
-        if self._module is None:
-            self._module = TinyNet(self.config)
-            self._module.load_state_dict(self.state)
-            self._module.requires_grad_(False)
-        return TinyPolicy(self.config, module=self._module)
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"config": self.config, "state": self.state, "_module": None}
-
 
 def collate(items: Sequence[Encoded]) -> dict[str, torch.Tensor]:
     """Stack encoded observations; spans are padded to the longest list (mask marks real)."""
@@ -486,12 +324,12 @@ def collate(items: Sequence[Encoded]) -> dict[str, torch.Tensor]:
     return {
         "images": torch.stack([item.image for item in items]),
         "words": torch.cat(words),
-        "word_offsets": _offsets(words),
+        "word_offsets": offsets(words),
         "step_words": torch.cat(step_words),
-        "step_word_offsets": _offsets(step_words),
+        "step_word_offsets": offsets(step_words),
         "history": torch.stack([item.history for item in items]),
         "span_ids": torch.cat(span_ids) if span_ids else torch.zeros(0, dtype=torch.long),
-        "span_offsets": _offsets(span_ids),
+        "span_offsets": offsets(span_ids),
         "span_mask": span_mask,
         "span_owner": torch.tensor(owners, dtype=torch.long),
         "app_in_goal": torch.stack([item.app_in_goal for item in items]),
@@ -499,7 +337,3 @@ def collate(items: Sequence[Encoded]) -> dict[str, torch.Tensor]:
         "argument": torch.tensor([item.argument for item in items]),
     }
 
-
-def _offsets(parts: Sequence[torch.Tensor]) -> torch.Tensor:
-    lengths = torch.tensor([len(p) for p in parts], dtype=torch.long)
-    return torch.cumsum(lengths, 0) - lengths
