@@ -24,7 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from episodelake.api.errors import BadHost, PayloadTooLarge, Unauthorized, error_json, status_of
 from episodelake.lake.core.errors import EpisodeLakeError
-from episodelake.lake.core.users import Directory, Principal
+from episodelake.lake.core.users import Directory, Principal, token_hash
 
 COOKIE = "elake_token"
 #: The name the server's own token (`ELAKE_TOKEN`) signs in as, with the admin role.
@@ -200,6 +200,12 @@ class Authentication:
         directory = self._directory(scope)
         return directory.authenticate(token) if directory is not None else None
 
+    def _fresh_copy(self, scope: Scope) -> dict[str, Principal] | None:
+        """The users' copy when it can be used without reading the lake ({} on a server
+        without users), else None. The server's own token is not in it (see `_who`)."""
+        directory = self._directory(scope)
+        return {} if directory is None else directory.fresh()
+
     def _required(self, scope: Scope) -> bool:
         directory = self._directory(scope)
         return self.token is not None or (directory is not None and directory.any())
@@ -223,11 +229,20 @@ class Authentication:
             if principal is None:
                 return await _reply(send, Unauthorized("the token is wrong"))
             return await _redirect(send, "/", cookie=query["token"][0])
-        if not await asyncio.to_thread(self._required, scope):
+        copy = self._fresh_copy(scope)  # most requests: known without reading the lake
+        required = (self.token is not None or bool(copy)) if copy is not None else \
+            await asyncio.to_thread(self._required, scope)
+        if not required:
             scope.setdefault("state", {})["user"] = None
             return await self.app(scope, receive, send)
         presented = _presented(headers)
-        principal = None if presented is None else await asyncio.to_thread(self._who, scope, presented)
+        principal = None
+        if presented is not None and self.token and hmac.compare_digest(presented.encode(), self.token.encode()):
+            principal = self.server
+        elif presented is not None and copy is not None:
+            principal = copy.get(token_hash(presented))
+        if principal is None and presented is not None:  # not in the copy: read the lake
+            principal = await asyncio.to_thread(self._who, scope, presented)
         if principal is None:
             wrong = presented is not None
             if method in ("GET", "HEAD") and not path.startswith("/api/") and b"text/html" in headers.get(b"accept", b""):

@@ -9,44 +9,65 @@ callers arriving meanwhile queue, and when the commit ends the first of them lea
 round with everything queued by then. Each caller returns when the commit holding its rows
 is durable, or raises that commit's error, exactly as if it had committed alone.
 
-Rows of one round keep their arrival order, so two writes of one key in a round end as the
-later one (`tables.dedupe_last`), as they would have one after the other. A round holds what
-arrived while the one before committed: a lone caller commits at once, without waiting to
-gather company.
+Writes of one round reach the commit function in their arrival order, so two writes of one
+key in a round end as the later one (`tables.dedupe_last`), as they would have one after the
+other. A round holds what arrived while the one before committed: a lone caller commits at
+once, without waiting to gather company. What a write is (rows, rows with the audit entries
+they need) is the commit function's business: the queue only orders and hands them over.
+The commit function may also answer each write on its own (`Outcome`): a value for its
+caller, or an error for that caller alone (a write refused by a check made in the round,
+whose rows it left out), while the others' rows are stored.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
-import pyarrow as pa
+W = TypeVar("W")
+
+#: What a commit function answers one write: its caller's return value, or an exception
+#: raised in that caller only.
+Outcome = Any
 
 
 @dataclass(eq=False)
-class _Waiting:
-    rows: pa.Table
+class _Waiting(Generic[W]):
+    write: W
     done: threading.Event = field(default_factory=threading.Event)
     lead: bool = False
     error: BaseException | None = None
+    outcome: Outcome = None
+
+    def settle(self) -> Outcome:
+        """This write's answer once its round ended: the round's error, its own, or its value."""
+        if self.error is not None:
+            raise self.error
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+        return self.outcome
 
 
-class GroupCommit:
+class GroupCommit(Generic[W]):
     """The queues of one lake's tables (see the module docstring); thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._queues: dict[Hashable, list[_Waiting]] = {}
+        self._queues: dict[Hashable, list[_Waiting[W]]] = {}
         self._busy: set[Hashable] = set()
-        #: rounds committed and rows they held, for benchmarks and tests
+        #: rounds committed and writes they held, for benchmarks and tests
         self.rounds = 0
-        self.rows = 0
+        self.writes = 0
 
-    def submit(self, key: Hashable, rows: pa.Table, commit: Callable[[pa.Table], None]) -> None:
-        """Commit `rows` with whatever else is queued under `key` (a table and a kind of
-        write); `commit` writes one Arrow table as one version. Returns once durable."""
-        me = _Waiting(rows)
+    def submit(self, key: Hashable, write: W,
+               commit: Callable[[Sequence[W]], Sequence[Outcome] | None]) -> Outcome:
+        """Commit `write` with whatever else is queued under `key` (a table and a kind of
+        write); `commit` stores a round's writes, in arrival order, as one version, and may
+        return one outcome per write (see the module docstring). Returns once durable, with
+        this write's outcome (None when `commit` gave none)."""
+        me = _Waiting(write)
         with self._lock:
             self._queues.setdefault(key, []).append(me)
             if key not in self._busy:
@@ -55,19 +76,20 @@ class GroupCommit:
         if not me.lead:
             me.done.wait()
             if not me.lead:  # committed in another caller's round
-                if me.error is not None:
-                    raise me.error
-                return
+                return me.settle()
         with self._lock:
             batch = self._queues.pop(key)
         error: BaseException | None = None
         try:
-            commit(batch[0].rows if len(batch) == 1 else pa.concat_tables([w.rows for w in batch]))
+            outcomes = commit([w.write for w in batch])
         except BaseException as exc:  # every caller of the round gets it, this one too
             error = exc
+        else:
+            for waiting, outcome in zip(batch, outcomes or [None] * len(batch), strict=True):
+                waiting.outcome = outcome
         with self._lock:
             self.rounds += 1
-            self.rows += sum(w.rows.num_rows for w in batch)
+            self.writes += len(batch)
             following = self._queues.get(key)
             if following:
                 following[0].lead = True
@@ -75,8 +97,7 @@ class GroupCommit:
             else:
                 self._busy.discard(key)
         for waiting in batch:
+            waiting.error = error
             if waiting is not me:
-                waiting.error = error
                 waiting.done.set()
-        if error is not None:
-            raise error
+        return me.settle()

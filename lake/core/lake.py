@@ -12,8 +12,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any, TypeVar
 
 import lance
 import pyarrow as pa
@@ -29,6 +31,34 @@ from episodelake.lake.core.store import Location, location, store_errors
 from episodelake.lake.core.writer import LakeWriter, WriterOptions, replay_orphans
 
 log = logging.getLogger(__name__)
+
+
+T = TypeVar("T")
+
+#: Makes a change's audit entries from the rows its keys held before (see `Lake.upsert`).
+Audited = Callable[[list[dict | None]], list[dict]]
+
+
+@dataclass(frozen=True)
+class Refers:
+    """A row of another table that a write needs (a member's episode): checked in the
+    write's group-commit round, one scan for the whole round, and handed back to the caller.
+    A write whose row is missing is refused with `missing` (NotFound), its rows left out;
+    the round's other writes are stored."""
+
+    table: str
+    key: str
+    columns: tuple[str, ...]
+    missing: str
+
+
+@dataclass(frozen=True)
+class _Write:
+    """One caller's rows in a group-commit round, how to audit them and what they need."""
+
+    rows: pa.Table
+    audited: Audited | None
+    refers: Refers | None = None
 
 
 class Lake:
@@ -66,11 +96,12 @@ class Lake:
             table: (started, ds, checked) for table, ds in opened.items()}
         self._sql: lake_sql.SqlEngine | None = None
         self._cache_lock = threading.Lock()
+        self._per_version: dict[tuple[str, Callable, int], Any] = {}
         #: called with the table's name after each `upsert` (the server compacts on its own
         #: through this); a listener must return at once
         self.write_listeners: list[Callable[[str], None]] = []
         #: concurrent `upsert`/`insert` calls into one table share commits (see group_commit)
-        self.group_commit = GroupCommit()
+        self.group_commit: GroupCommit[_Write] = GroupCommit()
 
     # -- datasets ----------------------------------------------------------------------
     def dataset(self, table: str) -> lance.LanceDataset:
@@ -113,6 +144,22 @@ class Lake:
                     return first
             raise NotFound(f"table {table!r} has no tag {self.tag!r} ({exc})") from None
 
+    def per_version(self, table: str, what: Callable[[lance.LanceDataset], T]) -> T:
+        """`what(dataset)` for the table's latest version, computed once per version: for
+        small facts a hot path asks on every call (which sets are live) and that change only
+        when the table does. `what` must depend on the dataset alone."""
+        ds = self.dataset(table)
+        key = (table, what, ds.version)
+        with self._cache_lock:
+            if key in self._per_version:
+                return self._per_version[key]
+        value = what(ds)
+        with self._cache_lock:  # one version per table and question: older ones are dropped
+            for old in [k for k in self._per_version if k[:2] == key[:2]]:
+                del self._per_version[old]
+            self._per_version[key] = value
+        return value
+
     def datasets(self) -> dict[str, lance.LanceDataset]:
         """Every table at versions that agree: no step without its episode, no member
         without its set. Tables are resolved in `tables.SNAPSHOT_ORDER` (steps before
@@ -153,9 +200,12 @@ class Lake:
                                              max_bytes=max_bytes, timeout_s=timeout_s)
 
     # -- reading episodes and steps ----------------------------------------------------
-    def episode(self, episode_id: str) -> dict:
+    def episode(self, episode_id: str, columns: list[str] | None = None) -> dict:
+        """The episode's row (only `columns` where given: a hot path that needs a few fields
+        reads a third of the time); NotFound when the lake has no such episode."""
         layout.check_id(episode_id, "episode_id")
-        rows = self.dataset("episodes").to_table(filter=f"episode_id = {sql_string(episode_id)}").to_pylist()
+        rows = self.dataset("episodes").to_table(columns=columns,
+                                                 filter=f"episode_id = {sql_string(episode_id)}").to_pylist()
         if not rows:
             raise NotFound(f"episode {episode_id!r} is not in the lake")
         return rows[-1]
@@ -239,24 +289,82 @@ class Lake:
         self.check_writable()
         return LakeWriter(self.location, options)
 
-    def upsert(self, table: str, rows: list[dict]) -> None:
+    def upsert(self, table: str, rows: list[dict], *, audited: Audited | None = None,
+               refers: Refers | None = None) -> dict | None:
         """Write small rows (curation, bookkeeping), replacing rows of the same key; durable
-        when it returns. Calls from many threads at once share commits (`group_commit`)."""
-        self._write(table, rows, "upsert")
+        when it returns. Calls from many threads at once share commits (`group_commit`).
 
-    def insert(self, table: str, rows: list[dict]) -> None:
+        `audited`, when given, makes the audit entries of the change: it is called with the
+        rows these keys held just before the commit (None for a new key; in `rows`' order)
+        and returns `audit.entry` rows, committed to `audit` in the same round right after
+        the rows. `refers` names a row the write needs (see `Refers`), returned. Both are
+        read once for the whole round, not once per caller, so twenty curators saving at
+        once cost one lookup each."""
+        return self._write(table, rows, "upsert", audited, refers)
+
+    def insert(self, table: str, rows: list[dict], *, audited: Audited | None = None) -> None:
         """Append rows whose keys are new (log rows: audit, lineage), without the key lookup
-        an upsert makes; durable when it returns, commits shared as `upsert`'s."""
-        self._write(table, rows, "append")
+        an upsert makes; durable when it returns, commits shared as `upsert`'s (and
+        `audited` as there, called with no rows before)."""
+        self._write(table, rows, "append", audited)
 
-    def _write(self, table: str, rows: list[dict], kind: str) -> None:
+    def _write(self, table: str, rows: list[dict], kind: str, audited: Audited | None,
+               refers: Refers | None = None) -> dict | None:
         self.check_writable()
-        conformed = schema.conform(table, rows)
-        self.group_commit.submit((table, kind), conformed,
-                                 lambda batch: tables.commit(self.path, table, batch, kind))
-        self.invalidate(table)
-        for listener in self.write_listeners:
-            listener(table)
+        write = _Write(schema.conform(table, rows), audited, refers)
+        try:
+            return self.group_commit.submit((table, kind), write,
+                                            lambda batch: self._commit_round(table, kind, batch))
+        finally:
+            for name in [table, "audit"] if audited else [table]:
+                self.invalidate(name)
+                for listener in self.write_listeners:
+                    listener(name)
+
+    def _commit_round(self, table: str, kind: str, batch: Sequence[_Write]) -> list[dict | NotFound | None]:
+        """One group-commit round: the rows its writes refer to (one scan per table), its
+        rows as one version, then its audit entries as one."""
+        outcomes = self._referred(batch)
+        batch = [w for w, out in zip(batch, outcomes, strict=True) if not isinstance(out, NotFound)]
+        if not batch:
+            return outcomes
+        rows = batch[0].rows if len(batch) == 1 else pa.concat_tables([w.rows for w in batch])
+        audited = any(w.audited for w in batch)
+        names = schema.KEYS[table]
+        before = {} if not audited or kind == "append" else tables.stored_rows(
+            self.path, table, [tuple(r[n] for n in names) for r in rows.select(list(names)).to_pylist()])
+        tables.commit(self.path, table, rows, kind)
+        if not audited:
+            return outcomes
+        entries = []
+        for write in batch:  # a key written twice in the round: the second's "before" is the first
+            written = write.rows.to_pylist()
+            keys = [tuple(r[n] for n in names) for r in written]
+            if write.audited:
+                entries += write.audited([before.get(k) for k in keys])
+            before.update(zip(keys, written, strict=True))
+        if entries:
+            tables.commit(self.path, "audit", schema.conform("audit", entries), "append")
+        return outcomes
+
+    def _referred(self, batch: Sequence[_Write]) -> list[dict | NotFound | None]:
+        """Each write's referred row, NotFound where it is missing, None where it names none."""
+        wanted: dict[tuple[str, tuple[str, ...]], set[str]] = {}
+        for w in batch:
+            if w.refers:
+                wanted.setdefault((w.refers.table, w.refers.columns), set()).add(w.refers.key)
+        found: dict[tuple[str, tuple[str, ...]], dict[str, dict]] = {}
+        for (table, columns), keys in wanted.items():
+            (key,) = schema.KEYS[table]
+            read = self.dataset(table).to_table(columns=list(dict.fromkeys((key, *columns))),
+                                                filter=sql_in(key, sorted(keys)))
+            found[table, columns] = {r[key]: {c: r[c] for c in columns} for r in read.to_pylist()}
+        out: list[dict | NotFound | None] = []
+        for w in batch:
+            ref = w.refers
+            row = None if ref is None else found[ref.table, ref.columns].get(ref.key)
+            out.append(None if ref is None else row if row is not None else NotFound(ref.missing))
+        return out
 
     def check_writable(self) -> None:
         if self.tag is not None:

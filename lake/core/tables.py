@@ -39,6 +39,7 @@ from lance.commit import CommitConflictError
 
 from episodelake.lake.core import layout, schema
 from episodelake.lake.core.errors import LakeError
+from episodelake.lake.core.sql import sql_string
 from episodelake.lake.core.store import Location, location, store_errors
 
 log = logging.getLogger(__name__)
@@ -341,6 +342,32 @@ def commit(lake: Location | Path | str, table: str, rows: pa.Table, kind: str) -
         retry_commit(f"{kind} {table}", merge)
     if kind == "upsert":
         _count_upsert(loc, table)
+
+
+#: Most keys one filter of `stored_rows` names (Lance parses the filter; a long OR chain of
+#: thousands of terms parses slowly).
+KEYS_PER_FILTER = 200
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise TypeError(f"a key value must be str or int, not {type(value).__name__}")
+    return sql_string(value) if isinstance(value, str) else str(value)
+
+
+def stored_rows(lake: Location | Path | str, table: str, keys: list[tuple]) -> dict[tuple, dict]:
+    """The rows `table` holds now under these keys (tuples in `schema.KEYS[table]` order),
+    by key; a key with no row is absent. One filtered scan per `KEYS_PER_FILTER` keys."""
+    names = schema.KEYS[table]
+    wanted = list(dict.fromkeys(keys))
+    found: dict[tuple, dict] = {}
+    ds = open_table(lake, table)
+    for start in range(0, len(wanted), KEYS_PER_FILTER):
+        terms = [" AND ".join(f"{n} = {_literal(v)}" for n, v in zip(names, key, strict=True))
+                 for key in wanted[start:start + KEYS_PER_FILTER]]
+        for row in ds.to_table(filter=" OR ".join(f"({t})" for t in terms)).to_pylist():
+            found[tuple(row[n] for n in names)] = row
+    return found
 
 
 def _count_upsert(loc: Location, table: str) -> None:

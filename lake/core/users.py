@@ -140,6 +140,12 @@ class Directory:
                 self._read_at = time.monotonic()
             return self._by_hash
 
+    def fresh(self) -> dict[str, Principal] | None:
+        """The copy (token hash -> person) when it is younger than `refresh_s`, else None:
+        what a server's event loop may ask without reading the lake (no thread hop)."""
+        with self._lock:
+            return self._by_hash if time.monotonic() - self._read_at < self.refresh_s else None
+
     def any(self) -> bool:
         """Whether the lake has users (then every request must name one)."""
         return bool(self._current())

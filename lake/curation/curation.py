@@ -5,8 +5,10 @@ failure category, the step where the episode went wrong and a note. Annotations 
 step (or a whole episode when `step` is null). Every change is one `Lake.upsert` of its row
 on the `sets` / `set_members` / `annotations` tables, durable when the call returns and
 visible to the next SQL query; then one `audit` row says who made the change and the row
-before and after (`episodelake.lake.core.audit`). Member and annotation writes take no lock,
-so the writes of many curators at once share commits (`Lake.upsert`'s group commit); a set's
+before and after (`episodelake.lake.core.audit`). Member and annotation writes take no lock
+and read nothing back before writing: the writes of many curators at once share commits, and
+the rows before, which their audit rows hold, are read once per commit (`Lake.upsert`'s group
+commit and its `audited` entries); a set's
 `updated_at` follows its members through the audit log (`_SETS_QUERY`), not by rewriting
 the set's row. Nothing is deleted: sets and annotations get a `deleted`
 flag and members a `removed` flag, so older lake versions (and tags that pin a set) keep
@@ -23,11 +25,13 @@ import threading
 import unicodedata
 import uuid
 from datetime import UTC, datetime
+from typing import cast
+
+import lance
 
 from episodelake.lake.core import audit, layout, schema, users
 from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.sql import sql_string
+from episodelake.lake.core.lake import Lake, Refers
 
 MAX_NAME = 200
 MAX_TEXT = 10_000
@@ -110,12 +114,17 @@ def get_set(lake: Lake, set_id: str) -> dict:
     return rows[0]
 
 
+def _live_set_ids(sets: lance.LanceDataset) -> frozenset[str]:
+    rows = sets.to_table(columns=["set_id"], filter="deleted IS NULL OR NOT deleted")
+    return frozenset(rows.column("set_id").to_pylist())
+
+
 def _check_live_set(lake: Lake, set_id: str) -> None:
-    """NotFound unless `set_id` is a live set: a filtered scan of the sets table, which costs
-    a member write far less than `get_set`'s counts."""
+    """NotFound unless `set_id` is a live set. Every member write asks, and twenty curators
+    asking at once made the scan behind it their largest cost: the live ids are read once per
+    version of the sets table (`Lake.per_version`)."""
     layout.check_id(set_id, "set_id")
-    where = f"set_id = {sql_string(set_id)} AND (deleted IS NULL OR NOT deleted)"
-    if not lake.dataset("sets").count_rows(filter=where):
+    if set_id not in lake.per_version("sets", _live_set_ids):
         raise NotFound(f"set {set_id!r} does not exist (or was deleted)")
 
 
@@ -223,6 +232,7 @@ def _check_step(lake: Lake, episode_id: str, step: object, field: str) -> int | 
         raise InvalidInput(f"{field} must be a non-negative integer, not {step!r}")
     hit = _rows(lake, "SELECT 1 FROM steps WHERE episode_id = ? AND step = ?", [episode_id, step])
     if not hit:
+        lake.episode(episode_id)  # NotFound first where the episode itself is missing
         raise InvalidInput(f"{field}: episode {episode_id!r} has no step {step}")
     return step
 
@@ -233,9 +243,10 @@ def add_member(lake: Lake, set_id: str, episode_id: str, *, failure_category: st
     """Add an episode to a set, or replace its category, failing step and note; `added_by`
     is who does it (recorded on the member and in the audit log). Takes no lock: writes of
     many curators at once share commits (`Lake.upsert`); of two writes of one member at once,
-    the later stands, and the audit row's `before` is the member as this call read it."""
+    the later stands, and the audit row's `before` is the member as stored just before the
+    commit that holds this write (or as the write before it in that commit left it)."""
     _check_live_set(lake, set_id)
-    episode = lake.episode(episode_id)  # validates the id and that the episode exists
+    layout.check_id(episode_id, "episode_id")
     who = _text(added_by, "added_by", MAX_NAME)
     row = {
         "set_id": set_id,
@@ -248,11 +259,12 @@ def add_member(lake: Lake, set_id: str, episode_id: str, *, failure_category: st
         "added_at": _now(),
         "removed": False,
     }
-    before = _member_row(lake, set_id, episode_id)
-    lake.upsert("set_members", [row])
-    audit.record(lake, who, "member.put", "set_members", f"{set_id}/{episode_id}", before, row,
-                 episode_id=episode_id)
-    return {**row, **{k: episode[k] for k in _MEMBER_EPISODE_FIELDS}}
+    episode = cast(dict, lake.upsert(  # a write that refers to a row gets it back, or NotFound
+        "set_members", [row],
+        audited=lambda before: [audit.entry(who, "member.put", "set_members", f"{set_id}/{episode_id}",
+                                            _live(before[0]), row, episode_id=episode_id)],
+        refers=Refers("episodes", episode_id, _MEMBER_EPISODE_FIELDS, f"episode {episode_id!r} is not in the lake")))
+    return {**row, **episode}
 
 
 #: Most episodes one bulk add may file.
@@ -292,12 +304,10 @@ def add_members(lake: Lake, set_id: str, episode_ids: list[str], *, failure_cate
     return {"set_id": set_id, "added": len(rows), "already": len(already)}
 
 
-def _member_row(lake: Lake, set_id: str, episode_id: str) -> dict | None:
-    """The live member row as stored, or None (a filtered scan, as `_check_live_set`)."""
-    where = (f"set_id = {sql_string(set_id)} AND episode_id = {sql_string(episode_id)} "
-             "AND (removed IS NULL OR NOT removed)")
-    rows = lake.dataset("set_members").to_table(filter=where).to_pylist()
-    return rows[0] if rows else None
+def _live(member_row: dict | None) -> dict | None:
+    """A stored member row as the audit's "before": None where it was removed (it was not a
+    member then)."""
+    return None if member_row is None or member_row["removed"] else member_row
 
 
 def member(lake: Lake, set_id: str, episode_id: str) -> dict:
@@ -312,9 +322,8 @@ def member(lake: Lake, set_id: str, episode_id: str) -> dict:
 def remove_member(lake: Lake, set_id: str, episode_id: str, *, who: str | None = None) -> None:
     current = member(lake, layout.check_id(set_id, "set_id"), episode_id)
     row = {k: current[k] for k in schema.SET_MEMBERS.names}
-    lake.upsert("set_members", [{**row, "removed": True}])
-    audit.record(lake, who, "member.remove", "set_members", f"{set_id}/{episode_id}", row, None,
-                 episode_id=episode_id)
+    lake.upsert("set_members", [{**row, "removed": True}], audited=lambda _: [audit.entry(
+        who, "member.remove", "set_members", f"{set_id}/{episode_id}", row, None, episode_id=episode_id)])
 
 
 def memberships(lake: Lake, episode_id: str) -> list[dict]:
@@ -357,9 +366,8 @@ def annotate(lake: Lake, episode_id: str, step: int | None, *, label: str | None
         "created_at": _now(),
         "deleted": False,
     }
-    lake.upsert("annotations", [row])
-    audit.record(lake, who, "annotation.create", "annotations", annotation_id, None, row,
-                 episode_id=episode_id)
+    lake.upsert("annotations", [row], audited=lambda _: [audit.entry(
+        who, "annotation.create", "annotations", annotation_id, None, row, episode_id=episode_id)])
     return row
 
 
@@ -370,9 +378,8 @@ def delete_annotation(lake: Lake, annotation_id: str, *, who: str | None = None)
                      [annotation_id])
         if not rows:
             raise NotFound(f"annotation {annotation_id!r} does not exist (or was deleted)")
-        lake.upsert("annotations", [{**rows[0], "deleted": True}])
-        audit.record(lake, who, "annotation.delete", "annotations", annotation_id, rows[0], None,
-                     episode_id=rows[0]["episode_id"])
+        lake.upsert("annotations", [{**rows[0], "deleted": True}], audited=lambda _: [audit.entry(
+            who, "annotation.delete", "annotations", annotation_id, rows[0], None, episode_id=rows[0]["episode_id"])])
 
 
 # -- saved views -----------------------------------------------------------------------

@@ -41,10 +41,8 @@ def review(lake: Lake, set_id: str, episode_id: str, reviewer: str | None, *, fa
            else curation._choice(failure_category, "failure_category", schema.FAILURE_CATEGORIES),
            "failing_step": curation._check_step(lake, episode_id, failing_step, "failing_step"),
            "note": curation._text(note, "note"), "reviewed_at": datetime.now(UTC)}
-    earlier = [r for r in of_member(lake, set_id, episode_id) if r["reviewer"] == name]
-    lake.upsert("reviews", [row])
-    audit.record(lake, name, "review.put", "reviews", f"{set_id}/{episode_id}/{name}",
-                 earlier[0] if earlier else None, row, episode_id=episode_id)
+    lake.upsert("reviews", [row], audited=lambda before: [audit.entry(
+        name, "review.put", "reviews", f"{set_id}/{episode_id}/{name}", before[0], row, episode_id=episode_id)])
     return row
 
 

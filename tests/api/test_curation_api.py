@@ -147,6 +147,20 @@ def test_step_annotations(client):
     assert r.status_code == 422 and "step" in error_of(r)["message"]
 
 
+def test_a_set_deleted_by_another_process_refuses_members_at_once(lake):
+    """The live sets are remembered per version of the sets table: a deletion made through
+    another `Lake` (another process) is seen by the next write, not after a delay."""
+    from episodelake.lake.core.errors import NotFound
+    from episodelake.lake.core.lake import Lake
+    from episodelake.lake.curation import curation
+
+    s = curation.create_set(lake, "deleted-elsewhere")
+    curation.add_member(lake, s["set_id"], "wifi_on-2", note="before")
+    curation.delete_set(Lake(lake.path, create=False), s["set_id"])
+    with pytest.raises(NotFound, match="does not exist"):
+        curation.add_member(lake, s["set_id"], "wifi_on-3", note="after")
+
+
 def test_curation_survives_a_restart(lake, tmp_path):
     """Durable: a fresh Lake (a new server process) reads what the API wrote."""
     from episodelake.lake.core.lake import Lake
