@@ -28,16 +28,21 @@ from episodelake.trainer.policies.screen import (
     ELEMENT_FEATURES,
     FALLBACK_COLS,
     FALLBACK_ROWS,
+    PROGRESS_FEATURES,
     SCREEN_MARK,
+    TAPPED_MARK,
     Element,
     ScreenConfig,
     ScreenPolicy,
     ScreenText,
     collate,
+    done_words,
     element_at,
     encode,
+    goal_words,
     match_features,
     read_screen,
+    tapped_note,
     value_spans,
 )
 from episodelake.trainer.policies.tiny import VERBS, text_spans
@@ -161,6 +166,117 @@ def test_a_tap_marks_its_own_screen_not_another_at_the_same_point():
     assert encode(config, FAVOURITES, listing, [row_tap]).element_features[row_index, F["tapped"]] == 1
 
 
+TOUR = "Turn on NFC, then Do Not Disturb, then mobile data."
+P = {name: i for i, name in enumerate(PROGRESS_FEATURES)}
+
+
+def _named_tap(screen: ScreenText, element: Element) -> str:
+    """A recorded tap naming its screen and the text of the element it hit, as acting writes it."""
+    return _tap_on(screen, element).replace("</thinking>", f"{tapped_note(element).strip()}\n</thinking>")
+
+
+def _back_on(screen: ScreenText) -> str:
+    return (f"<thinking>\nscreen policy: back (p=0.500) {SCREEN_MARK}{screen.signature}\n</thinking>\n<tool_call>"
+            '{"name": "mobile_use", "arguments": {"action": "system_button", "button": "back"}}</tool_call>')
+
+
+def test_goal_words_done_come_from_tapped_titles_and_in_place_changes():
+    """A tapped element whose title is a goal word reaches it (a row naming it in a subtitle
+    does not); a tap that stayed on its screen (a switch) changed it, one that moved on (a
+    contact's row) did not."""
+    goal = goal_words(TOUR)
+    phone = _phone_on("Settings")
+    listing = read_screen(phone.ui_tree())
+    _, devices = _element(listing, "Connected devices")
+    to_page = _named_tap(listing, devices)
+    assert TAPPED_MARK + '"Connected devices Bluetooth, NFC"' in to_page
+    phone.step(nav.tap(phone, "devices"))
+    page = read_screen(phone.ui_tree())
+    _, switch = _element(page, "NFC Tap")
+    flip = _named_tap(page, switch)
+    assert done_words(goal, [to_page], page.signature) == (set(), set())
+    phone.step(nav.tap(phone, "nfc_switch"))
+    assert done_words(goal, [to_page, flip], read_screen(phone.ui_tree()).signature) == ({"nfc"}, {"nfc"})
+    flipped = read_screen(phone.ui_tree())
+    phone.step({"action": "system_button", "button": "back"})
+    listing = read_screen(phone.ui_tree())
+    back = _back_on(flipped)  # the next response names the screen the tap left the episode on
+    assert done_words(goal, [to_page, flip, back], listing.signature) == ({"nfc"}, {"nfc"})
+    contacts = read_screen(_phone_on("Contacts").ui_tree())
+    _, row = _element(contacts, "Anna Li")
+    card = read_screen(_phone_on("Contacts", "contact_c04").ui_tree())
+    assert done_words(goal_words(FAVOURITES), [_named_tap(contacts, row)], card.signature) == ({"anna", "li"}, set())
+    assert done_words(goal, [_tap_on(page, switch)], page.signature) == (set(), set())  # another agent's tap
+
+
+def test_rows_naming_a_goal_word_not_reached_are_marked_pending():
+    config = ScreenConfig(seed=0)
+    phone = _phone_on("Settings", "devices")
+    page = read_screen(phone.ui_tree())
+    _, switch = _element(page, "NFC Tap")
+    flip = _named_tap(page, switch)
+    phone.step(nav.tap(phone, "nfc_switch"))
+    back = _back_on(read_screen(phone.ui_tree()))
+    phone.step({"action": "system_button", "button": "back"})
+    listing = read_screen(phone.ui_tree())
+    fresh, after = encode(config, TOUR, listing, []), encode(config, TOUR, listing, [flip, back])
+    devices, _ = _element(listing, "Connected devices")
+    sound, _ = _element(listing, "Sound & vibration")
+    display, _ = _element(listing, "Display")
+    assert fresh.element_features[devices, F["pending"]] == 1 and after.element_features[devices, F["pending"]] == 0
+    assert after.element_features[sound, F["pending"]] == 1 and after.element_features[display, F["pending"]] == 0
+    assert fresh.progress[P["pending_visible"]] == 1
+    assert after.progress[P["done_share"]] == pytest.approx(1 / 6)  # nfc of nfc, do, not, disturb, mobile, data
+    assert after.progress[P["all_done"]] == 0
+
+
+def test_ending_is_likelier_once_every_goal_word_changed():
+    """A fresh policy rarely ends an episode (the verb prior), but does so about 1 time in 5 once
+    every goal word was changed in place: a goal reached and not ended is undone by the steps
+    left in the budget."""
+    phone = _phone_on("Settings", "devices")
+    page = read_screen(phone.ui_tree())
+    _, switch = _element(page, "NFC Tap")
+    flip = _named_tap(page, switch)
+    phone.step(nav.tap(phone, "nfc_switch"))
+    after = read_screen(phone.ui_tree())
+    policy = ScreenPolicy(ScreenConfig(seed=0))
+
+    def p_end(goal: str, history: list[str]) -> float:
+        encoded = encode(policy.config, goal, after, history)
+        with torch.no_grad():
+            out = policy.module(collate([encoded]))
+        return float(torch.softmax(out["verb"][0], 0)[VERBS.index("terminate")])
+
+    assert encode(policy.config, "Turn on NFC.", after, [flip]).progress[P["all_done"]] == 1
+    assert p_end("Turn on NFC.", [flip]) > 0.1 > 0.03 > p_end("Turn on NFC.", [])
+    assert p_end(TOUR, [flip]) < 0.03
+
+
+def test_a_screen_opened_again_is_a_new_visit_for_tapped():
+    """The empty contact form recurs with the same signature: its fields tapped while filling
+    the first contact are not marked tapped when the form opens again for the second (they
+    still count in `taps`), while a tap earlier in the same visit is marked."""
+    config = ScreenConfig(seed=0)
+    phone = _phone_on("Contacts", "add_contact")
+    form = read_screen(phone.ui_tree())
+    index, name = _element(form, "Name")
+    tap_name = _named_tap(form, name)
+    for action in (nav.tap(phone, "name"), {"action": "type", "text": "Nora Blake"}, nav.press(phone, "save"),
+                   {"action": "system_button", "button": "back"}):  # saved: the new card, then the list
+        phone.step(action)
+    listing = read_screen(phone.ui_tree())
+    _, create = _element(listing, "Create contact")
+    phone.step(nav.tap(phone, "add_contact"))
+    again = read_screen(phone.ui_tree())
+    assert again.signature == form.signature and again.elements[index].text == "Name"
+    same_visit = encode(config, "Add two contacts.", form, [tap_name])
+    new_visit = encode(config, "Add two contacts.", again, [tap_name, _back_on(form), _named_tap(listing, create)])
+    assert same_visit.element_features[index, F["tapped"]] == 1
+    assert new_visit.element_features[index, F["tapped"]] == 0
+    assert new_visit.element_features[index, F["taps"]] == pytest.approx(1 / 3)
+
+
 def test_acting_names_the_screen_so_learning_reads_the_same_taps():
     """The response names the screen it acted on; encoding the recorded history at learning
     time gives the features acting saw."""
@@ -173,6 +289,7 @@ def test_acting_names_the_screen_so_learning_reads_the_same_taps():
     if parsed.action_type in ("click", "long_press"):
         hit = element_at(screen.elements, parsed.action["coordinate"])
         assert encode(policy.config, FAVOURITES, screen, [reply.response]).element_features[hit, F["tapped"]] == 1
+        assert tapped_note(screen.elements[hit]) in reply.response  # what it tapped, for `done_words`
     assert read_screen(None, [{"text": "OK", "x0": 0.1, "y0": 0.1, "x1": 0.2, "y1": 0.2}]).signature is None
 
 

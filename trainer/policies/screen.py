@@ -26,10 +26,16 @@ Per element the network gets: its words (a hashed embedding shared with the goal
 goal and element meet in one space), its box and flags, and *match features* computed from
 the strings: the share of its words found in the goal and of the goal's words it covers, the
 best character-trigram similarity (Dice) of a word of it to a goal word ("Favorite" to
-"favourite"), where in the goal the match is (the goal's order: first, then second...), and
-whether an earlier tap of the episode landed on it on the same screen (what is already done on
-a screen that recurs; the screen is named in the response, `ScreenText.signature`, so a tap on
-one contact card's star does not mark the star of the next card, at the same point). A
+"favourite"), where in the goal the match is (the goal's order: first, then second...),
+whether an earlier tap of the episode landed on it on the same screen (during this visit to it,
+and how often in the episode; the screen is named in the response, `ScreenText.signature`, so
+a tap on one contact card's star does not mark the star of the next card, at the same point,
+and the contact form opened again has fresh fields), and whether it names a goal word the
+episode has not reached yet (`done_words`: the response also names the text it tapped, so a
+row whose contact or page is done loses its pull). The verb head also reads the episode's
+progress (`PROGRESS_FEATURES`): once every goal word was changed in place (a switch, a star,
+a typed value), ending the episode starts likelier, since a goal reached and not ended is
+undone by the steps left. A
 learned lookup of (goal word, element word) pairs adds what the strings do not say
 ("Bluetooth" lives under "Connected devices"). At start the pointer leans toward matching
 elements (a fixed initial weight on the match features), so a fresh policy taps the named row
@@ -88,7 +94,11 @@ FUZZY_MIN = 4
 #: Initial pointer weights of the numeric features (0 for the others): toward what the goal
 #: names (exact and fuzzy matches), away from what the episode already tapped (a switch or a
 #: star tapped twice is undone; a list row tapped before is a sub-goal done).
-POINT_PRIOR = {"overlap": 2.0, "fuzzy": 2.0, "tapped": -2.0}
+POINT_PRIOR = {"overlap": 2.0, "fuzzy": 2.0, "tapped": -2.0, "pending": 2.0}
+#: (`tapped`: tapped during this visit to the screen, `visit_start`; `taps`: how often on this
+#: screen in the episode, up to 3; `pending`: names a goal word the episode has not reached,
+#: `done_words`, so the list row of a contact already starred or of a page already done loses
+#: its pull while the rows of what is left keep theirs.)
 #: Initial verb logits on top of the tiny policy's (tap about 6 times in 10): going back is how
 #: a long task moves between the screens it recurs through; ending the episode, leaving the app,
 #: waiting and enter with no field rarely help, and a fresh policy tried them every few steps.
@@ -96,7 +106,17 @@ SCREEN_VERB_PRIOR = {**VERB_PRIOR, "back": 1.0, "terminate": -1.0, "home": -1.0,
                      "enter": -1.0}
 #: Numeric features of an element (box, flags, text, match, history), in order.
 ELEMENT_FEATURES = ("x0", "y0", "x1", "y1", "cx", "cy", "w", "h", *FLAGS, "has_text", "overlap",
-                    "coverage", "fuzzy", "matched", "position", "tapped", "taps")
+                    "coverage", "fuzzy", "matched", "position", "tapped", "taps", "pending")
+#: Numeric features of the episode's progress through the goal, read by the verb head: the share
+#: of the goal's words changed in place (`done_words`), all of them changed, and whether an
+#: element on screen names a goal word not reached yet (its `pending` feature).
+PROGRESS_FEATURES = ("done_share", "all_done", "pending_visible")
+#: Initial verb logit of `terminate` once every goal word is done (0 before): a goal reached and
+#: not ended is undone by the steps left. A fresh policy ended 0.01 of its steps (the verb prior
+#: -1), so half the goals its runs reached were undone by the end of the step budget (a switch
+#: tapped again, a star taken off).
+TERMINATE_WHEN_DONE = 3.0
+
 #: Numeric features of a goal span: already shown on screen, already typed in the episode, and
 #: whether it reads as a value to type (`value_spans`).
 SPAN_FEATURES = ("on_screen", "typed", "value")
@@ -114,9 +134,14 @@ CONFIG_FILE = "screen_policy.json"
 #: Hex digits of a screen's signature, and how a response names the screen it acted on.
 SIGNATURE_HEX = 10
 SCREEN_MARK = "on screen "
+#: How a response names the text of the element it tapped.
+TAPPED_MARK = "tapped "
+#: The longest tapped text a response names (a row's text with its subtitle fits).
+MAX_NOTE = 80
 
 _WORD = re.compile(r"[a-z0-9]+")
 _ON_SCREEN = re.compile(SCREEN_MARK + rf"([0-9a-f]{{{SIGNATURE_HEX}}})\b")
+_TAPPED = re.compile(TAPPED_MARK + r'"([^"]*)"')
 _BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]")
 _FEATURE = {name: i for i, name in enumerate(ELEMENT_FEATURES)}
 
@@ -329,6 +354,24 @@ def taps_of(history: Sequence[str]) -> list[tuple[float, float, str | None]]:
     return points
 
 
+def screens_of(history: Sequence[str]) -> list[str | None]:
+    """The signature of the screen each response acted on (None where it names none)."""
+    return [found.group(1) if (found := _ON_SCREEN.search(response)) else None for response in history]
+
+
+def visit_start(history: Sequence[str], here: str | None) -> int:
+    """Where the current visit to screen `here` began: the first of the trailing responses that
+    acted on it (all of the history when the screen has no signature). A form filled, saved and
+    opened again is a new visit: its fields are not the ones tapped the first time."""
+    if here is None:
+        return 0
+    screens = screens_of(history)
+    start = len(screens)
+    while start > 0 and screens[start - 1] in (here, None):
+        start -= 1
+    return start
+
+
 def typed_of(history: Sequence[str]) -> set[str]:
     typed = set()
     for response in history:
@@ -336,6 +379,68 @@ def typed_of(history: Sequence[str]) -> set[str]:
         if parsed.valid and parsed.action_type == "type":
             typed.add(parsed.action["text"])
     return typed
+
+
+def named_words(goal: Sequence[str], words: Sequence[str]) -> set[str]:
+    """The goal's content words (not `STOP_WORDS`) that `words` name: the same word, or by
+    trigram similarity (`match_features`'s fuzzy match) for words of `FUZZY_MIN` letters or more."""
+    wanted = {w for w in goal if w not in STOP_WORDS}
+    named = set()
+    for word in dict.fromkeys(words):
+        if word in STOP_WORDS:
+            continue
+        if word in wanted:
+            named.add(word)
+        elif len(word) >= FUZZY_MIN:
+            grams = _trigrams(word)
+            for other in wanted:
+                if len(other) >= FUZZY_MIN:
+                    g = _trigrams(other)
+                    if 2 * len(grams & g) / (len(grams) + len(g)) >= 0.5:
+                        named.add(other)
+    return named
+
+
+def tapped_note(element: Element) -> str:
+    """How a response names the element it tapped (`TAPPED_MARK`); empty for an untexted one."""
+    text = " ".join(element.text.replace('"', "'").split())
+    return f" {TAPPED_MARK}\"{text[:MAX_NOTE]}\"" if text else ""
+
+
+def done_words(goal: Sequence[str], history: Sequence[str], here: str | None = None) -> tuple[set[str], set[str]]:
+    """The goal words the episode has acted on, as (reached, changed).
+
+    *Reached*: named by an element it tapped (the text its response names after `TAPPED_MARK`)
+    whose first word is a goal word, or by a text it typed or an app it opened. The first word
+    is the element's title ("Mobile data T-Mobile", "Anna Li A", "Favorite"); a row that names a
+    goal word only in its subtitle leads to it and is not it (tapping "Connected devices
+    Bluetooth, NFC" does not turn NFC on). *Changed*: of those, the words of taps that left the
+    episode on the same screen (a switch, a star: the next response, or `here` after the last
+    one, names the same `ScreenText.signature`) and of typed texts; a tap that moved to another
+    screen (a contact's row) opened the thing, it did not change it. Read from the policy's own
+    responses only; responses that name no tapped text (another agent's) add nothing."""
+    reached: set[str] = set()
+    changed: set[str] = set()
+    screens = [*screens_of(history), here]
+    for index, response in enumerate(history):
+        parsed = parse_response(response)
+        if not parsed.valid:
+            continue
+        if parsed.action_type in POINT_VERBS:
+            found = _TAPPED.search(response)
+            words = _WORD.findall(found.group(1).lower()) if found else []
+            content = [w for w in dict.fromkeys(words) if w not in STOP_WORDS]
+            if content and named_words(goal, content[:1]):
+                named = named_words(goal, words)
+                reached |= named
+                if screens[index] is not None and screens[index] == screens[index + 1]:
+                    changed |= named
+        elif parsed.action_type in ("type", "open"):
+            named = named_words(goal, _WORD.findall(parsed.action["text"].lower()))
+            reached |= named
+            if parsed.action_type == "type":
+                changed |= named
+    return reached, changed
 
 
 def value_spans(goal: str, spans: Sequence[Span]) -> set[str]:
@@ -379,6 +484,7 @@ class Encoded:
     span_features: list[list[int]]
     span_numeric: torch.Tensor  # [spans, len(SPAN_FEATURES)]
     field_focused: float  # 1.0 when an editable element has the focus
+    progress: torch.Tensor  # [len(PROGRESS_FEATURES)]
     app_in_goal: torch.Tensor  # [apps]
     verb: int = -1
     argument: int = -1
@@ -395,7 +501,10 @@ def encode(config: ScreenConfig, goal: str, screen: ScreenText, history: Sequenc
         raise ValueError(f"goal: {goal!r} has no words to act on")
     taps = taps_of(history)
     here = screen.signature
+    visit = taps_of(history[visit_start(history, here):])
     content_goal = [w for w in dict.fromkeys(words) if w not in STOP_WORDS]
+    reached, changed = done_words(words, history, here)
+    pending_words = set(content_goal) - reached
     element_words, element_pairs, rows = [], [], []
     for element in elements:
         text_words = _WORD.findall(element.text.lower())
@@ -404,11 +513,12 @@ def encode(config: ScreenConfig, goal: str, screen: ScreenText, history: Sequenc
                              or [_bucket("<no pair>", buckets)])
         x0, y0, x1, y1 = element.box
         hits = sum(element.contains(x, y) for x, y, on in taps if on is None or here is None or on == here)
+        now = sum(element.contains(x, y) for x, y, on in visit if on is None or here is None or on == here)
         row = [x0, y0, x1, y1, (x0 + x1) / 2, (y0 + y1) / 2, x1 - x0, y1 - y0,
                *(float(name in element.flags) for name in FLAGS), float(bool(text_words))]
         match = match_features(words, text_words)
         row += [match[k] for k in ("overlap", "coverage", "fuzzy", "matched", "position")]
-        row += [float(hits > 0), min(hits / 3.0, 1.0)]
+        row += [float(now > 0), min(hits / 3.0, 1.0), float(bool(named_words(words, text_words) & pending_words))]
         rows.append(row)
     screen_text = " ".join([screen.text, *(e.text for e in elements)]).lower()
     typed = typed_of(history)
@@ -429,6 +539,9 @@ def encode(config: ScreenConfig, goal: str, screen: ScreenText, history: Sequenc
         span_numeric=torch.tensor([[float(span.text.lower() in screen_text), float(span.text in typed),
                                     float(span.text in values)] for span in spans]),
         field_focused=float(any({"editable", "focused"} <= e.flags for e in elements)),
+        progress=torch.tensor([len(changed) / max(len(content_goal), 1),
+                               float(bool(content_goal) and changed >= set(content_goal)),
+                               float(any(r[_FEATURE["pending"]] for r in rows))]),
         app_in_goal=torch.tensor([float(bool(name) and set(name) <= present) for name in app_names]),
     )
 
@@ -457,6 +570,7 @@ def collate(items: Sequence[Encoded]) -> dict[str, torch.Tensor]:
         "span_numeric": torch.cat([item.span_numeric for item in items]),
         "span_mask": _mask([len(item.spans) for item in items]),
         "field_focused": torch.tensor([[item.field_focused] for item in items]),
+        "progress": torch.stack([item.progress for item in items]),
         "app_in_goal": torch.stack([item.app_in_goal for item in items]),
         "verb": torch.tensor([item.verb for item in items]),
         "argument": torch.tensor([item.argument for item in items]),
@@ -493,6 +607,7 @@ class ScreenNet(nn.Module):
         self.verb = nn.Linear(h, len(VERBS))
         self.verb_history = nn.Linear(HISTORY_DIM, len(VERBS))  # zero at start (see TinyNet)
         self.verb_focus = nn.Linear(1, len(VERBS), bias=False)  # a focused field: type (TYPE_WHEN_FOCUSED)
+        self.verb_progress = nn.Linear(len(PROGRESS_FEATURES), len(VERBS), bias=False)  # TERMINATE_WHEN_DONE
         self.point_query = nn.Linear(h, len(POINT_VERBS) * d)
         # (goal word, element word) -> pointer logit per point verb, zero at start
         self.pairs = nn.EmbeddingBag(config.buckets, len(POINT_VERBS), mode="sum")
@@ -515,6 +630,8 @@ class ScreenNet(nn.Module):
                 self.span_prior.weight[0, SPAN_FEATURES.index(name)] = weight
             self.verb_focus.weight.zero_()
             self.verb_focus.weight[VERBS.index("type"), 0] = TYPE_WHEN_FOCUSED
+            self.verb_progress.weight.zero_()
+            self.verb_progress.weight[VERBS.index("terminate"), PROGRESS_FEATURES.index("all_done")] = TERMINATE_WHEN_DONE
             for name, weight in POINT_PRIOR.items():
                 self.point_prior.weight[:, _FEATURE[name]] = weight
 
@@ -544,7 +661,8 @@ class ScreenNet(nn.Module):
         named = batch["app_in_goal"]
         apps = torch.where(named.sum(dim=1, keepdim=True) > 0, self.app_named * named,
                            self.app_query(state) @ self.apps.weight.T)
-        verbs = self.verb(state) + self.verb_history(history) + self.verb_focus(batch["field_focused"])
+        verbs = (self.verb(state) + self.verb_history(history) + self.verb_focus(batch["field_focused"])
+                 + self.verb_progress(batch["progress"]))
         return {"verb": verbs, "points": points, "spans": _scatter(span_scores, span_mask, float("-inf")),
                 "apps": apps}
 
@@ -580,6 +698,10 @@ class ScreenPolicy(SmallPolicy[ScreenConfig, Encoded]):
 
     def _encode_sample(self, sample: Sample) -> Encoded:
         return encode(self.config, sample.goal, self.screen_of(sample), sample.history)
+
+    def _note(self, verb: str, argument: int, encoded: Encoded) -> str:
+        """The tapped element's text, so later steps know which goal words are done (`done_words`)."""
+        return tapped_note(encoded.elements[argument]) if verb in POINT_VERBS else ""
 
     def _collate(self, items: Sequence[Encoded]) -> dict[str, torch.Tensor]:
         return collate(items)

@@ -177,6 +177,10 @@ class SmallPolicy(Generic[ConfigT, EncodedT]):
         """The place a recorded tap's point chose (-1: none, the verb alone is scored)."""
         raise NotImplementedError
 
+    def _note(self, verb: str, argument: int, encoded: EncodedT) -> str:
+        """What the response's thinking adds about the chosen argument (nothing by default)."""
+        return ""
+
     # --- acting ------------------------------------------------------------------------------
 
     def act(self, observation: Observation) -> Reply:
@@ -199,7 +203,8 @@ class SmallPolicy(Generic[ConfigT, EncodedT]):
             prob *= float(arg_p[argument])
         action = self._action(name, argument, encoded)
         label = self.name.replace("-", " ")
-        return Reply(format_tool_call(action, f"{label}: {name} (p={prob:.3f}){where}"), info=info)
+        note = self._note(name, argument, encoded)
+        return Reply(format_tool_call(action, f"{label}: {name} (p={prob:.3f}){where}{note}"), info=info)
 
     def _argument_logits(self, out: dict[str, torch.Tensor], verb: str) -> torch.Tensor | None:
         if verb in POINT_VERBS:
