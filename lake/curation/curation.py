@@ -192,11 +192,17 @@ def update_set(lake: Lake, set_id: str, *, who: str | None = None, **changes: ob
 
 
 def _check_person(lake: Lake, name: object) -> str | None:
-    """A name to assign work to: on a lake with users, one of them."""
+    """A name to assign work to: on a lake with users, one of those who may curate (a viewer
+    could open the queue but not file a single episode of it)."""
     name = _text(name, "assigned_to", MAX_NAME)
-    people = [u["name"] for u in users.list_users(lake)]
+    people = {u["name"]: u["role"] for u in users.list_users(lake)}
+    curators = ", ".join(n for n, role in people.items() if role != "viewer") or "none"
     if name is not None and people and name not in people:
-        raise InvalidInput(f"assigned_to: {name!r} is not a user of this lake; users: {', '.join(people)}")
+        raise InvalidInput(f"assigned_to: {name!r} is not a user of this lake; those who can curate: {curators}")
+    if name is not None and people.get(name) == "viewer":
+        raise InvalidInput(f"assigned_to: {name!r} is a viewer and cannot curate (an admin can make them a curator: "
+                           f"`elake user remove {name}`, then `elake user add {name} --role curator`); "
+                           f"assign one of: {curators}")
     return name
 
 

@@ -207,6 +207,8 @@ def test_a_curator_assigns_a_view_as_another_curators_queue(tmp_path):
             assert stranger.status_code == 422
             assert "'nobody' is not a user of this lake" in error_of(stranger)["message"]
             assert "curator-2" in error_of(stranger)["message"]  # and says who is
+            to_viewer = ann.put(url, json={"assigned_to": "viewer-1"})
+            assert to_viewer.status_code == 422 and "'viewer-1' is a viewer and cannot curate" in error_of(to_viewer)["message"]
             for refused in (viewer.put(url, json={"assigned_to": "viewer-1"}), viewer.delete(url)):
                 assert refused.status_code == 403 and "curator role" in error_of(refused)["message"]
             assert bo.get(f"/api/views/{view['view_id']}").json()["assigned_to"] == "curator-2"  # unchanged

@@ -232,6 +232,9 @@ def test_a_view_assigned_to_a_curator_is_first_and_under_assigned_to_me(fresh, p
     sign_in(fresh, people_server, people_lake.tokens["curator"])
     fresh.goto(f"{people_server.url}/views/{queue['view_id']}")
     fresh.wait_for_url(re.compile(rf"view={queue['view_id']}"))
+    assignee = fresh.get_by_label("view assigned to")
+    expect(assignee.locator("option[value=curator-bo]")).to_have_count(1)
+    assert assignee.locator("option[value=viewer-ann]").count() == 0  # a viewer cannot work a queue
     fresh.get_by_label("view assigned to").select_option("curator-bo")
     fresh.get_by_test_id("toast").get_by_text("Assigned “wifi queue” to curator-bo.").wait_for()
     picker = fresh.get_by_label("saved view")

@@ -15,6 +15,14 @@ export function useMay(): (role: Role) => boolean {
   return (role) => ROLES.indexOf(mine as Role) >= ROLES.indexOf(role);
 }
 
+/** The names work can be assigned to: the lake's people who may curate (the server refuses a
+ * viewer), and whoever has it now, so the select shows the current value. */
+export function useAssignable(current: string | null | undefined): string[] {
+  const people = useQuery(queries.users());
+  const curators = (people.data ?? []).filter((u) => u.role !== "viewer").map((u) => u.name);
+  return [...new Set([...curators, ...(current ? [current] : [])])];
+}
+
 /** The line shown instead of controls a person's role does not allow. */
 export function RoleNote({ need, what, testid }: { need: Role; what: string; testid?: string }) {
   const me = useQuery(queries.me());

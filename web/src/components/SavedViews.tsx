@@ -15,7 +15,7 @@ import { useAction } from "../hooks";
 import { navigate, useLocation, withQuery } from "../router";
 import { ask } from "./Dialogs";
 import { filtersFromQuery, queryFromFilters, sameFilters } from "./filters";
-import { useMay } from "./Role";
+import { useAssignable, useMay } from "./Role";
 import { ActionError } from "./Status";
 import { toast } from "./Toasts";
 
@@ -43,9 +43,8 @@ function ViewOption({ view, me }: { view: SavedView; me: string | null | undefin
 /** Who the open view is assigned to; a curator picks another person, or nobody. */
 function ViewAssignee({ view }: { view: SavedView }) {
   const may = useMay();
-  const people = useQuery(queries.users());
   const assign = useAction();
-  const names = [...new Set([...(people.data ?? []).map((u) => u.name), ...(view.assigned_to ? [view.assigned_to] : [])])];
+  const names = useAssignable(view.assigned_to);
   if (!may("curator") || names.length === 0) {
     // a viewer reads who has it; a lake without users has nobody to offer
     return view.assigned_to ? <span className="muted">assigned to {view.assigned_to}</span> : null;

@@ -10,7 +10,7 @@ import { Options } from "../components/Options";
 import { ActionError, Async } from "../components/Status";
 import { mark } from "../components/TaskTree";
 import { Time } from "../components/Time";
-import { RoleNote, useMay } from "../components/Role";
+import { RoleNote, useAssignable, useMay } from "../components/Role";
 import { toast } from "../components/Toasts";
 import { useAction, useTitle } from "../hooks";
 import { Link, enc, navigate } from "../router";
@@ -84,7 +84,7 @@ export function SetPage({ id }: { id: string }) {
   const tags = useQuery(queries.health());
   const action = useAction();
   useTitle(set.data?.name ? `Set ${set.data.name}` : "Set");
-  const people = useQuery(queries.users());
+  const assignable = useAssignable(set.data?.assigned_to);
   const update = (body: Partial<Pick<SetRow, "name" | "kind" | "description" | "pinned_tag" | "assigned_to">>) =>
     action.run(async () => {
       await call(api.PATCH("/api/sets/{set_id}", { params: { path: { set_id: id } }, body: body as never }));
@@ -161,7 +161,7 @@ export function SetPage({ id }: { id: string }) {
               </select>
               <select name="assigned_to" defaultValue={s.assigned_to ?? ""} aria-label="assigned to">
                 <option value="">nobody assigned</option>
-                <Options values={[...new Set([...(people.data ?? []).map((u) => u.name), ...(s.assigned_to ? [s.assigned_to] : [])])]} />
+                <Options values={assignable} />
               </select>
               {may("curator") && <button type="submit">Save</button>}
               {may("admin") && (
