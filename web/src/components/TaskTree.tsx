@@ -2,7 +2,7 @@
 // (paged by cursor), each marked success ✓, failure ✗ or unjudged ?. A lake of many tasks
 // draws only the tasks in view (@tanstack/react-virtual). A curator ticks episodes (shift-click
 // for a range, across open tasks in the order shown) and files them into a set together.
-import { useCallback, useEffect, useLayoutEffect, useRef, useState, type ReactNode } from "react";
+import { useCallback, useEffect, useLayoutEffect, useReducer, useRef, useState, type ReactNode } from "react";
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import type { Episode, EpisodeQuery, TaskNode } from "../api/client";
@@ -63,7 +63,9 @@ export function TaskTree({ currentEpisode, currentTask }: { currentEpisode?: str
   };
   return (
     <nav ref={tree} className="task-tree" data-testid="task-tree" aria-label="tasks">
-      {ticking && ticking.ticked.ids.size > 0 && <SelectionBar episodes={[...ticking.ticked.ids]} onClear={ticking.clear} />}
+      {ticking && ticking.ticked.ids.size > 0 && (
+        <SelectionBar episodes={[...ticking.ticked.ids]} hidden={ticking.hidden} onClear={ticking.clear} />
+      )}
       <Async state={tasks} what="tasks">
         {(list: TaskNode[]) =>
           list.length === 0 ? (
@@ -99,6 +101,8 @@ interface Ticking {
   /** An open task's episodes as drawn (or fetched again), in order. */
   onShown: (task: string, episodes: string[]) => void;
   clear: () => void;
+  /** Ticked episodes not in the list as drawn now (their task closed, or filtered out). */
+  hidden: number;
 }
 
 /** The tree's ticked episodes. A shift-click's range runs through the open tasks' episodes
@@ -109,11 +113,17 @@ function useTicking(tasks: TaskNode[] | undefined, open: ReadonlySet<string>) {
   const tree = useRef<HTMLElement>(null);
   const [ticked, setTicked] = useState<Ticked>(NONE_TICKED);
   const shown = useRef(new Map<string, string[]>());
-  const onShown = useCallback((task: string, episodes: string[]) => void shown.current.set(task, episodes), []);
-  const onTick = (episode: string, shift: boolean) => {
-    const order = (tasks ?? []).flatMap((t) => (t.task_name && open.has(t.task_name) ? (shown.current.get(t.task_name) ?? []) : []));
-    setTicked((before) => tick(order, before, episode, shift));
-  };
+  // A task's list arrives after the tree drew it: drawing again then keeps `hidden` true.
+  const [, redraw] = useReducer((n: number) => n + 1, 0);
+  const onShown = useCallback((task: string, episodes: string[]) => {
+    const before = shown.current.get(task);
+    shown.current.set(task, episodes);
+    if (!before || before.length !== episodes.length || before.some((e, i) => e !== episodes[i])) redraw();
+  }, []);
+  const order = (tasks ?? []).flatMap((t) => (t.task_name && open.has(t.task_name) ? (shown.current.get(t.task_name) ?? []) : []));
+  const onTick = (episode: string, shift: boolean) => setTicked((before) => tick(order, before, episode, shift));
+  const drawn = new Set(order);
+  const hidden = [...ticked.ids].filter((id) => !drawn.has(id)).length;
   // The bar (and the button that cleared it) goes: focus returns to the last ticked box
   // rather than to the page's start.
   const clear = () => {
@@ -122,7 +132,7 @@ function useTicking(tasks: TaskNode[] | undefined, open: ReadonlySet<string>) {
     setTicked(NONE_TICKED);
     last?.focus();
   };
-  const ticking: Ticking | undefined = may("curator") ? { ticked, onTick, onShown, clear } : undefined;
+  const ticking: Ticking | undefined = may("curator") ? { ticked, onTick, onShown, clear, hidden } : undefined;
   return { ticking, tree };
 }
 
