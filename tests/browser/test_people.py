@@ -259,8 +259,12 @@ def test_a_view_assigned_to_a_curator_is_first_and_under_assigned_to_me(fresh, p
     assert "alarms" in picker.locator("optgroup[label='other views']").inner_text()
     views.get_by_label("assigned to me").check()
     expect(picker.locator("option")).to_have_text(["saved views…", "wifi queue"])
+    fresh.wait_for_url(re.compile(r"mine=1"))  # in the address: a reload keeps it
+    fresh.reload()
+    expect(views.get_by_label("assigned to me")).to_be_checked()
+    expect(picker.locator("option")).to_have_text(["saved views…", "wifi queue"])
     picker.select_option(label="wifi queue")
-    fresh.wait_for_url(re.compile(rf"/\?(?=.*task=wifi_on)(?=.*view={queue['view_id']})"))
+    fresh.wait_for_url(re.compile(rf"/\?(?=.*task=wifi_on)(?=.*view={queue['view_id']})(?=.*mine=1)"))
     expect(views.get_by_label("view assigned to")).to_have_value("curator-bo")
     shot(fresh, "people-view-queue")
     assert axe_violations(fresh) == []

@@ -6,12 +6,13 @@
 // go back to the view as saved. A view is also a curation queue (the replay's ] and [ walk
 // its episodes), so a curator can assign it to a person (PUT/DELETE
 // /api/views/{id}/assignee); the list names each view's assignee, the signed-in person's
-// queues come first, and "assigned to me" leaves only those.
+// queues come first, and "assigned to me" leaves only those (`mine=1` in the address, so a
+// reload or a shared link keeps it).
 import { useEffect, useState, type FormEvent } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { api, call, type Schemas } from "../api/client";
 import { invalidate, queries } from "../api/queries";
-import { useAction } from "../hooks";
+import { useAction, useAddressValue } from "../hooks";
 import { navigate, useLocation, withQuery } from "../router";
 import { ask } from "./Dialogs";
 import { filtersFromQuery, queryFromFilters, sameFilters } from "./filters";
@@ -22,11 +23,16 @@ import { toast } from "./Toasts";
 export type SavedView = Schemas["SavedView"];
 
 /** The address that shows `view` on `path`: its filters and its id. */
-export function viewHref(path: string, view: SavedView): string {
+/** The address of `view` opened; "assigned to me" (`mine`) stays as it was in `keep`. */
+export function viewHref(path: string, view: SavedView, keep?: URLSearchParams): string {
   const q = queryFromFilters(view.filters as Record<string, unknown>);
   q.set("view", view.view_id);
+  if (keep?.get(MINE) === "1") q.set(MINE, "1");
   return withQuery(path, q);
 }
+
+/** The address's flag for "assigned to me", so a curator's link or reload keeps their queues. */
+const MINE = "mine";
 
 /** The views assigned to `me` (their queues, shown first) and the others; nobody signed
  * in (a server without users) has no queues. */
@@ -75,7 +81,14 @@ export function SavedViews() {
   const { path, query } = useLocation();
   const views = useQuery(queries.views());
   const me = useQuery(queries.me()).data?.name;
-  const [onlyMine, setOnlyMine] = useState(false);
+  const [onlyMine, setOnlyMine] = useAddressValue(query.get(MINE) === "1", query.get(MINE) ?? "");
+  const showOnlyMine = (on: boolean) => {
+    setOnlyMine(on);
+    const q = new URLSearchParams(query);
+    if (on) q.set(MINE, "1");
+    else q.delete(MINE);
+    navigate(withQuery(path, q), { replace: true });
+  };
   const [naming, setNaming] = useState(false);
   const save = useAction();
   const current = views.data?.find((v) => v.view_id === query.get("view"));
@@ -93,7 +106,7 @@ export function SavedViews() {
       const view = await call(api.POST("/api/views", { body: { name, filters: shown } }));
       setNaming(false);
       void invalidate(["views"]);
-      navigate(viewHref(path, view), { replace: true });
+      navigate(viewHref(path, view, query), { replace: true });
       toast(`Saved the view “${view.name}”.`);
     });
   };
@@ -125,7 +138,8 @@ export function SavedViews() {
           value={current?.view_id ?? ""}
           onChange={(e) => {
             const view = views.data?.find((v) => v.view_id === e.target.value);
-            navigate(view ? viewHref(path, view) : path);
+            const q = new URLSearchParams(query.get(MINE) === "1" ? { [MINE]: "1" } : {});
+            navigate(view ? viewHref(path, view, query) : withQuery(path, q));
           }}
         >
           <option value="">
@@ -152,7 +166,7 @@ export function SavedViews() {
         </select>
         {me && (
           <label title="only the views assigned to you: your curation queues">
-            <input type="checkbox" checked={onlyMine} onChange={(e) => setOnlyMine(e.target.checked)} /> assigned to me ({mine.length})
+            <input type="checkbox" checked={onlyMine} onChange={(e) => showOnlyMine(e.target.checked)} /> assigned to me ({mine.length})
           </label>
         )}
         {current ? (
@@ -182,7 +196,7 @@ export function SavedViews() {
           <button type="button" onClick={() => setNaming(!naming)} aria-expanded={naming}>
             Save as…
           </button>
-          <button type="button" className="link" onClick={() => navigate(viewHref(path, current))}>
+          <button type="button" className="link" onClick={() => navigate(viewHref(path, current, query))}>
             revert
           </button>
         </div>
