@@ -20,7 +20,7 @@ What each action becomes:
 
 `draw_action` outlines every marker and arrow in white (the shapes drawn first wider in
 white, then in their colours), so a red click stays seen on a red icon; the web app's
-overlay outlines its red markers the same way.
+overlay outlines every marker the same way.
 """
 
 from __future__ import annotations

@@ -40,9 +40,13 @@ def test_replay_curate_reload_compare(page):
     screen_at(page, 1)
     assert page.url.endswith("/episodes/wifi_on-1/steps/1")
     assert page.locator('[data-marker="long_press"]').count() == 1
+    # every marker, not only the red ones, sits on a white outline: one behind each shape
+    halos = page.locator('[data-marker="long_press"] [data-halo]')
+    assert halos.count() == 3 and {h.get_attribute("stroke") or h.get_attribute("fill") for h in halos.all()} == {"#ffffff"}
     page.keyboard.press("ArrowRight")
     screen_at(page, 2)
     assert page.locator('[data-marker="swipe"]').count() == 1
+    assert page.locator('[data-marker="swipe"] [data-halo]').count() == 3  # line, arrow head, start dot
     page.keyboard.press("ArrowRight")
     screen_at(page, 3)
     assert page.locator('[data-marker="drag"]').count() == 1
