@@ -22,7 +22,7 @@ from episodelake.collectors.jobs.rerun import RerunSpec
 from episodelake.lake.core import schema
 from episodelake.lake.core.layout import ID_MAX, ID_PATTERN
 from episodelake.lake.core.schema import Role
-from episodelake.lake.curation.curation import MAX_NAME, MAX_TEXT
+from episodelake.lake.curation.fields import MAX_NAME, MAX_TEXT
 from episodelake.lake.curation.reviews import ReviewState
 from episodelake.lake.export.spec import ExportOptions
 from episodelake.lake.vocab.overlay import ActionView

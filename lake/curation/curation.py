@@ -22,7 +22,6 @@ assigned to a person (`assigned_to`), as a set can.
 
 import json
 import threading
-import unicodedata
 import uuid
 from datetime import UTC, datetime
 from typing import cast
@@ -32,9 +31,8 @@ import lance
 from episodelake.lake.core import audit, layout, schema, users
 from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
 from episodelake.lake.core.lake import Lake, Refers
+from episodelake.lake.curation import fields
 
-MAX_NAME = 200
-MAX_TEXT = 10_000
 SET_FIELDS = ("name", "kind", "description", "pinned_tag", "assigned_to")
 
 #: Changes of sets and views read a row, change it and write it back (or check a name is
@@ -44,41 +42,6 @@ _write_lock = threading.Lock()
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _text(value: object, field: str, max_len: int = MAX_TEXT, *, required: bool = False) -> str | None:
-    if value is None or (isinstance(value, str) and not value.strip() and not required):
-        if required:
-            raise InvalidInput(f"{field} is required")
-        return None
-    if not isinstance(value, str):
-        raise InvalidInput(f"{field} must be text, not {type(value).__name__}")
-    value = value.strip()
-    if required and not value:
-        raise InvalidInput(f"{field} must not be empty")
-    if len(value) > max_len:
-        raise InvalidInput(f"{field} is {len(value)} characters long; the limit is {max_len}")
-    # A name is one line; any text keeps out the controls (ESC, BEL, ...) that would reach a
-    # terminal through `elake sql` or a log. A note may hold line breaks and tabs.
-    allowed = "" if max_len <= MAX_NAME else "\n\t"
-    bad = next((c for c in value if unicodedata.category(c) == "Cc" and c not in allowed), None)
-    if bad is not None:
-        what = "a line break" if bad in "\r\n" else f"the control character {bad!r}"
-        raise InvalidInput(f"{field} holds {what}; use printable text" +
-                           (" on one line" if max_len <= MAX_NAME else ""))
-    return value
-
-
-def _required_text(value: object, field: str, max_len: int = MAX_TEXT) -> str:
-    text = _text(value, field, max_len, required=True)
-    assert text is not None  # required: _text raised instead of returning None
-    return text
-
-
-def _choice(value: object, field: str, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise InvalidInput(f"{field} must be one of {', '.join(allowed)}, not {value!r}")
-    return value
 
 
 def _rows(lake: Lake, query: str, params: list) -> list[dict]:
@@ -145,18 +108,18 @@ def _check_tag(lake: Lake, tag: object) -> str | None:
 
 def create_set(lake: Lake, name: str, kind: str = "failure", description: str | None = None,
                pinned_tag: str | None = None, *, who: str | None = None) -> dict:
-    name = _required_text(name, "name", MAX_NAME)
+    name = fields.required_text(name, "name", fields.MAX_NAME)
     set_id = f"set-{uuid.uuid4().hex[:12]}"
     row = {
         "set_id": set_id,
         "name": name,
-        "kind": _choice(kind, "kind", schema.SET_KINDS),
-        "description": _text(description, "description"),
+        "kind": fields.choice(kind, "kind", schema.SET_KINDS),
+        "description": fields.text(description, "description"),
         "pinned_tag": _check_tag(lake, pinned_tag),
         "created_at": _now(),
         "updated_at": _now(),
         "deleted": False,
-        "created_by": _text(who, "who", MAX_NAME),
+        "created_by": fields.text(who, "who", fields.MAX_NAME),
     }
     with _write_lock:
         _check_name_free(lake, name)
@@ -175,12 +138,12 @@ def update_set(lake: Lake, set_id: str, *, who: str | None = None, **changes: ob
         current = get_set(lake, set_id)
         row = {k: current[k] for k in schema.SETS.names}
         if "name" in changes:
-            row["name"] = _required_text(changes["name"], "name", MAX_NAME)
+            row["name"] = fields.required_text(changes["name"], "name", fields.MAX_NAME)
             _check_name_free(lake, row["name"], except_id=set_id)
         if "kind" in changes:
-            row["kind"] = _choice(changes["kind"], "kind", schema.SET_KINDS)
+            row["kind"] = fields.choice(changes["kind"], "kind", schema.SET_KINDS)
         if "description" in changes:
-            row["description"] = _text(changes["description"], "description")
+            row["description"] = fields.text(changes["description"], "description")
         if "pinned_tag" in changes:
             row["pinned_tag"] = _check_tag(lake, changes["pinned_tag"])
         if "assigned_to" in changes:
@@ -194,7 +157,7 @@ def update_set(lake: Lake, set_id: str, *, who: str | None = None, **changes: ob
 def _check_person(lake: Lake, name: object) -> str | None:
     """A name to assign work to: on a lake with users, one of those who may curate (a viewer
     could open the queue but not file a single episode of it)."""
-    name = _text(name, "assigned_to", MAX_NAME)
+    name = fields.text(name, "assigned_to", fields.MAX_NAME)
     people = {u["name"]: u["role"] for u in users.list_users(lake)}
     curators = ", ".join(n for n, role in people.items() if role != "viewer") or "none"
     if name is not None and people and name not in people:
@@ -231,18 +194,6 @@ def members(lake: Lake, set_id: str) -> list[dict]:
     return _rows(lake, _MEMBERS_QUERY.format(extra="AND m.set_id = ?"), [set_id])
 
 
-def _check_step(lake: Lake, episode_id: str, step: object, field: str) -> int | None:
-    if step is None:
-        return None
-    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
-        raise InvalidInput(f"{field} must be a non-negative integer, not {step!r}")
-    hit = _rows(lake, "SELECT 1 FROM steps WHERE episode_id = ? AND step = ?", [episode_id, step])
-    if not hit:
-        lake.episode(episode_id)  # NotFound first where the episode itself is missing
-        raise InvalidInput(f"{field}: episode {episode_id!r} has no step {step}")
-    return step
-
-
 def add_member(lake: Lake, set_id: str, episode_id: str, *, failure_category: str | None = None,
                failing_step: int | None = None, note: str | None = None,
                added_by: str | None = None) -> dict:
@@ -253,14 +204,14 @@ def add_member(lake: Lake, set_id: str, episode_id: str, *, failure_category: st
     commit that holds this write (or as the write before it in that commit left it)."""
     _check_live_set(lake, set_id)
     layout.check_id(episode_id, "episode_id")
-    who = _text(added_by, "added_by", MAX_NAME)
+    who = fields.text(added_by, "added_by", fields.MAX_NAME)
     row = {
         "set_id": set_id,
         "episode_id": episode_id,
         "failure_category": None if failure_category is None
-        else _choice(failure_category, "failure_category", schema.FAILURE_CATEGORIES),
-        "failing_step": _check_step(lake, episode_id, failing_step, "failing_step"),
-        "note": _text(note, "note"),
+        else fields.choice(failure_category, "failure_category", schema.FAILURE_CATEGORIES),
+        "failing_step": fields.step(lake, episode_id, failing_step, "failing_step"),
+        "note": fields.text(note, "note"),
         "added_by": who,
         "added_at": _now(),
         "removed": False,
@@ -297,14 +248,14 @@ def add_members(lake: Lake, set_id: str, episode_ids: list[str], *, failure_cate
     already = {r["episode_id"] for r in _rows(
         lake, "SELECT episode_id FROM set_members WHERE set_id = ? AND NOT coalesce(removed, false) "
         "AND list_contains(?, episode_id)", [set_id, ids])}
-    who = _text(added_by, "added_by", MAX_NAME)
-    fields = {"failure_category": None if failure_category is None
-              else _choice(failure_category, "failure_category", schema.FAILURE_CATEGORIES),
-              "note": _text(note, "note"), "added_by": who, "added_at": _now(), "removed": False}
+    who = fields.text(added_by, "added_by", fields.MAX_NAME)
+    shared = {"failure_category": None if failure_category is None
+              else fields.choice(failure_category, "failure_category", schema.FAILURE_CATEGORIES),
+              "note": fields.text(note, "note"), "added_by": who, "added_at": _now(), "removed": False}
     new = [e for e in ids if e not in already]
-    rows = [{"set_id": set_id, "episode_id": e, "failing_step": None, **fields} for e in new]
+    rows = [{"set_id": set_id, "episode_id": e, "failing_step": None, **shared} for e in new]
     if rows:
-        lake.upsert("set_members", rows)
+        lake.upsert("set_members", rows)  # new members: no rows before to read for the audit
         audit.record_many(lake, [audit.entry(who, "member.put", "set_members", f"{set_id}/{e}", None, row,
                                              episode_id=e) for e, row in zip(new, rows, strict=True)])
     return {"set_id": set_id, "added": len(rows), "already": len(already)}
@@ -356,16 +307,16 @@ def annotations(lake: Lake, episode_id: str) -> list[dict]:
 def annotate(lake: Lake, episode_id: str, step: int | None, *, label: str | None = None,
              note: str | None = None, author: str | None = None) -> dict:
     lake.episode(episode_id)
-    label = _text(label, "label", MAX_NAME)
-    note = _text(note, "note")
+    label = fields.text(label, "label", fields.MAX_NAME)
+    note = fields.text(note, "note")
     if label is None and note is None:
         raise InvalidInput("label or note: an annotation needs at least one of them")
-    who = _text(author, "author", MAX_NAME)
+    who = fields.text(author, "author", fields.MAX_NAME)
     annotation_id = f"ann-{uuid.uuid4().hex[:16]}"
     row = {
         "annotation_id": annotation_id,
         "episode_id": episode_id,
-        "step": _check_step(lake, episode_id, step, "step"),
+        "step": fields.step(lake, episode_id, step, "step"),
         "label": label,
         "note": note,
         "author": who,
@@ -417,13 +368,13 @@ def get_view(lake: Lake, view_id: str) -> dict:
 def create_view(lake: Lake, name: str, filters: dict, *, who: str | None = None) -> dict:
     """Save `filters` (episode filter field -> value, checked by the caller) under `name`,
     which no other live view has."""
-    name = _required_text(name, "name", MAX_NAME)
+    name = fields.required_text(name, "name", fields.MAX_NAME)
     if not isinstance(filters, dict):
         raise InvalidInput(f"filters must be an object of filter fields, not {type(filters).__name__}")
     view_id = f"view-{uuid.uuid4().hex[:12]}"
     row = {"view_id": view_id, "name": name, "filters": json.dumps(filters, sort_keys=True),
            "created_at": _now(), "updated_at": _now(), "deleted": False,
-           "created_by": _text(who, "who", MAX_NAME)}
+           "created_by": fields.text(who, "who", fields.MAX_NAME)}
     with _write_lock:
         clash = [v for v in list_views(lake) if v["name"] == name]
         if clash:

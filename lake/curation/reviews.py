@@ -21,7 +21,7 @@ from typing import Literal, get_args
 from episodelake.lake.core import audit, layout, schema
 from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.core.lake import Lake
-from episodelake.lake.curation import curation
+from episodelake.lake.curation import curation, fields
 
 ReviewState = Literal["to review", "agreed", "disputed"]
 REVIEW_STATES: tuple[ReviewState, ...] = get_args(ReviewState)
@@ -35,12 +35,12 @@ def review(lake: Lake, set_id: str, episode_id: str, reviewer: str | None, *, fa
     if not reviewer:
         raise InvalidInput("reviewer: a review needs a name (sign in, or name the reviewer)")
     curation.member(lake, layout.check_id(set_id, "set_id"), episode_id)  # a live member, or NotFound
-    name = reviewer[:curation.MAX_NAME]
+    name = reviewer[:fields.MAX_NAME]
     row = {"set_id": set_id, "episode_id": episode_id, "reviewer": name,
            "failure_category": None if failure_category is None
-           else curation._choice(failure_category, "failure_category", schema.FAILURE_CATEGORIES),
-           "failing_step": curation._check_step(lake, episode_id, failing_step, "failing_step"),
-           "note": curation._text(note, "note"), "reviewed_at": datetime.now(UTC)}
+           else fields.choice(failure_category, "failure_category", schema.FAILURE_CATEGORIES),
+           "failing_step": fields.step(lake, episode_id, failing_step, "failing_step"),
+           "note": fields.text(note, "note"), "reviewed_at": datetime.now(UTC)}
     lake.upsert("reviews", [row], audited=lambda before: [audit.entry(
         name, "review.put", "reviews", f"{set_id}/{episode_id}/{name}", before[0], row, episode_id=episode_id)])
     return row

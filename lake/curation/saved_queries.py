@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from episodelake.lake.core import audit, layout
 from episodelake.lake.core.errors import Conflict, NotAllowed, NotFound
 from episodelake.lake.core.lake import Lake
-from episodelake.lake.curation.curation import MAX_NAME, _required_text
+from episodelake.lake.curation.fields import MAX_NAME, required_text
 
 #: The longest query saved (the SQL console's own limit).
 MAX_QUERY = 20_000
@@ -26,8 +26,8 @@ def list_queries(lake: Lake) -> list[dict]:
 
 def save(lake: Lake, name: str, query: str, *, owner: str | None) -> dict:
     """Save `query` under `name`, which no other live saved query has."""
-    name = _required_text(name, "name", MAX_NAME)
-    query = _required_text(query, "query", MAX_QUERY)
+    name = required_text(name, "name", MAX_NAME)
+    query = required_text(query, "query", MAX_QUERY)
     taken = [q for q in list_queries(lake) if q["name"] == name]
     if taken:
         raise Conflict(f"name: a saved query named {name!r} exists (owner {taken[0]['owner'] or 'unknown'}); "
