@@ -7,6 +7,7 @@ import re
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 
 from episodelake.api.settings import Settings, default_static_dir
 from episodelake.collectors.record.recorder import Recorder
@@ -192,3 +193,31 @@ def test_overlay_draws_the_steps_action_view(browser, tmp_path):
                 shot(page, f"overlay-{view['marker']['kind']}")
         finally:
             page.close()
+
+
+def test_a_refresh_that_fails_keeps_the_page_and_says_so_above_it(page, web_lake):
+    """Queries are not retried: when a list's refresh fails (a busy server's one bad answer),
+    the list shown stays, with the failure and a Retry above it, instead of the page blanking."""
+    page.goto(page.base + "/")
+    tree = page.get_by_test_id("task-tree")
+    tree.get_by_text("wifi_on").wait_for()
+
+    def refuse(route):
+        return route.fulfill(status=503, content_type="application/json",
+                             body='{"error": {"type": "StoreUnavailable", "message": "the store did not answer"}}')
+
+    listing = re.compile(r".*/api/tasks(\?.*)?$")
+    page.route(listing, refuse)
+    # a collector records an episode: the live updates refresh the tree, and the refresh is refused
+    with Recorder(web_lake.path, run_id="run-late") as rec:
+        ep = rec.start_episode("wifi_on", "Turn on Wi-Fi", episode_id="wifi_on-late")
+        ep.log_step(screen(0, 0), format_tool_call({"action": "wait", "time": 1}))
+        ep.finish(success=True)
+    alert = tree.get_by_role("alert").filter(has_text="Could not load the latest tasks")
+    alert.wait_for()
+    assert "the store did not answer" in alert.inner_text()
+    expect(tree.get_by_text("wifi_on")).to_be_visible()  # the tree is still there
+    page.unroute(listing)
+    alert.get_by_role("button", name="Retry").click()
+    expect(alert).to_have_count(0)
+    expect(tree.get_by_role("button", name=re.compile("wifi_on"))).to_contain_text("3✓")
