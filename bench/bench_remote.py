@@ -19,7 +19,9 @@ launcher as the tests) against a local folder, measured in the same run.
   lake once it is back;
 - the fleet: aggregate steps/s of 1 / 2 / 4 / 8 recorder processes at once (recorder-minted
   episode ids, default writer options, so the machine's committer appends their uploaded
-  fragments), on S3 and on a local folder, with commits per 1,000 steps; the same on S3 with
+  fragments), on S3 and on a local folder, with commits per 1,000 steps and the CPU use
+  meanwhile (share of the machine's cores busy; CPU seconds per second of the S3 server,
+  which shares the cores with the writers here); the same on S3 with
   `WriterOptions(handoff=False)` (each writer commits its own batches, the path before the
   committer) as the baseline of the same run.
 
@@ -42,7 +44,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import latencies_ms, line, p50, percentile, workdir
+from common import CpuUse, latencies_ms, line, p50, percentile, workdir
 from screens import phone_screen
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -230,7 +232,8 @@ def _fleet_writer(uri: str, index: int, steps: int, handoff: bool, start, out) -
                 ep = rec.start_episode("fleet", "Goal")
             ep.log_step(screens[n % 4], RESPONSE)
         ep.finish(success=True)
-    out.put((begun, time.perf_counter()))  # closed: every step committed
+        acknowledged = time.perf_counter()
+    out.put((begun, acknowledged, time.perf_counter()))  # closed: every step committed
 
 
 def _versions(uri: str) -> dict[str, int]:
@@ -239,9 +242,14 @@ def _versions(uri: str) -> dict[str, int]:
     return {t: lake.dataset(t).version for t in ("steps", "episodes")}
 
 
-def fleet(uri: str, writers: int, steps: int, handoff: bool = True) -> tuple[float, float, float]:
-    """(aggregate steps/s, steps-table commits per 1,000 steps, all commits per 1,000 steps)
-    of `writers` recorder processes writing `steps` steps each at once."""
+def fleet(uri: str, writers: int, steps: int, handoff: bool = True,
+          store_pid: int | None = None) -> tuple[float, float, float, dict[str, float]]:
+    """(aggregate steps/s, steps-table commits per 1,000 steps, all commits per 1,000 steps,
+    measures of the run: CPU use while they wrote (`CpuUse`, the store's server being
+    `store_pid`) and `acknowledged_share`, the share of the run's time until the last step was
+    acknowledged (the rest is the writers' close: committing what they hold and releasing
+    their episodes' claims)) of `writers` recorder processes writing `steps` steps each at
+    once."""
     Lake(uri)  # the tables exist before the writers start
     before = _versions(uri)
     context = mp.get_context("spawn")  # Lance is not fork-safe
@@ -252,29 +260,36 @@ def fleet(uri: str, writers: int, steps: int, handoff: bool = True) -> tuple[flo
         p.start()
     for _ in procs:
         assert out.get(timeout=600) == "ready"
+    cpu = CpuUse(store_pid)
     start.set()
     results = [out.get(timeout=1200) for _ in procs]
+    used = cpu.read()
     for p in procs:
         p.join()
-    wall = max(r[1] for r in results) - min(r[0] for r in results)
+    wall = max(r[2] for r in results) - min(r[0] for r in results)
+    used["acknowledged_share"] = (max(r[1] for r in results) - min(r[0] for r in results)) / wall
     after = _versions(uri)
     total = writers * steps
     steps_commits = after["steps"] - before["steps"]
     all_commits = sum(after[t] - before[t] for t in after)
-    return total / wall, steps_commits * 1000 / total, all_commits * 1000 / total
+    return total / wall, steps_commits * 1000 / total, all_commits * 1000 / total, used
 
 
-def measure_fleet(args, tmp: Path, bucket) -> None:
-    """The fleet rows (module docstring)."""
+def measure_fleet(args, tmp: Path, bucket, store_pid: int) -> None:
+    """The fleet rows (module docstring). Each S3 row says how busy the machine's cores were
+    and how much CPU the S3 server took meanwhile: on a machine whose cores are all busy,
+    more writers cannot add throughput, whatever the product does."""
     counts = (1, 2, 4, 8)
-    s3 = {w: fleet(bucket(), w, args.fleet_steps) for w in counts}
+    s3 = {w: fleet(bucket(), w, args.fleet_steps, store_pid=store_pid) for w in counts}
     local = {w: fleet(str(tmp / f"fleet-{w}"), w, args.fleet_steps) for w in counts}
     direct = {w: fleet(bucket(), w, args.fleet_steps, handoff=False) for w in (1, 8)}
     for w in counts:
         line(f"fleet, {w} writer process(es), {args.fleet_steps} steps each (540x1200 PNG)",
              s3_steps_s=s3[w][0], local_steps_s=local[w][0], s3_vs_local=s3[w][0] / local[w][0],
              s3_vs_1_writer=s3[w][0] / s3[1][0], s3_steps_commits_per_1000=s3[w][1],
-             s3_all_commits_per_1000=s3[w][2], local_steps_commits_per_1000=local[w][1])
+             s3_all_commits_per_1000=s3[w][2], local_steps_commits_per_1000=local[w][1],
+             s3_machine_busy=s3[w][3]["machine_busy"], s3_store_cpu_s_per_s=s3[w][3]["store_cpu_s_per_s"],
+             s3_acknowledged_share=s3[w][3]["acknowledged_share"], local_machine_busy=local[w][3]["machine_busy"])
     for w in (1, 8):
         line(f"fleet baseline, {w} writer(s) committing their own batches (handoff=False), S3",
              steps_s=direct[w][0], steps_commits_per_1000=direct[w][1], all_commits_per_1000=direct[w][2],
@@ -309,7 +324,7 @@ def main() -> None:
             if not (args.only_outage or args.only_fleet):
                 measure_store(args, tmp, bucket, screens, rounds)
             if not args.only_outage:
-                measure_fleet(args, tmp, bucket)
+                measure_fleet(args, tmp, bucket, server.proc.pid)
             if not args.only_fleet:
                 outage(args, bucket, screens, server)
         finally:

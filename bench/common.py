@@ -7,6 +7,7 @@ benchmark table (docs/benchmarks.md) can be copied from the output.
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import tempfile
@@ -54,3 +55,36 @@ def workdir(prefix: str):
     """A scratch folder on the same disk as the lake would be, removed afterwards."""
     with tempfile.TemporaryDirectory(prefix=f"elake-{prefix}-") as d:
         yield Path(d)
+
+
+class CpuUse:
+    """CPU use over a stretch of a benchmark, read from /proc (Linux): the share of all the
+    machine's cores that were busy, and the CPU seconds one process (a store's server) took
+    per wall second. A ratio that will not grow with writers on a saturated machine says so
+    here rather than being read as the product's limit."""
+
+    def __init__(self, pid: int | None = None):
+        self.pid = pid
+        self._start = (time.perf_counter(), *_machine_jiffies(), _process_cpu_s(pid))
+
+    def read(self) -> dict[str, float]:
+        wall, busy, total, proc = time.perf_counter(), *_machine_jiffies(), _process_cpu_s(self.pid)
+        wall0, busy0, total0, proc0 = self._start
+        out = {"machine_busy": (busy - busy0) / max(total - total0, 1)}
+        if self.pid is not None:
+            out["store_cpu_s_per_s"] = (proc - proc0) / max(wall - wall0, 1e-9)
+        return out
+
+
+def _machine_jiffies() -> tuple[int, int]:
+    """(busy, total) clock ticks of all cores since boot (/proc/stat's first line)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def _process_cpu_s(pid: int | None) -> float:
+    if pid is None:
+        return 0.0
+    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
