@@ -665,8 +665,9 @@ class Recorder:
             self.writer.close()
             committed = True
         finally:
-            for claim in claims:
-                claim.release(committed=committed)
+            with self.writer.claims.together():  # the written ones: one delete for all of them
+                for claim in claims:
+                    claim.release(committed=committed)
 
     def __enter__(self) -> Recorder:
         return self

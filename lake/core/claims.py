@@ -70,7 +70,8 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
@@ -399,6 +400,7 @@ class ClaimBook:
         self._lost: set[str] = set()  # episode ids whose provisional claim was lost
         #: set when the writer closes: nothing batches releases any more, so they are done at once
         self.closed = False
+        self._together = 0  # `together()` blocks open: their releases wait for its end
 
     def take(self, episode_id: str, holder: str) -> DeferredClaim:
         claim = DeferredClaim(self, episode_id, holder)
@@ -421,7 +423,7 @@ class ClaimBook:
             held = token in self._provisional or token in self._placed
             if not held:
                 self._releasing.add(token)
-            now = self.closed
+            now = self.closed and not self._together
         if not held and now:
             self.drop_released()
 
@@ -443,9 +445,26 @@ class ClaimBook:
             if committed and claim.token in self._placed:
                 self._placed.discard(claim.token)
                 self._releasing.add(claim.token)
-            now = self.closed
+            now = self.closed and not self._together
         if now:
             self.drop_released()
+
+    @contextmanager
+    def together(self) -> Iterator[None]:
+        """Releases made inside are deleted in one commit at the end, also after the writer
+        closed: a closing recorder lets go of all its episodes at once. One delete per
+        episode, with every writer of a fleet closing at the same time, was most of a fleet's
+        run (deletes of one table are commits that queue one behind the other)."""
+        with self._lock:
+            self._together += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._together -= 1
+                now = self.closed and not self._together
+            if now:
+                self.drop_released()
 
     @property
     def waiting(self) -> int:

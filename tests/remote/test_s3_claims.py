@@ -57,3 +57,27 @@ def test_a_gone_machines_claims_are_released(s3_lake, monkeypatch, capsys):
 def test_release_claims_needs_a_lake_on_an_object_store(lake, capsys):
     assert main(["--lake", str(lake.path), "recover", "--release-claims", "node-a"]) != 0
     assert "a lake in a local folder has no claims to release" in capsys.readouterr().err
+
+
+def test_a_closing_recorder_releases_all_its_episodes_claims_in_one_delete(s3_lake):
+    """A recorder that closes with finished episodes whose claims are still held lets go of
+    them in one delete of `_claims`, not one per episode: with a fleet closing at once, a
+    delete per episode queued every writer's close behind the others'."""
+    lake = Lake(s3_lake)
+    with Recorder(lake, anchor=None, image_checks="structure") as rec:
+        for k in range(4):  # minted ids: their claims are written with the rows' first commit
+            ep = rec.start_episode("t", f"goal {k}")
+            ep.log_step(screenshot(k), response())
+            ep.finish(success=True)
+        rec.flush()  # rows and claims in the lake; the claims are released in the next batch
+        for k in range(4, 8):
+            ep = rec.start_episode("t", f"goal {k}")
+            ep.log_step(screenshot(k), response())
+            ep.finish(success=True)
+        claims_table = tables.dataset(lake.location / f"{layout.CLAIMS_TABLE}.lance")
+        before = claims_table.version
+    after = tables.dataset(lake.location / f"{layout.CLAIMS_TABLE}.lance")
+    assert claim_rows(lake) == []  # every claim released
+    # the close: the last 4 claims placed (one append), the first 4 released (one delete), then
+    # the last 4 released (one delete); one delete per episode would have made it 6
+    assert after.version - before <= 3, f"{after.version - before} commits of _claims at close"
