@@ -200,12 +200,9 @@ class Lake:
                                              max_bytes=max_bytes, timeout_s=timeout_s)
 
     # -- reading episodes and steps ----------------------------------------------------
-    def episode(self, episode_id: str, columns: list[str] | None = None) -> dict:
-        """The episode's row (only `columns` where given: a hot path that needs a few fields
-        reads a third of the time); NotFound when the lake has no such episode."""
+    def episode(self, episode_id: str) -> dict:
         layout.check_id(episode_id, "episode_id")
-        rows = self.dataset("episodes").to_table(columns=columns,
-                                                 filter=f"episode_id = {sql_string(episode_id)}").to_pylist()
+        rows = self.dataset("episodes").to_table(filter=f"episode_id = {sql_string(episode_id)}").to_pylist()
         if not rows:
             raise NotFound(f"episode {episode_id!r} is not in the lake")
         return rows[-1]
