@@ -204,6 +204,29 @@ def test_a_curator_ticks_a_range_of_episodes_and_files_exactly_those(fresh, peop
     expect(boxes.nth(2)).to_be_focused()
 
 
+def test_a_curator_ticks_a_sets_members_and_files_them_into_another_set(fresh, people_server, people_lake):
+    source = curation.create_set(people_lake, "triage", who="curator-ann")["set_id"]
+    target = curation.create_set(people_lake, "hard cases", who="curator-ann")["set_id"]
+    for episode in ("set_alarm-0", "set_alarm-1", "set_alarm-2", "wifi_on-0"):
+        curation.add_member(people_lake, source, episode, added_by="curator-ann")
+    sign_in(fresh, people_server, people_lake.tokens["curator"])
+    fresh.goto(f"{people_server.url}/sets/{source}")
+    boxes = fresh.get_by_test_id("members").locator("input.tick")
+    expect(boxes).to_have_count(4)
+    order = [b.get_attribute("data-tick") for b in boxes.all()]
+    boxes.nth(0).click()
+    boxes.nth(2).click(modifiers=["Shift"])
+    bar = fresh.get_by_test_id("selection-bar")
+    expect(bar.get_by_text("3 selected")).to_be_visible()
+    bar.get_by_label("set to add the selected episodes to").select_option(label="hard cases")
+    bar.get_by_role("button", name="Add").click()
+    fresh.get_by_role("dialog").get_by_role("button", name="Add 3").click()
+    fresh.get_by_test_id("toast").get_by_text(re.compile("Added 3 to hard cases")).wait_for()
+    filed = fresh.request.get(f"{people_server.url}/api/sets/{target}/members").json()
+    assert sorted(m["episode_id"] for m in filed) == sorted(order[:3])
+    assert axe_violations(fresh) == []
+
+
 def test_a_set_is_assigned_and_two_reviews_are_compared(fresh, people_server, people_lake):
     made = curation.create_set(people_lake, "review me", who="curator-ann")
     for episode in ("send_message-0", "send_message-1"):

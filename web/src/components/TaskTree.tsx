@@ -12,6 +12,7 @@ import { filtersFromQuery } from "./filters";
 import { VIRTUAL_FROM } from "./ListTable";
 import { useMay } from "./Role";
 import { SelectionBar } from "./SelectionBar";
+import { TickBox } from "./TickBox";
 import { NONE_TICKED, tick, type Ticked } from "./selection";
 import { Async } from "./Status";
 import { count } from "./Time";
@@ -232,7 +233,7 @@ function TaskEpisodes({ task, filters, current, ticking }: { task: string; filte
           <ul className="episodes">
             {items.map((e) => (
               <li key={e.episode_id} className={mine(e)}>
-                {ticking && <TickBox episode={e.episode_id} ticking={ticking} />}
+                {ticking && <TickBox ticked={ticking.ticked} onTick={ticking.onTick} episode={e.episode_id} />}
                 {episode(e)}
               </li>
             ))}
@@ -241,20 +242,5 @@ function TaskEpisodes({ task, filters, current, ticking }: { task: string; filte
         );
       }}
     </Async>
-  );
-}
-
-/** An episode's box. A shift-click (or Shift+Space) ticks the range from the last ticked. */
-function TickBox({ episode, ticking }: { episode: string; ticking: Ticking }) {
-  return (
-    <input
-      type="checkbox"
-      className="tick"
-      data-tick={episode}
-      checked={ticking.ticked.ids.has(episode)}
-      // a checkbox's change comes from its click, which carries the shift key
-      onChange={(e) => ticking.onTick(episode, (e.nativeEvent as MouseEvent).shiftKey === true)}
-      aria-label={`select ${episode}`}
-    />
   );
 }

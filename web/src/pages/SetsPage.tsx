@@ -1,6 +1,6 @@
 // /sets and /sets/<id>: the curated sets, and one set's members with their categories,
 // failing steps and notes.
-import type { FormEvent } from "react";
+import { useState, type FormEvent } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { api, call, FAILURE_CATEGORIES, type FailureCategory, type Member, type SetRow } from "../api/client";
 import { invalidate, queries, queryClient } from "../api/queries";
@@ -11,6 +11,9 @@ import { ActionError, Async } from "../components/Status";
 import { mark } from "../components/TaskTree";
 import { Time } from "../components/Time";
 import { RoleNote, useAssignable, useMay } from "../components/Role";
+import { SelectionBar } from "../components/SelectionBar";
+import { NONE_TICKED, tick, type Ticked } from "../components/selection";
+import { TickBox } from "../components/TickBox";
 import { toast } from "../components/Toasts";
 import { useAction, useTitle } from "../hooks";
 import { Link, enc, navigate } from "../router";
@@ -85,6 +88,10 @@ export function SetPage({ id }: { id: string }) {
   const action = useAction();
   useTitle(set.data?.name ? `Set ${set.data.name}` : "Set");
   const assignable = useAssignable(set.data?.assigned_to);
+  // ticked members, to file into another set together (shift-click ticks a range)
+  const [ticked, setTicked] = useState<Ticked>(NONE_TICKED);
+  const onTick = (episode: string, shift: boolean) =>
+    setTicked((before) => tick((members.data ?? []).map((m) => m.episode_id), before, episode, shift));
   const update = (body: Partial<Pick<SetRow, "name" | "kind" | "description" | "pinned_tag" | "assigned_to">>) =>
     action.run(async () => {
       await call(api.PATCH("/api/sets/{set_id}", { params: { path: { set_id: id } }, body: body as never }));
@@ -178,14 +185,22 @@ export function SetPage({ id }: { id: string }) {
         )}
       </Async>
       <ActionError message={action.error} />
+      {may("curator") && ticked.ids.size > 0 && (
+        <SelectionBar episodes={[...ticked.ids]} hidden={0} onClear={() => setTicked(NONE_TICKED)} />
+      )}
       <Async state={members} what="members">
         {(list) => (
           <ListTable
             testid="members"
-            columns={["episode", "task", "outcome", "category", "failing step", "note", "added", "review", ""]}
+            columns={[...(may("curator") ? [""] : []), "episode", "task", "outcome", "category", "failing step", "note", "added", "review", ""]}
             items={list}
             row={(m) => (
               <tr key={m.episode_id}>
+                {may("curator") && (
+                  <td>
+                    <TickBox episode={m.episode_id} ticked={ticked} onTick={onTick} />
+                  </td>
+                )}
                 <td>
                   <Link to={`/episodes/${enc(m.episode_id)}/steps/${m.failing_step ?? 0}`}>{m.episode_id}</Link>
                 </td>
