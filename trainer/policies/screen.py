@@ -677,18 +677,8 @@ class ScreenPolicy(SmallPolicy[ScreenConfig, Encoded]):
     name = "screen-policy"
     config_file = CONFIG_FILE
     point_output = "points"
-
-    @classmethod
-    def default_config(cls) -> ScreenConfig:
-        return ScreenConfig()
-
-    @classmethod
-    def config_from_json(cls, text: str) -> ScreenConfig:
-        return ScreenConfig.from_json(text)
-
-    @classmethod
-    def build_net(cls, config: ScreenConfig) -> ScreenNet:
-        return ScreenNet(config)
+    config_type = ScreenConfig
+    net_type = ScreenNet
 
     def _read(self, observation: Observation) -> tuple[Encoded, str, dict[str, Any]]:
         screen = read_screen(observation.ui_tree)

@@ -21,7 +21,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 import torch
 import torch.nn.functional as F
@@ -132,6 +132,10 @@ class SmallPolicy(Generic[ConfigT, EncodedT]):
     config_file: ClassVar[str]
     #: The network's output holding the tap logits, [batch, len(POINT_VERBS), places].
     point_output: ClassVar[str]
+    #: The config class (called with no arguments it is the default; `from_json` reads a
+    #: saved one) and the network class, built from a config.
+    config_type: ClassVar[Any]
+    net_type: ClassVar[type[nn.Module]]
 
     def __init__(self, config: ConfigT | None = None, *, seed: int | None = None,
                  module: nn.Module | None = None):
@@ -149,15 +153,15 @@ class SmallPolicy(Generic[ConfigT, EncodedT]):
 
     @classmethod
     def default_config(cls) -> ConfigT:
-        raise NotImplementedError
+        return cast(ConfigT, cls.config_type())
 
     @classmethod
     def config_from_json(cls, text: str) -> ConfigT:
-        raise NotImplementedError
+        return cast(ConfigT, cls.config_type.from_json(text))
 
     @classmethod
     def build_net(cls, config: ConfigT) -> nn.Module:
-        raise NotImplementedError
+        return cls.net_type(config)
 
     def _read(self, observation: Observation) -> tuple[EncodedT, str, dict[str, Any] | None]:
         """The observation encoded, a suffix for the response's thinking and the step's info."""

@@ -250,23 +250,13 @@ class TinyPolicy(SmallPolicy[TinyConfig, Encoded]):
     name = "tiny-policy"
     config_file = CONFIG_FILE
     point_output = "cells"
+    config_type = TinyConfig
+    net_type = TinyNet
 
     def __init__(self, config: TinyConfig | None = None, *, seed: int | None = None,
                  module: nn.Module | None = None):
         super().__init__(config, seed=seed, module=module)
         self._app_names = [goal_words(app) for app in self.config.apps]
-
-    @classmethod
-    def default_config(cls) -> TinyConfig:
-        return TinyConfig()
-
-    @classmethod
-    def config_from_json(cls, text: str) -> TinyConfig:
-        return TinyConfig.from_json(text)
-
-    @classmethod
-    def build_net(cls, config: TinyConfig) -> TinyNet:
-        return TinyNet(config)
 
     def _read(self, observation: Observation) -> tuple[Encoded, str, None]:
         return self.encode(observation.goal, observation.screenshot, observation.responses), "", None
