@@ -194,11 +194,17 @@ class Authentication:
         state = getattr(scope.get("app"), "state", None)
         return getattr(state, "users", None)
 
-    def _who(self, scope: Scope, token: str) -> Principal | None:
+    def _at_hand(self, token: str, copy: dict[str, Principal] | None) -> Principal | None:
+        """The person `token` names when it can be told without reading the lake: the
+        server's own token, or a user in `copy` (the users' copy, when fresh)."""
         if self.token and hmac.compare_digest(token.encode(), self.token.encode()):
             return self.server
+        return None if copy is None else copy.get(token_hash(token))
+
+    def _who(self, scope: Scope, token: str) -> Principal | None:
+        known = self._at_hand(token, None)
         directory = self._directory(scope)
-        return directory.authenticate(token) if directory is not None else None
+        return known or (directory.authenticate(token) if directory is not None else None)
 
     def _fresh_copy(self, scope: Scope) -> dict[str, Principal] | None:
         """The users' copy when it can be used without reading the lake ({} on a server
@@ -236,11 +242,7 @@ class Authentication:
             scope.setdefault("state", {})["user"] = None
             return await self.app(scope, receive, send)
         presented = _presented(headers)
-        principal = None
-        if presented is not None and self.token and hmac.compare_digest(presented.encode(), self.token.encode()):
-            principal = self.server
-        elif presented is not None and copy is not None:
-            principal = copy.get(token_hash(presented))
+        principal = None if presented is None else self._at_hand(presented, copy)
         if principal is None and presented is not None:  # not in the copy: read the lake
             principal = await asyncio.to_thread(self._who, scope, presented)
         if principal is None:
