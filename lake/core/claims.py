@@ -208,16 +208,23 @@ class CommitClaim(Claim):
         self.released = True
 
 
-def _append_claims(lake: Location, rows: pa.Table) -> list[dict]:
-    """Append claim rows in one commit; the claims of the same episodes committed before them."""
+def _append(lake: Location, rows: pa.Table):
+    """Append claim rows to the claims table (made when missing) in one commit; the dataset
+    handle the append returned."""
     import lance
 
     path = layout.table_path(lake, layout.CLAIMS_TABLE)
-    ids = sorted(set(rows.column("episode_id").to_pylist()))
     with store_errors(lake):
         tables.ensure_table(lake, layout.CLAIMS_TABLE, CLAIMS_SCHEMA.empty_table())
-        mine = tables.retry_commit(f"claim {len(ids)} episode(s)", lambda: lance.write_dataset(
+        return tables.retry_commit(f"claim {rows.num_rows} episode(s)", lambda: lance.write_dataset(
             rows, str(path), mode="append", storage_options=lake.storage_options))
+
+
+def _append_claims(lake: Location, rows: pa.Table) -> list[dict]:
+    """Append claim rows in one commit; the claims of the same episodes committed before them."""
+    ids = sorted(set(rows.column("episode_id").to_pylist()))
+    mine = _append(lake, rows)
+    with store_errors(lake):
         # from the handle the append returned: its session has read that version already
         return mine.checkout_version(mine.version - 1).to_table(filter=sql_in("episode_id", ids)).to_pylist()
 
@@ -479,14 +486,7 @@ class ClaimBook:
             waiting = dict(self._waiting)
         if not waiting:
             return 0
-        import lance
-
-        rows = pa.Table.from_pylist([c.row for c in waiting.values()], schema=CLAIMS_SCHEMA)
-        path = layout.table_path(self.lake, layout.CLAIMS_TABLE)
-        with store_errors(self.lake):
-            tables.ensure_table(self.lake, layout.CLAIMS_TABLE, CLAIMS_SCHEMA.empty_table())
-            tables.retry_commit(f"claim {len(rows)} episode(s)", lambda: lance.write_dataset(
-                rows, str(path), mode="append", storage_options=self.lake.storage_options))
+        _append(self.lake, pa.Table.from_pylist([c.row for c in waiting.values()], schema=CLAIMS_SCHEMA))
         with self._lock:
             for token in waiting:
                 if self._waiting.pop(token, None) is not None:
