@@ -292,7 +292,8 @@ class Lake:
         when it returns. Calls from many threads at once share commits (`group_commit`).
 
         `audited`, when given, makes the audit entries of the change: it is called with the
-        rows these keys held just before the commit (None for a new key; in `rows`' order)
+        rows these keys held when read just before the commit (None for a new key; in `rows`'
+        order; a commit of another process in between is not seen)
         and returns `audit.entry` rows, committed to `audit` in the same round right after
         the rows. `refers` names a row the write needs (see `Refers`), returned. Both are
         read once for the whole round, not once per caller, so twenty curators saving at

@@ -200,8 +200,9 @@ def add_member(lake: Lake, set_id: str, episode_id: str, *, failure_category: st
     """Add an episode to a set, or replace its category, failing step and note; `added_by`
     is who does it (recorded on the member and in the audit log). Takes no lock: writes of
     many curators at once share commits (`Lake.upsert`); of two writes of one member at once,
-    the later stands, and the audit row's `before` is the member as stored just before the
-    commit that holds this write (or as the write before it in that commit left it)."""
+    the later stands, and the audit row's `before` is the member as read just before the
+    commit that holds this write (or as the write before it in that commit left it; another
+    process committing the same member in between is not seen)."""
     _check_live_set(lake, set_id)
     layout.check_id(episode_id, "episode_id")
     who = fields.text(added_by, "added_by", fields.MAX_NAME)
