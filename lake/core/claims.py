@@ -473,6 +473,13 @@ class ClaimBook:
             if now:
                 self.drop_released()
 
+    def may_lose(self) -> bool:
+        """Whether rows waiting to be committed may belong to an episode whose claim is or
+        may be lost (a provisional claim not yet settled, or one settled and lost): such rows
+        must be set aside before anything of theirs is uploaded."""
+        with self._lock:
+            return bool(self._provisional or self._lost)
+
     @property
     def waiting(self) -> int:
         with self._lock:

@@ -99,23 +99,28 @@ def _stage(name: str) -> None:
 
 # -- writer side -------------------------------------------------------------------------
 
-def upload(lake: Location, table: str, rows: pa.Table, folder: Path, name: str,
-           max_rows_per_file: int) -> Path:
-    """Write `rows` as data files of `table` (in no version yet) and offer them to the
-    machine's committer as `<folder>/<name>.offer.json`; returns the offer's path."""
+def write(lake: Location, table: str, rows: pa.Table, max_rows_per_file: int) -> list:
+    """Write `rows` as data files of `table`, in no version: nobody sees them until an offer
+    of the returned fragments is committed, so this may run before (or beside) the commits
+    that must land ahead of the offer."""
     path = layout.table_path(lake, table)
     with store_errors(lake):
         fragments = lance.fragment.write_fragments(
             rows, str(path), schema=rows.schema, mode="append", max_rows_per_file=max_rows_per_file,
             storage_options=None if lake.is_local else lake.storage_options)
     _stage("uploaded")
-    offer = folder / f"{name}{OFFER}"
+    return fragments
+
+
+def offer(folder: Path, name: str, table: str, rows: int, fragments: list) -> Path:
+    """Offer written fragments to the machine's committer as `<folder>/<name>.offer.json`
+    (written aside and renamed: whole or absent); returns the offer's path."""
+    path = folder / f"{name}{OFFER}"
     aside = folder / f".{name}.tmp"
-    aside.write_text(json.dumps({"table": table, "rows": rows.num_rows,
-                                 "fragments": [f.to_json() for f in fragments]}))
-    os.replace(aside, offer)
+    aside.write_text(json.dumps({"table": table, "rows": rows, "fragments": [f.to_json() for f in fragments]}))
+    os.replace(aside, path)
     _stage("offered")
-    return offer
+    return path
 
 
 def state(offer: Path) -> str | None:

@@ -40,6 +40,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -162,6 +163,26 @@ class _Flight:
     table: str
     parts: list[_Part]
     offer: Path
+
+
+@dataclass
+class _Ahead:
+    """Data files of a hand-off slice being written while the commits before its offer run."""
+
+    parts: list[_Part]
+    future: Future
+
+
+def _abandon(ahead: _Ahead | None) -> None:
+    """Wait for a write ahead whose rows were not offered (a commit before it failed, or the
+    committer has enough): its files are in no version, like those of a writer killed after
+    uploading, and the rows stay pending."""
+    if ahead is not None:
+        ahead.future.exception()
+
+
+def _rows(table: str, parts: list[_Part]) -> pa.Table:
+    return pa.Table.from_batches([b for p in parts for b in p.batches], schema=schema.TABLES[table])
 
 
 @dataclass
@@ -311,6 +332,8 @@ class LakeWriter:
         self._lock = threading.Lock()  # guards _pending and _flights
         self._commit_lock = threading.Lock()  # one commit at a time, in order
         self._elect_lock = threading.Lock()
+        #: writes hand-off data files ahead of the commits that go before them (`_write_ahead`)
+        self._uploader: ThreadPoolExecutor | None = None
         self._closed = False
         #: deferred claims of the episodes this writer's recorder minted (`claims.ClaimBook`)
         self.claims = claims.ClaimBook(self.lake)
@@ -551,9 +574,11 @@ class LakeWriter:
             self._settle_flights()
             taken = self._take(only, older_than)
             order = [t for t in tables.COMMIT_ORDER if t in taken]
+            ahead = self._write_ahead(taken, order)
             try:
                 self.claims.place()
             except BaseException as exc:
+                _abandon(ahead)
                 self._restore(taken)
                 self.last_error = exc
                 raise
@@ -579,12 +604,15 @@ class LakeWriter:
                             self._restore({t: taken[t] for t in order[i:]})
                             held_back = True
                             break
-                        rows = pa.Table.from_batches([b for p in parts for b in p.batches],
-                                                     schema=schema.TABLES[table])
+                        rows = _rows(table, parts)
                         if handoff:
+                            if ahead is not None and ahead.parts == parts:
+                                fragments, ahead = ahead.future.result(), None
+                            else:
+                                fragments = committer.write(self.lake, table, rows, opts.batch_rows)
                             self._offers += 1
-                            offer = committer.upload(self.lake, table, rows, self._spool.dir,
-                                                     f"{self._offers:08d}-{table}", opts.batch_rows)
+                            offer = committer.offer(self._spool.dir, f"{self._offers:08d}-{table}", table,
+                                                    rows.num_rows, fragments)
                             with self._lock:
                                 self._flights.append(_Flight(table, parts, offer))
                         else:
@@ -594,10 +622,12 @@ class LakeWriter:
                                 part.segment.discard()
                         del pending.parts[:len(parts)]
                 except BaseException as exc:
+                    _abandon(ahead)
                     # an upload that failed left nothing in any version: not uncertain
                     self._restore({t: taken[t] for t in order[i:]}, uncertain=None if handoff else table)
                     self.last_error = exc
                     raise
+            _abandon(ahead)  # held back before its turn (the committer has two batches)
             if taken:
                 self.last_error = None
         if self._flights and self.node_committer is not None:
@@ -606,6 +636,25 @@ class LakeWriter:
             self.claims.drop_released()
         except Exception as exc:  # the claims stay held a little longer; tried again next time
             log.warning("releasing finished episodes' claims failed; retried at the next commit: %s", exc)
+
+    def _write_ahead(self, taken: dict[str, _Pending], order: list[str]) -> _Ahead | None:
+        """Start writing the data files of the first hand-off slice on the uploader thread,
+        when commits must land before it is offered (the claims of new episodes, the episode
+        rows): the upload then overlaps them instead of following them. Writing data files
+        makes nothing visible; only the offer's commit does, and it still waits its turn.
+        Not while a claim may still be lost (rows of a lost claim are set aside, never
+        uploaded)."""
+        table = next((t for t in order if self._handoff(t, taken[t])), None)
+        if table is None or self._in_flight_full() or self.claims.may_lose():
+            return None
+        if not (self.claims.waiting or order.index(table) > 0):
+            return None  # nothing to overlap
+        opts = self.options
+        parts = _slices(list(taken[table].parts), opts.batch_rows, opts.batch_bytes)[0]
+        if self._uploader is None:
+            self._uploader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lake-writer-upload")
+        future = self._uploader.submit(committer.write, self.lake, table, _rows(table, parts), opts.batch_rows)
+        return _Ahead(parts, future)
 
     def _age_loop(self) -> None:
         """The writer's committer thread: commit full batches as soon as an append says so,
@@ -684,6 +733,8 @@ class LakeWriter:
             for flight in self._flights:
                 for part in flight.parts:
                     part.segment.close()  # offered: committed by the committer, or merged at replay
+            if self._uploader is not None:
+                self._uploader.shutdown()
             self._spool.close()
 
     def __enter__(self) -> LakeWriter:

@@ -5,6 +5,7 @@ or of the committer at any stage of a hand-off loses and doubles nothing."""
 from __future__ import annotations
 
 import signal
+import threading
 import time
 
 import pytest
@@ -104,3 +105,30 @@ def test_hand_off_files_name_their_stage(tmp_path):
     assert committer.state(offer) == committer.DONE and committer.committed_version(offer) == 3
     committer.forget(offer)
     assert committer.state(offer) is None
+
+
+def test_steps_are_written_while_their_episode_commits_and_offered_after_it(lake):
+    """A batch with a new episode row: the steps' data files are written on the uploader
+    thread, beside the episode's commit on the writer's thread, instead of after it; the
+    offer still waits for that commit, so no step is ever visible before its episode."""
+    seen = []
+
+    def hook(stage):
+        if stage in ("uploaded", "offered"):
+            has_episode = Lake(lake.path).sql("select count(*) from episodes where episode_id = 'e1'")
+            seen.append((stage, threading.current_thread().name, has_episode.column(0)[0].as_py()))
+
+    committer.stage_hook = hook
+    try:
+        with LakeWriter(lake.path, WriterOptions(batch_rows=10, max_age_s=60)) as w:
+            w.append("episodes", {"episode_id": "e1", "task_name": "t", "status": "running"})
+            for n in range(10):  # the tenth fills the batch
+                w.append("steps", {"episode_id": "e1", "step": n, "image": screenshot(n % 5)})
+            w.flush()
+    finally:
+        committer.stage_hook = None
+    (uploaded, writer_thread, _), (offered, committing_thread, has_episode) = seen
+    assert (uploaded, writer_thread, offered) == ("uploaded", "lake-writer-upload_0", "offered")
+    assert committing_thread != writer_thread  # the writer's thread or a flushing caller
+    assert has_episode == 1  # the episode was in the lake before its steps were offered
+    assert stored(Lake(lake.path), "e1") == {"n": 10, "d": 10, "lo": 0, "hi": 9}
