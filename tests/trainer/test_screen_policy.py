@@ -30,6 +30,7 @@ from episodelake.trainer.policies.screen import (
     FALLBACK_ROWS,
     PROGRESS_FEATURES,
     SCREEN_MARK,
+    SPAN_FEATURES,
     TAPPED_MARK,
     Element,
     ScreenConfig,
@@ -41,14 +42,18 @@ from episodelake.trainer.policies.screen import (
     encode,
     goal_words,
     match_features,
+    next_value,
+    open_field,
     read_screen,
     tapped_note,
+    typed_of,
     value_spans,
 )
 from episodelake.trainer.policies.tiny import VERBS, text_spans
 from episodelake.trainer.ppo import ppo_loss
 
 FAVOURITES = "Add Anna Li, Carlos Diaz and David Nguyen to favourite contacts."
+ADD_TWO = "Add two contacts: Nora Blake with the number 555-0141, and Omar Haddad with the number 555-0142."
 F = {name: i for i, name in enumerate(ELEMENT_FEATURES)}
 
 
@@ -69,7 +74,8 @@ def test_the_contact_list_reads_as_rows_with_names_and_boxes():
     screen = read_screen(phone.ui_tree())
     texts = [e.text for e in screen.elements]
     assert any(t.startswith("Anna Lee") for t in texts) and any(t.startswith("Anna Li") for t in texts)
-    assert "Search contacts" in texts and "Back" in texts
+    assert "Search contacts" in texts
+    assert not {"Back", "Home"} & set(texts)  # the navigation bar's buttons are the verbs back and home
     _, row = _element(screen, "Anna Li")
     widget = phone.screen().find("contact_c04")
     box = widget.visible
@@ -293,27 +299,110 @@ def test_acting_names_the_screen_so_learning_reads_the_same_taps():
     assert read_screen(None, [{"text": "OK", "x0": 0.1, "y0": 0.1, "x1": 0.2, "y1": 0.2}]).signature is None
 
 
-def test_value_spans_are_the_goals_names_numbers_and_quoted_texts():
-    def values(goal: str) -> set[str]:
+def test_value_spans_are_the_goals_names_numbers_and_quoted_texts_in_order():
+    def values(goal: str) -> list[str]:
         return value_spans(goal, text_spans(goal))
 
-    assert values("Add two contacts: Nora Blake with the number 555-0141, and Omar Haddad with the number "
-                  "555-0142.") == {"Nora Blake", "555-0141", "Omar Haddad", "555-0142"}
-    assert values(FAVOURITES) == {"Anna Li", "Carlos Diaz", "David Nguyen"}  # a comma ends a name
-    assert values('Create a note titled "Groceries" with the text "milk and eggs".') == {"Groceries", "milk and eggs"}
-    assert values("Turn on wifi.") == set()  # the opening verb is not a value
+    assert values(ADD_TWO) == ["Nora Blake", "555-0141", "Omar Haddad", "555-0142"]
+    assert values(FAVOURITES) == ["Anna Li", "Carlos Diaz", "David Nguyen"]  # a comma ends a name
+    assert values('Create a note titled "Groceries" with the text "milk and eggs".') == ["Groceries", "milk and eggs"]
+    assert values("Turn on wifi.") == []  # the opening verb is not a value
 
 
-def test_a_fresh_policy_types_a_goal_value_into_a_focused_field_once():
-    """The type priors: with a field focused a fresh policy types far more often than the 3 in
-    100 it did, picks one of the goal's values over the other word runs, and not the one the
-    episode already typed."""
-    goal = "Add two contacts: Nora Blake with the number 555-0141, and Omar Haddad with the number 555-0142."
+def test_the_next_value_is_the_first_one_not_typed():
+    values = ["Nora Blake", "555-0141", "Omar Haddad", "555-0142"]
+    assert next_value(values, set()) == "Nora Blake"
+    assert next_value(values, {"Nora Blake", "555-0141"}) == "Omar Haddad"
+    assert next_value(values, {"Nora Blake"}) == "555-0141"
+    assert next_value(values, set(values)) is None
+
+
+def _typed(text: str) -> str:
+    return f'<tool_call>{{"name": "mobile_use", "arguments": {{"action": "type", "text": "{text}"}}}}</tool_call>'
+
+
+def test_the_keyboard_is_not_read_but_the_form_is():
+    """With a field focused the keyboard covers the bottom of the screen; its keys are left out
+    (`type` writes whole values), the form's fields and buttons are still read, and the form
+    keeps its signature."""
+    phone = _phone_on("Contacts", "add_contact", "name")
+    assert phone.state.focus == "name"
+    tree = phone.ui_tree()
+    assert "inputmethod" in tree and 'content-desc="space"' in tree
+    screen = read_screen(tree)
+    texts = [e.text for e in screen.elements]
+    assert {"Name", "Phone", "Save", "Cancel"} <= set(texts)
+    assert not {"q", "space", "delete", "?123", "enter"} & set(texts)
+    assert screen.signature == read_screen(_phone_on("Contacts", "add_contact").ui_tree()).signature
+
+
+def test_a_forms_first_open_field_is_pending_until_every_value_is_typed():
+    """On the contact form the name field (the first not filled) is marked pending, then the
+    phone field once the name is in; the contact list's lone search box never is."""
+    config = ScreenConfig(seed=0)
     phone = _phone_on("Contacts", "add_contact")
-    policy = ScreenPolicy(ScreenConfig(seed=0))
+    form = read_screen(phone.ui_tree())
+    name, _ = _element(form, "Name")
+    number, _ = _element(form, "Phone")
+    assert open_field(form.elements, set()) == name
+    assert encode(config, ADD_TWO, form, []).element_features[[name, number], F["pending"]].tolist() == [1, 0]
+    for action in (nav.tap(phone, "name"), {"action": "type", "text": "Nora Blake"}):
+        phone.step(action)
+    typed = [_tap_on(form, form.elements[name]), _typed("Nora Blake")]
+    after = read_screen(phone.ui_tree())
+    number, _ = _element(after, "Phone")
+    assert open_field(after.elements, {"Nora Blake"}) == number
+    assert encode(config, ADD_TWO, after, typed).element_features[number, F["pending"]] == 1
+    every_value = [_typed(v) for v in value_spans(ADD_TWO, text_spans(ADD_TWO))]
+    assert encode(config, ADD_TWO, after, every_value).element_features[:, F["pending"]].sum() == 0
+    listing = read_screen(_phone_on("Contacts").ui_tree())
+    assert open_field(listing.elements, set()) == -1
+
+
+def test_values_typed_on_another_screen_are_not_this_forms():
+    """A value typed into the list's search box is still the form's next value; one typed on
+    the form counts when the same form opens again (the second contact's turn)."""
+    listing = read_screen(_phone_on("Contacts").ui_tree())
+    form = read_screen(_phone_on("Contacts", "add_contact").ui_tree())
+    in_search = _typed("Nora Blake").replace("<tool_call>", f"<thinking>{SCREEN_MARK}{listing.signature}</thinking><tool_call>")
+    in_form = _typed("Nora Blake").replace("<tool_call>", f"<thinking>{SCREEN_MARK}{form.signature}</thinking><tool_call>")
+    assert typed_of([in_search], form.signature) == set() and typed_of([in_search]) == {"Nora Blake"}
+    assert typed_of([in_form], form.signature) == {"Nora Blake"}
+    assert typed_of([_typed("Nora Blake")], form.signature) == {"Nora Blake"}  # another agent's: no screen named
+    spans = encode(ScreenConfig(seed=0), ADD_TWO, form, [in_search])
+    nxt = SPAN_FEATURES.index("next")
+    assert [s.text for s, f in zip(spans.spans, spans.span_numeric, strict=True) if f[nxt]] == ["Nora Blake"]
+
+
+def test_a_field_holding_its_typed_value_no_longer_asks_for_typing_or_a_tap():
+    """Once the focused name field shows the name the episode typed, `type` loses its boost
+    (typing more would spoil the value) and the field its match pull (its text matches the goal
+    because the episode wrote it), while the empty phone field below still awaits a value."""
+    phone = _phone_on("Contacts", "add_contact", "name")
+    config = ScreenConfig(seed=0)
+    typed = _typed("Nora Blake")
+    phone.step({"action": "type", "text": "Nora Blake"})
+    screen = read_screen(phone.ui_tree())
+    index, field = _element(screen, "Nora Blake")
+    assert {"editable", "focused"} <= field.flags
+    other_agent = encode(config, ADD_TWO, screen, [])  # typed by someone else: not the episode's value
+    own = encode(config, ADD_TWO, screen, [typed])
+    assert other_agent.field_awaiting == 1 and own.field_awaiting == 0
+    assert other_agent.element_features[index, F["overlap"]] == 1 and own.element_features[index, F["overlap"]] == 0
+    phone.step(nav.tap(phone, "phone"))
+    assert encode(config, ADD_TWO, read_screen(phone.ui_tree()), [typed]).field_awaiting == 1
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_fresh_policy_types_the_next_goal_value_into_a_focused_field_once(seed):
+    """The type priors: with a field focused a fresh policy types far more often than the 3 in
+    100 it did, picks the goal's first value not typed yet (the name in the empty name field;
+    the first long runs typed a number there 32 times for each name), and not the one the episode already typed."""
+    phone = _phone_on("Contacts", "add_contact")
+    policy = ScreenPolicy(ScreenConfig(seed=seed))
 
     def read(history: list[str]) -> tuple[float, dict[str, float]]:
-        encoded = encode(policy.config, goal, read_screen(phone.ui_tree()), history)
+        encoded = encode(policy.config, ADD_TWO, read_screen(phone.ui_tree()), history)
         with torch.no_grad():
             out = policy.module(collate([encoded]))
         spans = torch.softmax(out["spans"][0], 0)
@@ -324,11 +413,11 @@ def test_a_fresh_policy_types_a_goal_value_into_a_focused_field_once():
     phone.step(nav.tap(phone, "name"))
     focused, spans = read([])
     assert unfocused < 0.1 < 0.3 < focused
-    values = ("Nora Blake", "555-0141", "Omar Haddad", "555-0142")
-    assert sum(spans[v] for v in values) > 0.5
-    typed = '<tool_call>{"name": "mobile_use", "arguments": {"action": "type", "text": "Nora Blake"}}</tool_call>'
-    _, after = read([typed])
-    assert after["Nora Blake"] < spans["Nora Blake"] / 10
+    assert spans["Nora Blake"] > 0.5 and max(p for text, p in spans.items() if text != "Nora Blake") < 0.1
+    phone.step({"action": "type", "text": "Nora Blake"})
+    phone.step(nav.tap(phone, "phone"))
+    focused_again, after = read([_typed("Nora Blake")])  # the name typed, the phone field focused
+    assert focused_again > 0.3 and after["Nora Blake"] < spans["Nora Blake"] / 10 and after["555-0141"] > 0.5
 
 
 def test_a_fresh_policy_prefers_the_named_row():

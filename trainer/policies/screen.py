@@ -13,7 +13,8 @@ Where the elements come from:
   every node a user can act on (clickable, long-clickable, checkable, an edit field) is an
   element, its text its own text and description plus its non-actionable descendants' texts
   (a settings row reads "Connected devices Bluetooth, NFC"); a node without text (a switch)
-  reads its parent's;
+  reads its parent's; the status bar, the navigation bar (the verbs back and home) and the
+  on-screen keyboard's keys (`type` writes whole values) are left out;
 - where there is no tree, the step's OCR lines (``steps.ocr_boxes`` from `elake enrich`), one
   element per line;
 - with neither, a 4 x 8 grid of untexted cells, so the policy can still tap.
@@ -32,7 +33,8 @@ and how often in the episode; the screen is named in the response, `ScreenText.s
 a tap on one contact card's star does not mark the star of the next card, at the same point,
 and the contact form opened again has fresh fields), and whether it names a goal word the
 episode has not reached yet (`done_words`: the response also names the text it tapped, so a
-row whose contact or page is done loses its pull). The verb head also reads the episode's
+row whose contact or page is done loses its pull), or is a form's first field still to fill
+(`open_field`). The verb head also reads the episode's
 progress (`PROGRESS_FEATURES`): once every goal word was changed in place (a switch, a star,
 a typed value), ending the episode starts likelier, since a goal reached and not ended is
 undone by the steps left. A
@@ -43,8 +45,12 @@ often enough for sparse rewards to be found.
 
 Outputs are the tiny policy's verbs; the arguments are an element (click, long press: its
 centre is tapped), a goal span (type: scored by its context in the goal, as the tiny policy
-does, and by whether the screen already shows it) and an app (open). Learning scores the same
-two tokens per step as the tiny policy (:func:`.small.structured_logprobs`).
+does, by whether the screen already shows it, whether it reads as a value and whether it is the
+goal's first value the episode has not typed on this screen, `next_value`, `typed_of`) and an
+app (open). `type` starts likelier while a focused edit field awaits a value (`awaiting_value`);
+a field showing a value the episode typed (`filled`) is done: no boost to type more, and no
+match pull to tap it again. Learning scores the same two tokens per step as the tiny policy
+(:func:`.small.structured_logprobs`).
 """
 
 from __future__ import annotations
@@ -86,6 +92,15 @@ MAX_ELEMENTS = 64
 FALLBACK_COLS, FALLBACK_ROWS = 4, 8
 #: The status bar's resource id (after the package), left out of what is read.
 STATUS_BAR = ":id/status_bar"
+#: The navigation bar's resource id, left out too: its Back and Home are the verbs back and
+#: home, whose priors a tap on them bypassed (a fresh policy tapped Home or Back in 17 of 100
+#: steps on the empty contact form, with the verb home at 1 in 100).
+NAVIGATION_BAR = ":id/navigation_bar"
+#: What the on-screen keyboard's package names contain (Gboard's and AOSP's
+#: ``...inputmethod.latin``); its keys are left out of what is read. `type` writes a whole value,
+#: while 35 keys took 9 in 10 of a tap's probability whenever a field had the focus, and each tap
+#: wrote a stray letter into the field (37% of the taps on the contact form in the first long runs).
+KEYBOARD_PACKAGE = "inputmethod"
 #: Goal words that say what to do, not what to look for; they match nothing on screen.
 STOP_WORDS = frozenset({"a", "an", "the", "to", "and", "then", "with", "of", "in", "on", "off", "for",
                         "turn", "add", "set", "put", "one", "two", "it", "is", "my"})
@@ -98,7 +113,8 @@ POINT_PRIOR = {"overlap": 2.0, "fuzzy": 2.0, "tapped": -2.0, "pending": 2.0}
 #: (`tapped`: tapped during this visit to the screen, `visit_start`; `taps`: how often on this
 #: screen in the episode, up to 3; `pending`: names a goal word the episode has not reached,
 #: `done_words`, so the list row of a contact already starred or of a page already done loses
-#: its pull while the rows of what is left keep theirs.)
+#: its pull while the rows of what is left keep theirs; or is a form's first field still to
+#: fill, `open_field`.)
 #: Initial verb logits on top of the tiny policy's (tap about 6 times in 10): going back is how
 #: a long task moves between the screens it recurs through; ending the episode, leaving the app,
 #: waiting and enter with no field rarely help, and a fresh policy tried them every few steps.
@@ -117,17 +133,24 @@ PROGRESS_FEATURES = ("done_share", "all_done", "pending_visible")
 #: tapped again, a star taken off).
 TERMINATE_WHEN_DONE = 3.0
 
-#: Numeric features of a goal span: already shown on screen, already typed in the episode, and
-#: whether it reads as a value to type (`value_spans`).
-SPAN_FEATURES = ("on_screen", "typed", "value")
+#: Numeric features of a goal span: already shown on screen, already typed on this screen
+#: (`typed_of`), whether it reads as a value to type (`value_spans`), and whether it is the
+#: first value not typed there yet (`next_value`).
+SPAN_FEATURES = ("on_screen", "typed", "value", "next")
 #: Initial weights of the span features (0 for the others): a form is filled with the goal's
-#: values (a quoted text, a name, a number), each once. Among the 50-odd word runs of a long
-#: goal a fresh policy otherwise typed the right one about once in 50.
-SPAN_PRIOR = {"value": 3.0, "typed": -3.0}
-#: Initial verb logit of `type` while a text field has the focus (0 without one): typing is
-#: what a focused field is for, and a fresh policy typed there 3 times in 100 (the verb prior
-#: keeps it rare elsewhere, where it does nothing).
+#: values (a quoted text, a name, a number), each once, in the goal's order. Among the 50-odd
+#: word runs of a long goal a fresh policy otherwise typed the right one about once in 50.
+SPAN_PRIOR = {"value": 3.0, "typed": -3.0, "next": 3.0}
+#: Initial verb logit of `type` while a focused text field awaits a value (`awaiting_value`;
+#: 0 otherwise): typing is what an empty focused field is for, and a fresh policy typed there
+#: 3 times in 100 (the verb prior keeps it rare elsewhere, where it does nothing). A field that
+#: holds its typed value gets no boost: typing more there spoils the value.
 TYPE_WHEN_FOCUSED = 3.0
+#: Initial spread of the span context embeddings (`ScreenNet.span_features`): small, so at start
+#: the span priors decide what is typed and learning adds the context. At the embedding's
+#: default (1.0) its random scores spread about 4 logits and drowned them: a fresh policy typed
+#: "555-0142" into the empty name field 6 times in 10, the name 1 in 7.
+SPAN_INIT_STD = 0.1
 
 CONFIG_FILE = "screen_policy.json"
 
@@ -212,8 +235,8 @@ def read_tree(tree: str) -> tuple[list[Element], str]:
 
     def walk(node: ET.Element, parent_text: str) -> str:
         """Adds the actionable nodes under `node`; returns the text its parent may read."""
-        if node.get("resource-id", "").endswith(STATUS_BAR):
-            return ""  # the clock and battery change between episodes and say nothing
+        if _left_out(node):
+            return ""
         own = " ".join(dict.fromkeys(t for t in (node.get("text", ""), node.get("content-desc", "")) if t.strip()))
         actionable = _flags(node)
         children = [walk(child, own or parent_text) for child in node.findall("node")]
@@ -228,6 +251,13 @@ def read_tree(tree: str) -> tuple[list[Element], str]:
     rest = walk(nodes[0], "")
     found.sort(key=lambda e: (e.box[1], e.box[0]))
     return found[:MAX_ELEMENTS], rest
+
+
+def _left_out(node: ET.Element) -> bool:
+    """The status bar (its clock and battery change between episodes and say nothing), the
+    navigation bar and the keyboard (`NAVIGATION_BAR`, `KEYBOARD_PACKAGE`)."""
+    rid = node.get("resource-id", "")
+    return rid.endswith((STATUS_BAR, NAVIGATION_BAR)) or KEYBOARD_PACKAGE in node.get("package", "")
 
 
 def _flags(node: ET.Element) -> frozenset[str]:
@@ -372,11 +402,16 @@ def visit_start(history: Sequence[str], here: str | None) -> int:
     return start
 
 
-def typed_of(history: Sequence[str]) -> set[str]:
+def typed_of(history: Sequence[str], here: str | None = None) -> set[str]:
+    """The texts the episode typed on screen `here` (`ScreenText.signature`, in any visit; every
+    screen's when `here` is None, and a response that names no screen counts on all). A value
+    typed into the contact list's search box is not in the contact form, so the form still
+    awaits it; the form opened again after a save is the same screen, so its next value is the
+    second contact's."""
     typed = set()
-    for response in history:
+    for response, on in zip(history, screens_of(history), strict=True):
         parsed = parse_response(response)
-        if parsed.valid and parsed.action_type == "type":
+        if parsed.valid and parsed.action_type == "type" and (here is None or on in (here, None)):
             typed.add(parsed.action["text"])
     return typed
 
@@ -443,10 +478,10 @@ def done_words(goal: Sequence[str], history: Sequence[str], here: str | None = N
     return reached, changed
 
 
-def value_spans(goal: str, spans: Sequence[Span]) -> set[str]:
-    """The spans that read as values to type: a quoted text, or a whole run of capitalised or
-    numeric words past the goal's first word ("Nora Blake", "555-0141"; not "Nora" alone, not
-    the sentence's opening verb)."""
+def value_spans(goal: str, spans: Sequence[Span]) -> list[str]:
+    """The spans that read as values to type, in the goal's order: a quoted text, or a whole
+    run of capitalised or numeric words past the goal's first word ("Nora Blake", "555-0141";
+    not "Nora" alone, not the sentence's opening verb)."""
     found = {span.text for span in spans if "quoted=True" in span.features}
     run: list[str] = []
 
@@ -464,7 +499,41 @@ def value_spans(goal: str, spans: Sequence[Span]) -> set[str]:
         if raw.rstrip('"\u201d').endswith((",", ";", ":", ".", "!", "?")):
             close()  # a comma ends a name: "Anna Li, Carlos Diaz" are two
     close()
-    return found
+    return sorted(found, key=goal.find)
+
+
+def next_value(values: Sequence[str], typed: set[str]) -> str | None:
+    """The goal's first value (`value_spans`, in the goal's order) not in `typed` (what the
+    episode typed on this screen, `typed_of`): what a field awaiting a value takes next. A form
+    lists its fields in the order a goal names their values ("Nora Blake with the number
+    555-0141": the name field above the phone field), so filling the fields top down types the
+    values in turn; without this, the first long runs typed a number into the empty name field
+    32 times for each name."""
+    return next((value for value in values if value not in typed), None)
+
+
+def filled(element: Element, typed: set[str]) -> bool:
+    """An edit field that shows a text the episode typed: its value is in. Its text matches
+    the goal because the episode wrote it there, which is no reason to tap it again, and
+    typing more into it would spoil the value."""
+    return "editable" in element.flags and element.text in typed
+
+
+def open_field(elements: Sequence[Element], typed: set[str]) -> int:
+    """The index of a form's first edit field (top down) not `filled` yet; -1 on a screen with
+    fewer than two fields. It is marked `pending` while the goal has a value not typed here
+    (`next_value`): filled top down, a form takes the goal's values in turn, and a fresh policy
+    tapped the empty contact form's name field in 7 of 100 steps there. A lone field is a
+    search box over a list: it filters, it does not take the goal's values."""
+    fields = [i for i, e in enumerate(elements) if "editable" in e.flags]
+    if len(fields) < 2:
+        return -1
+    return next((i for i in fields if not filled(elements[i], typed)), -1)
+
+
+def awaiting_value(elements: Sequence[Element], typed: set[str]) -> bool:
+    """Whether an edit field has the focus and does not hold a typed value yet (`filled`)."""
+    return any({"editable", "focused"} <= e.flags and not filled(e, typed) for e in elements)
 
 
 # --- encoding --------------------------------------------------------------------------------
@@ -483,7 +552,7 @@ class Encoded:
     spans: list[Span]
     span_features: list[list[int]]
     span_numeric: torch.Tensor  # [spans, len(SPAN_FEATURES)]
-    field_focused: float  # 1.0 when an editable element has the focus
+    field_awaiting: float  # 1.0 when a focused edit field does not hold a typed value (`awaiting_value`)
     progress: torch.Tensor  # [len(PROGRESS_FEATURES)]
     app_in_goal: torch.Tensor  # [apps]
     verb: int = -1
@@ -505,8 +574,12 @@ def encode(config: ScreenConfig, goal: str, screen: ScreenText, history: Sequenc
     content_goal = [w for w in dict.fromkeys(words) if w not in STOP_WORDS]
     reached, changed = done_words(words, history, here)
     pending_words = set(content_goal) - reached
+    typed = typed_of(history, here)
+    values = value_spans(goal, spans)
+    upcoming = next_value(values, typed)
+    to_fill = open_field(elements, typed) if upcoming is not None else -1
     element_words, element_pairs, rows = [], [], []
-    for element in elements:
+    for index, element in enumerate(elements):
         text_words = _WORD.findall(element.text.lower())
         element_words.append([_bucket(f"w:{w}", buckets) for w in text_words] or [_bucket("<no text>", buckets)])
         element_pairs.append([_bucket(f"{g}|{w}", buckets) for g in content_goal for w in dict.fromkeys(text_words)]
@@ -516,13 +589,12 @@ def encode(config: ScreenConfig, goal: str, screen: ScreenText, history: Sequenc
         now = sum(element.contains(x, y) for x, y, on in visit if on is None or here is None or on == here)
         row = [x0, y0, x1, y1, (x0 + x1) / 2, (y0 + y1) / 2, x1 - x0, y1 - y0,
                *(float(name in element.flags) for name in FLAGS), float(bool(text_words))]
-        match = match_features(words, text_words)
+        match = match_features(words, [] if filled(element, typed) else text_words)
         row += [match[k] for k in ("overlap", "coverage", "fuzzy", "matched", "position")]
-        row += [float(now > 0), min(hits / 3.0, 1.0), float(bool(named_words(words, text_words) & pending_words))]
+        pending = index == to_fill or bool(named_words(words, text_words) & pending_words)
+        row += [float(now > 0), min(hits / 3.0, 1.0), float(pending)]
         rows.append(row)
     screen_text = " ".join([screen.text, *(e.text for e in elements)]).lower()
-    typed = typed_of(history)
-    values = value_spans(goal, spans)
     present = set(words)
     app_names = [goal_words(app) for app in config.apps]
     return Encoded(
@@ -537,8 +609,8 @@ def encode(config: ScreenConfig, goal: str, screen: ScreenText, history: Sequenc
         spans=spans,
         span_features=[[_bucket(f, buckets) for f in span.features] for span in spans],
         span_numeric=torch.tensor([[float(span.text.lower() in screen_text), float(span.text in typed),
-                                    float(span.text in values)] for span in spans]),
-        field_focused=float(any({"editable", "focused"} <= e.flags for e in elements)),
+                                    float(span.text in values), float(span.text == upcoming)] for span in spans]),
+        field_awaiting=float(awaiting_value(elements, typed)),
         progress=torch.tensor([len(changed) / max(len(content_goal), 1),
                                float(bool(content_goal) and changed >= set(content_goal)),
                                float(any(r[_FEATURE["pending"]] for r in rows))]),
@@ -569,7 +641,7 @@ def collate(items: Sequence[Encoded]) -> dict[str, torch.Tensor]:
         "span_offsets": offsets(span_ids),
         "span_numeric": torch.cat([item.span_numeric for item in items]),
         "span_mask": _mask([len(item.spans) for item in items]),
-        "field_focused": torch.tensor([[item.field_focused] for item in items]),
+        "field_awaiting": torch.tensor([[item.field_awaiting] for item in items]),
         "progress": torch.stack([item.progress for item in items]),
         "app_in_goal": torch.stack([item.app_in_goal for item in items]),
         "verb": torch.tensor([item.verb for item in items]),
@@ -606,7 +678,7 @@ class ScreenNet(nn.Module):
         self.trunk = nn.Sequential(nn.Linear(4 * d, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU())
         self.verb = nn.Linear(h, len(VERBS))
         self.verb_history = nn.Linear(HISTORY_DIM, len(VERBS))  # zero at start (see TinyNet)
-        self.verb_focus = nn.Linear(1, len(VERBS), bias=False)  # a focused field: type (TYPE_WHEN_FOCUSED)
+        self.verb_focus = nn.Linear(1, len(VERBS), bias=False)  # a field awaiting a value: type (TYPE_WHEN_FOCUSED)
         self.verb_progress = nn.Linear(len(PROGRESS_FEATURES), len(VERBS), bias=False)  # TERMINATE_WHEN_DONE
         self.point_query = nn.Linear(h, len(POINT_VERBS) * d)
         # (goal word, element word) -> pointer logit per point verb, zero at start
@@ -626,6 +698,7 @@ class ScreenNet(nn.Module):
                 layer.bias.zero_()
             self.pairs.weight.zero_()
             self.span_prior.weight.zero_()
+            self.span_features.weight.normal_(0.0, SPAN_INIT_STD)
             for name, weight in SPAN_PRIOR.items():
                 self.span_prior.weight[0, SPAN_FEATURES.index(name)] = weight
             self.verb_focus.weight.zero_()
@@ -661,7 +734,7 @@ class ScreenNet(nn.Module):
         named = batch["app_in_goal"]
         apps = torch.where(named.sum(dim=1, keepdim=True) > 0, self.app_named * named,
                            self.app_query(state) @ self.apps.weight.T)
-        verbs = (self.verb(state) + self.verb_history(history) + self.verb_focus(batch["field_focused"])
+        verbs = (self.verb(state) + self.verb_history(history) + self.verb_focus(batch["field_awaiting"])
                  + self.verb_progress(batch["progress"]))
         return {"verb": verbs, "points": points, "spans": _scatter(span_scores, span_mask, float("-inf")),
                 "apps": apps}
