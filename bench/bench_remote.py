@@ -23,14 +23,15 @@ launcher as the tests) against a local folder, measured in the same run.
   meanwhile (share of the machine's cores busy; CPU seconds per second of the S3 server,
   which shares the cores with the writers here); the same on S3 with
   `WriterOptions(handoff=False)` (each writer commits its own batches, the path before the
-  committer) as the baseline of the same run.
+  committer) as the baseline of the same run. Each row is the median of `--fleet-repeat`
+  runs (3), the rows' runs interleaved.
 
-`--quick`: 10 s outages and a shorter fleet (the rows' shape, in about a third of the time);
+`--quick`: 10 s outages and a shorter fleet, run once (the rows' shape, in a fraction of the time);
 `--only-outage` / `--only-fleet`: those rows alone.
 
 moto keeps objects in memory on this machine, so the S3 figures show the cost of the API
 (requests, listing, conditional commits) without a network's latency; a real bucket adds
-tens of milliseconds per request on top. Default run: about 2 minutes on 2 cores.
+tens of milliseconds per request on top. Default run: about 4 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -275,14 +276,25 @@ def fleet(uri: str, writers: int, steps: int, handoff: bool = True,
     return total / wall, steps_commits * 1000 / total, all_commits * 1000 / total, used
 
 
+def _median_run(runs: list[tuple]) -> tuple:
+    """The run with the median steps/s, with its own measures (a fleet run lasts about a
+    second, so one run says little on a shared machine)."""
+    return sorted(runs, key=lambda r: r[0])[len(runs) // 2]
+
+
 def measure_fleet(args, tmp: Path, bucket, store_pid: int) -> None:
     """The fleet rows (module docstring). Each S3 row says how busy the machine's cores were
     and how much CPU the S3 server took meanwhile: on a machine whose cores are all busy,
     more writers cannot add throughput, whatever the product does."""
     counts = (1, 2, 4, 8)
-    s3 = {w: fleet(bucket(), w, args.fleet_steps, store_pid=store_pid) for w in counts}
-    local = {w: fleet(str(tmp / f"fleet-{w}"), w, args.fleet_steps) for w in counts}
-    direct = {w: fleet(bucket(), w, args.fleet_steps, handoff=False) for w in (1, 8)}
+    runs = {w: [] for w in counts}, {w: [] for w in counts}, {w: [] for w in (1, 8)}
+    for r in range(args.fleet_repeat):  # interleaved, so a slow spell of the machine hits every row
+        for w in counts:
+            runs[0][w].append(fleet(bucket(), w, args.fleet_steps, store_pid=store_pid))
+            runs[1][w].append(fleet(str(tmp / f"fleet-{w}-{r}"), w, args.fleet_steps))
+        for w in runs[2]:
+            runs[2][w].append(fleet(bucket(), w, args.fleet_steps, handoff=False))
+    s3, local, direct = ({w: _median_run(rs) for w, rs in kind.items()} for kind in runs)
     for w in counts:
         line(f"fleet, {w} writer process(es), {args.fleet_steps} steps each (540x1200 PNG)",
              s3_steps_s=s3[w][0], local_steps_s=local[w][0], s3_vs_local=s3[w][0] / local[w][0],
@@ -305,12 +317,15 @@ def main() -> None:
     ap.add_argument("--rounds", default="10,30,60", help="commit counts to measure growth at")
     ap.add_argument("--outage", type=float, default=30.0, help="seconds the store refuses (then hangs)")
     ap.add_argument("--fleet-steps", type=int, default=400, help="steps per writer process in the fleet rows")
+    ap.add_argument("--fleet-repeat", type=int, default=3,
+                    help="runs of each fleet row; the row prints the median run")
     ap.add_argument("--only-outage", action="store_true", help="measure the log_step rows only")
     ap.add_argument("--only-fleet", action="store_true", help="measure the fleet rows only")
     ap.add_argument("--quick", action="store_true", help="10 s outages, 150 steps per fleet writer")
     args = ap.parse_args()
     if args.quick:
         args.outage, args.fleet_steps = min(args.outage, 10.0), min(args.fleet_steps, 150)
+        args.fleet_repeat = 1
     rounds = [int(r) for r in args.rounds.split(",")]
     screens = [phone_screen(seed) for seed in range(8)]
 
