@@ -338,7 +338,10 @@ def commit(lake: Location | Path | str, table: str, rows: pa.Table, kind: str) -
             raise ValueError(f"unknown commit kind {kind!r}")
         builder.when_not_matched_insert_all().execute(rows)
 
-    with store_errors(loc):
+    # Concurrent merges of one table conflict (Lance does not rebase one on another): each
+    # loser has done the whole merge for nothing and starts again, so with 8 writers on one
+    # store a merge could take 10-20 s of lost races. On one machine they queue instead.
+    with file_lock(layout.lock_path(loc, f"merge-{table}")), store_errors(loc):
         retry_commit(f"{kind} {table}", merge)
     if kind == "upsert":
         _count_upsert(loc, table)

@@ -9,6 +9,7 @@ import textwrap
 import time
 
 from episodelake.lake import Lake, LakeWriter, WriterOptions
+from episodelake.lake.core import layout, tables
 from episodelake.lake.core.layout import spool_root
 from tests.factories import child_env, screenshot
 
@@ -142,3 +143,29 @@ def test_four_processes_write_one_lake(lake):
         "select count(*) n, count(distinct (episode_id, step)) d from steps"
     ).to_pylist()[0]
     assert got == {"n": 2000, "d": 2000}
+
+
+
+
+MERGER = textwrap.dedent("""
+    from datetime import UTC, datetime
+    import pyarrow as pa
+    from episodelake.lake.core import schema, tables
+    row = {{"episode_id": "queued", "task_name": "t", "status": "running",
+            "created_at": datetime(2026, 1, 1, tzinfo=UTC)}}
+    tables.commit({lake!r}, "episodes", pa.Table.from_pylist([row], schema=schema.TABLES["episodes"]), "upsert")
+""")
+
+
+def test_a_merge_waits_for_the_one_running_on_this_machine_instead_of_racing_it(lake):
+    """Merges (upserts) of one table from processes on one machine queue on a lock: racing
+    instead, the loser of the commit race has merged for nothing and merges again (8 writers
+    upserting their episodes on S3 lost 10-20 s that way)."""
+    with tables.file_lock(layout.lock_path(lake.location, "merge-episodes")):  # a merge in progress
+        proc = subprocess.Popen([sys.executable, "-c", MERGER.format(lake=str(lake.path))],
+                                env=child_env(), stderr=subprocess.PIPE, text=True)
+        time.sleep(2.0)
+        assert proc.poll() is None, proc.stderr.read()
+        assert lake.sql("select count(*) from episodes").column(0)[0].as_py() == 0
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    assert lake.sql("select count(*) from episodes where episode_id = 'queued'").column(0)[0].as_py() == 1
