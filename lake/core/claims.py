@@ -216,6 +216,7 @@ def _append(lake: Location, rows: pa.Table):
     path = layout.table_path(lake, layout.CLAIMS_TABLE)
     with store_errors(lake):
         tables.ensure_table(lake, layout.CLAIMS_TABLE, CLAIMS_SCHEMA.empty_table())
+    with tables.one_at_a_time(lake, layout.CLAIMS_TABLE), store_errors(lake):
         return tables.retry_commit(f"claim {rows.num_rows} episode(s)", lambda: lance.write_dataset(
             rows, str(path), mode="append", storage_options=lake.storage_options))
 
@@ -536,7 +537,7 @@ class ClaimBook:
 
 def _delete(lake: Location, where: str, what: str) -> None:
     path = layout.table_path(lake, layout.CLAIMS_TABLE)
-    with store_errors(lake):
+    with tables.one_at_a_time(lake, layout.CLAIMS_TABLE), store_errors(lake):
         tables.retry_commit(what, lambda: tables.dataset(path).delete(where))
 
 

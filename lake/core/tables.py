@@ -91,6 +91,15 @@ def file_lock(path: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def one_at_a_time(loc: Location, table: str):
+    """Hold this machine's lock on commits to `table` that race each other: merges of one
+    table conflict (Lance does not rebase one on another), and so do deletes from one
+    fragment; each loser has done its whole work for nothing and starts again. With 8 writers
+    on one store, a writer's episode upserts and claim deletes lost 3-20 s of races at close.
+    Processes of one machine queue instead; other machines still race (and retry)."""
+    return file_lock(layout.lock_path(loc, f"commit-{table}"))
+
+
 def _options(loc: Location) -> dict[str, str] | None:
     return None if loc.is_local else loc.storage_options
 
@@ -338,10 +347,7 @@ def commit(lake: Location | Path | str, table: str, rows: pa.Table, kind: str) -
             raise ValueError(f"unknown commit kind {kind!r}")
         builder.when_not_matched_insert_all().execute(rows)
 
-    # Concurrent merges of one table conflict (Lance does not rebase one on another): each
-    # loser has done the whole merge for nothing and starts again, so with 8 writers on one
-    # store a merge could take 10-20 s of lost races. On one machine they queue instead.
-    with file_lock(layout.lock_path(loc, f"merge-{table}")), store_errors(loc):
+    with one_at_a_time(loc, table), store_errors(loc):
         retry_commit(f"{kind} {table}", merge)
     if kind == "upsert":
         _count_upsert(loc, table)

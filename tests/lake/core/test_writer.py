@@ -9,7 +9,7 @@ import textwrap
 import time
 
 from episodelake.lake import Lake, LakeWriter, WriterOptions
-from episodelake.lake.core import layout, tables
+from episodelake.lake.core import tables
 from episodelake.lake.core.layout import spool_root
 from tests.factories import child_env, screenshot
 
@@ -161,7 +161,7 @@ def test_a_merge_waits_for_the_one_running_on_this_machine_instead_of_racing_it(
     """Merges (upserts) of one table from processes on one machine queue on a lock: racing
     instead, the loser of the commit race has merged for nothing and merges again (8 writers
     upserting their episodes on S3 lost 10-20 s that way)."""
-    with tables.file_lock(layout.lock_path(lake.location, "merge-episodes")):  # a merge in progress
+    with tables.one_at_a_time(lake.location, "episodes"):  # as a merge in progress holds it
         proc = subprocess.Popen([sys.executable, "-c", MERGER.format(lake=str(lake.path))],
                                 env=child_env(), stderr=subprocess.PIPE, text=True)
         time.sleep(2.0)
