@@ -99,7 +99,7 @@ NAVIGATION_BAR = ":id/navigation_bar"
 #: What the on-screen keyboard's package names contain (Gboard's and AOSP's
 #: ``...inputmethod.latin``); its keys are left out of what is read. `type` writes a whole value,
 #: while 35 keys took 9 in 10 of a tap's probability whenever a field had the focus, and each tap
-#: wrote a stray letter into the field (37% of the taps on the contact form in the first long runs).
+#: wrote a stray letter into the field (31% of the taps on the contact form in the first long runs).
 KEYBOARD_PACKAGE = "inputmethod"
 #: Goal words that say what to do, not what to look for; they match nothing on screen.
 STOP_WORDS = frozenset({"a", "an", "the", "to", "and", "then", "with", "of", "in", "on", "off", "for",
