@@ -511,6 +511,19 @@ def test_it_saves_loads_pickles_and_is_chosen_by_the_config(tmp_path):
     assert parse_response(reply.response).valid
 
 
+def test_a_checkpoint_from_an_older_network_is_refused_by_name(tmp_path):
+    """A checkpoint saved before an input feature was added (the span features grew from 3 to
+    4) is refused with the tensor and both shapes named, not torch's size-mismatch trace."""
+    from safetensors.torch import load_file, save_file
+
+    ScreenPolicy(ScreenConfig(seed=0)).save(tmp_path / "p")
+    weights = load_file(str(tmp_path / "p" / "model.safetensors"))
+    weights["span_prior.weight"] = weights["span_prior.weight"][:, :3].contiguous()  # as saved before `next`
+    save_file(weights, str(tmp_path / "p" / "model.safetensors"))
+    with pytest.raises(ValueError, match=r"earlier release.*span_prior\.weight \[1, 3\] \(this release: \[1, 4\]\)"):
+        ScreenPolicy.load(tmp_path / "p")
+
+
 def test_the_long_split_holds_out_the_values_never_trained_on():
     train, held_out = split_tasks(TrainConfig(policy="screen", difficulty="long", seed=7))
     assert len(held_out) == 18 and len(train) == 56

@@ -295,6 +295,17 @@ class SmallPolicy(Generic[ConfigT, EncodedT]):
         """A policy saved by `save` (e.g. a training checkpoint), ready to act."""
         config, weights = read_checkpoint(folder, cls.config_file, cls.__name__)
         policy = cls(cls.config_from_json(config), seed=seed)
+        expected = policy.module.state_dict()
+        misfits = [f"{name} {list(w.shape)} (this release: {list(expected[name].shape)})"
+                   for name, w in weights.items() if name in expected and w.shape != expected[name].shape]
+        missing = sorted(set(expected) - set(weights))
+        if misfits or missing:
+            # the network's inputs grew since the checkpoint was saved (a new feature):
+            # loading it partly would act with untrained weights where the new inputs enter
+            raise ValueError(f"{folder} holds a {cls.__name__} saved by an earlier release whose "
+                             f"network differs: {'; '.join(misfits + [f'{n} missing' for n in missing])}. "
+                             "It cannot be loaded into this release; train it again (elake train) or "
+                             "load it with the release that saved it")
         policy.module.load_state_dict(weights)
         return policy
 
