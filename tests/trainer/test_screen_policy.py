@@ -511,6 +511,37 @@ def test_it_saves_loads_pickles_and_is_chosen_by_the_config(tmp_path):
     assert parse_response(reply.response).valid
 
 
+def test_after_saving_one_contact_a_fresh_policy_goes_back_and_after_both_it_ends():
+    """On the saved contact's card (no edit field) with the second contact's values still to
+    type, `back` (toward the form again) is the likeliest verb, where the card's Favorite star
+    drew the first long runs; with every value typed and saved, `terminate` gains."""
+    policy = ScreenPolicy(ScreenConfig(seed=0))
+    phone = _phone_on("Contacts", "add_contact")
+    form = read_screen(phone.ui_tree()).signature
+    history = []
+    for field, value in (("name", "Nora Blake"), ("phone", "555-0141")):
+        phone.step(nav.tap(phone, field))
+        phone.step({"action": "type", "text": value})
+        history.append(_typed(value).replace("<tool_call>", f"<thinking>{SCREEN_MARK}{form}</thinking><tool_call>"))
+    phone.step(nav.tap(phone, "save"))
+    card = read_screen(phone.ui_tree())
+    assert not any("editable" in e.flags for e in card.elements)
+
+    def verbs(history: list[str]) -> dict[str, float]:
+        encoded = encode(policy.config, ADD_TWO, card, history)
+        assert encoded.progress.tolist()[-2:] == ([1.0, 0.0] if len(history) == 2 else [0.0, 1.0])
+        with torch.no_grad():
+            out = policy.module(collate([encoded]))
+        return dict(zip(VERBS, torch.softmax(out["verb"][0], 0).tolist(), strict=True))
+
+    first = verbs(history)
+    assert first["back"] > 0.5 and first["back"] == max(first.values())
+    both = verbs(history + [_typed("Omar Haddad"), _typed("555-0142")])
+    assert both["terminate"] > 10 * first["terminate"]
+    listing = encode(policy.config, FAVOURITES, read_screen(_phone_on("Contacts").ui_tree()), [])
+    assert listing.progress.tolist()[-2:] == [0.0, 0.0]  # names to star are never typed
+
+
 def test_a_checkpoint_from_an_older_network_is_refused_by_name(tmp_path):
     """A checkpoint saved before an input feature was added (the span features grew from 3 to
     4) is refused with the tensor and both shapes named, not torch's size-mismatch trace."""
