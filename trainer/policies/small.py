@@ -298,12 +298,13 @@ class SmallPolicy(Generic[ConfigT, EncodedT]):
         expected = policy.module.state_dict()
         misfits = [f"{name} {list(w.shape)} (this release: {list(expected[name].shape)})"
                    for name, w in weights.items() if name in expected and w.shape != expected[name].shape]
-        missing = sorted(set(expected) - set(weights))
-        if misfits or missing:
-            # the network's inputs grew since the checkpoint was saved (a new feature):
-            # loading it partly would act with untrained weights where the new inputs enter
+        missing = [f"{n} missing" for n in sorted(set(expected) - set(weights))]
+        unknown = [f"{n} not in this release" for n in sorted(set(weights) - set(expected))]
+        if misfits or missing or unknown:
+            # the network's inputs changed since the checkpoint was saved (a feature added or
+            # dropped): loading it partly would act with untrained weights where they enter
             raise ValueError(f"{folder} holds a {cls.__name__} saved by an earlier release whose "
-                             f"network differs: {'; '.join(misfits + [f'{n} missing' for n in missing])}. "
+                             f"network differs: {'; '.join(misfits + missing + unknown)}. "
                              "It cannot be loaded into this release; train it again (elake train) or "
                              "load it with the release that saved it")
         policy.module.load_state_dict(weights)
