@@ -28,6 +28,7 @@ from episodelake.trainer.policies.screen import (
     ELEMENT_FEATURES,
     FALLBACK_COLS,
     FALLBACK_ROWS,
+    FORM_MARK,
     PROGRESS_FEATURES,
     SCREEN_MARK,
     SPAN_FEATURES,
@@ -40,6 +41,7 @@ from episodelake.trainer.policies.screen import (
     done_words,
     element_at,
     encode,
+    form_values,
     goal_words,
     match_features,
     next_value,
@@ -522,7 +524,7 @@ def test_after_saving_one_contact_a_fresh_policy_goes_back_and_after_both_it_end
     for field, value in (("name", "Nora Blake"), ("phone", "555-0141")):
         phone.step(nav.tap(phone, field))
         phone.step({"action": "type", "text": value})
-        history.append(_typed(value).replace("<tool_call>", f"<thinking>{SCREEN_MARK}{form}</thinking><tool_call>"))
+        history.append(_typed(value).replace("<tool_call>", f"<thinking>{SCREEN_MARK}{form} {FORM_MARK}</thinking><tool_call>"))
     phone.step(nav.tap(phone, "save"))
     card = read_screen(phone.ui_tree())
     assert not any("editable" in e.flags for e in card.elements)
@@ -536,10 +538,37 @@ def test_after_saving_one_contact_a_fresh_policy_goes_back_and_after_both_it_end
 
     first = verbs(history)
     assert first["back"] > 0.5 and first["back"] == max(first.values())
-    both = verbs(history + [_typed("Omar Haddad"), _typed("555-0142")])
+    both = verbs(history + [_typed("Omar Haddad").replace("<tool_call>", f"{FORM_MARK}<tool_call>"),
+                            _typed("555-0142").replace("<tool_call>", f"{FORM_MARK}<tool_call>")])
     assert both["terminate"] > 10 * first["terminate"]
     listing = encode(policy.config, FAVOURITES, read_screen(_phone_on("Contacts").ui_tree()), [])
     assert listing.progress.tolist()[-2:] == [0.0, 0.0]  # names to star are never typed
+
+
+def _typed_reply(policy: ScreenPolicy, goal: str, phone: Phone) -> str:
+    """The policy's first `type` response on the phone's screen (it is favoured with a field focused)."""
+    for seed in range(40):
+        reply = policy.act(Observation(goal, 0, b"", [], {}, seed=seed, ui_tree=phone.ui_tree()))
+        if parse_response(reply.response).action_type == "type":
+            return reply.response
+    raise AssertionError("the policy never typed into the focused field")
+
+
+def test_only_values_typed_into_a_form_count_as_entered():
+    """A text typed on a form (two or more edit fields) is marked so in the response; a name
+    typed into the contact list's search box is not, and so does not turn the contact card
+    toward back (`values_left`) as a value entered would: there the star is the goal."""
+    policy = ScreenPolicy(ScreenConfig(seed=0))
+    form = _typed_reply(policy, ADD_TWO, _phone_on("Contacts", "add_contact", "name"))
+    search = _typed_reply(policy, FAVOURITES, _phone_on("Contacts", "search"))
+    assert FORM_MARK in form and FORM_MARK not in search
+    assert form_values([form]) == {parse_response(form).action["text"]} and form_values([search]) == set()
+    card = read_screen(_phone_on("Contacts", "contact_c01").ui_tree())  # a contact card
+    assert not any("editable" in e.flags for e in card.elements)
+    looked_up = [_typed("Anna Li"), _typed("Carlos Diaz")]  # typed, but into the search box
+    assert encode(policy.config, FAVOURITES, card, looked_up).progress.tolist()[-2:] == [0.0, 0.0]
+    entered = [_typed("Anna Li") + FORM_MARK]
+    assert encode(policy.config, FAVOURITES, card, entered).progress.tolist()[-2:] == [1.0, 0.0]
 
 
 def test_a_checkpoint_from_an_older_network_is_refused_by_name(tmp_path):
