@@ -21,7 +21,8 @@ launcher as the tests) against a local folder, measured in the same run.
   episode ids, default writer options, so the machine's committer appends their uploaded
   fragments), on S3 and on a local folder, with commits per 1,000 steps and the CPU use
   meanwhile (share of the machine's cores busy; CPU seconds per second of the S3 server,
-  which shares the cores with the writers here); the same on S3 with
+  which shares the cores with the writers here; CPU milliseconds per step of the writers and
+  the server together, against one writer's); the same on S3 with
   `WriterOptions(handoff=False)` (each writer commits its own batches, the path before the
   committer) as the baseline of the same run. Each row is the median of `--fleet-repeat`
   runs (3), the rows' runs interleaved.
@@ -224,7 +225,7 @@ def _fleet_writer(uri: str, index: int, steps: int, handoff: bool, start, out) -
         screens = [phone_screen(index * 10 + k, (540, 1200)) for k in range(4)]
         out.put("ready")
         start.wait()
-        begun = time.perf_counter()
+        begun, cpu = time.perf_counter(), time.process_time()
         ep = None
         for n in range(steps):
             if n % 20 == 0:
@@ -234,7 +235,9 @@ def _fleet_writer(uri: str, index: int, steps: int, handoff: bool, start, out) -
             ep.log_step(screens[n % 4], RESPONSE)
         ep.finish(success=True)
         acknowledged = time.perf_counter()
-    out.put((begun, acknowledged, time.perf_counter()))  # closed: every step committed
+    # closed: every step committed; the CPU seconds of all the process's threads (its uploads
+    # and, where it was elected, the machine's committer) since the start
+    out.put((begun, acknowledged, time.perf_counter(), time.process_time() - cpu))
 
 
 def _versions(uri: str) -> dict[str, int]:
@@ -247,7 +250,9 @@ def fleet(uri: str, writers: int, steps: int, handoff: bool = True,
           store_pid: int | None = None) -> tuple[float, float, float, dict[str, float]]:
     """(aggregate steps/s, steps-table commits per 1,000 steps, all commits per 1,000 steps,
     measures of the run: CPU use while they wrote (`CpuUse`, the store's server being
-    `store_pid`) and `acknowledged_share`, the share of the run's time until the last step was
+    `store_pid`), `cpu_ms_per_step` (the CPU the writer processes and the store's server
+    spent per step: the work the fleet costs, whatever else the machine runs) and
+    `acknowledged_share`, the share of the run's time until the last step was
     acknowledged (the rest is the writers' close: committing what they hold and releasing
     their episodes' claims)) of `writers` recorder processes writing `steps` steps each at
     once."""
@@ -271,6 +276,7 @@ def fleet(uri: str, writers: int, steps: int, handoff: bool = True,
     used["acknowledged_share"] = (max(r[1] for r in results) - min(r[0] for r in results)) / wall
     after = _versions(uri)
     total = writers * steps
+    used["cpu_ms_per_step"] = (sum(r[3] for r in results) + used.get("store_cpu_s", 0.0)) * 1000 / total
     steps_commits = after["steps"] - before["steps"]
     all_commits = sum(after[t] - before[t] for t in after)
     return total / wall, steps_commits * 1000 / total, all_commits * 1000 / total, used
@@ -285,7 +291,10 @@ def _median_run(runs: list[tuple]) -> tuple:
 def measure_fleet(args, tmp: Path, bucket, store_pid: int) -> None:
     """The fleet rows (module docstring). Each S3 row says how busy the machine's cores were
     and how much CPU the S3 server took meanwhile: on a machine whose cores are all busy,
-    more writers cannot add throughput, whatever the product does."""
+    more writers cannot add throughput, whatever the product does. `s3_cpu_ms_per_step`
+    against one writer's says what the fleet's coordination costs: near 1x, each step costs
+    the same work however many writers share the lake, and throughput is bounded by the
+    cores, not by the writers' contention."""
     counts = (1, 2, 4, 8)
     runs = {w: [] for w in counts}, {w: [] for w in counts}, {w: [] for w in (1, 8)}
     for r in range(args.fleet_repeat):  # interleaved, so a slow spell of the machine hits every row
@@ -301,7 +310,10 @@ def measure_fleet(args, tmp: Path, bucket, store_pid: int) -> None:
              s3_vs_1_writer=s3[w][0] / s3[1][0], s3_steps_commits_per_1000=s3[w][1],
              s3_all_commits_per_1000=s3[w][2], local_steps_commits_per_1000=local[w][1],
              s3_machine_busy=s3[w][3]["machine_busy"], s3_store_cpu_s_per_s=s3[w][3]["store_cpu_s_per_s"],
-             s3_acknowledged_share=s3[w][3]["acknowledged_share"], local_machine_busy=local[w][3]["machine_busy"])
+             s3_acknowledged_share=s3[w][3]["acknowledged_share"], local_machine_busy=local[w][3]["machine_busy"],
+             s3_cpu_ms_per_step=s3[w][3]["cpu_ms_per_step"],
+             s3_cpu_per_step_vs_1_writer=s3[w][3]["cpu_ms_per_step"] / s3[1][3]["cpu_ms_per_step"],
+             local_cpu_ms_per_step=local[w][3]["cpu_ms_per_step"])
     for w in (1, 8):
         line(f"fleet baseline, {w} writer(s) committing their own batches (handoff=False), S3",
              steps_s=direct[w][0], steps_commits_per_1000=direct[w][1], all_commits_per_1000=direct[w][2],

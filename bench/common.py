@@ -72,6 +72,7 @@ class CpuUse:
         wall0, busy0, total0, proc0 = self._start
         out = {"machine_busy": (busy - busy0) / max(total - total0, 1)}
         if self.pid is not None:
+            out["store_cpu_s"] = proc - proc0
             out["store_cpu_s_per_s"] = (proc - proc0) / max(wall - wall0, 1e-9)
         return out
 
