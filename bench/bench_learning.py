@@ -140,9 +140,8 @@ def oracle_path(suite: str, seed: int) -> None:
             action = task.solution(phone)
             read = screen.read_screen(phone.ui_tree())
             where = f" {screen.SCREEN_MARK}{read.signature}" if read.signature else ""
-            if action["action"] in ("click", "long_press"):  # named as the policy names its taps
-                hit = screen.element_at(read.elements, action["coordinate"])
-                where += screen.tapped_note(read.elements[hit]) if hit >= 0 else ""
+            hit = screen.element_at(read.elements, action["coordinate"]) if "coordinate" in action else -1
+            where += screen.action_note(action["action"], read.elements, hit)  # as the policy notes its acts
             response = format_tool_call(action, f"oracle{where}")
             encoded = screen.encode(policy.config, task.goal, read, history)
             encoded.verb, encoded.argument = policy.choice(response, encoded)

@@ -441,6 +441,18 @@ def form_values(history: Sequence[str]) -> set[str]:
     return typed
 
 
+def action_note(verb: str, elements: Sequence[Element], target: int) -> str:
+    """What a response says after its screen mark, for later steps to read: the tapped
+    element's text (`tapped_note`, so they know which goal words are done: `done_words`), or,
+    for a text typed on a screen of two or more edit fields, that it went into a form
+    (`FORM_MARK`, `form_values`). `target` is the tapped element's index (-1: none)."""
+    if verb in POINT_VERBS:
+        return tapped_note(elements[target]) if target >= 0 else ""
+    if verb == "type" and sum("editable" in element.flags for element in elements) >= 2:
+        return f" {FORM_MARK}"
+    return ""
+
+
 def named_words(goal: Sequence[str], words: Sequence[str]) -> set[str]:
     """The goal's content words (not `STOP_WORDS`) that `words` name: the same word, or by
     trigram similarity (`match_features`'s fuzzy match) for words of `FUZZY_MIN` letters or more."""
@@ -802,13 +814,7 @@ class ScreenPolicy(SmallPolicy[ScreenConfig, Encoded]):
         return encode(self.config, sample.goal, self.screen_of(sample), sample.history)
 
     def _note(self, verb: str, argument: int, encoded: Encoded) -> str:
-        """The tapped element's text, so later steps know which goal words are done
-        (`done_words`); a text typed on a screen of two or more edit fields is marked as typed
-        into a form (`form_values`)."""
-        if verb in POINT_VERBS:
-            return tapped_note(encoded.elements[argument])
-        fields = sum("editable" in element.flags for element in encoded.elements)
-        return f" {FORM_MARK}" if verb == "type" and fields >= 2 else ""
+        return action_note(verb, encoded.elements, argument)
 
     def _collate(self, items: Sequence[Encoded]) -> dict[str, torch.Tensor]:
         return collate(items)
