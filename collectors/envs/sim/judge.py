@@ -9,6 +9,7 @@ this strictness is what we want, since the noise is defined relative to the orac
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
 from collections.abc import Mapping
 
@@ -21,19 +22,37 @@ from episodelake.collectors.envs.sim.tasks import Task, task_for_goal
 DEFAULT_HORIZON = 40
 
 
+#: States remembered per task and screen (the newest); a lookup compares with each of them.
+PER_SCREEN = 64
+
+
+def _timeless(state: PhoneState) -> PhoneState:
+    """The state with its clock at 0 (a shallow copy): what an oracle's distance depends on."""
+    return dataclasses.replace(state, clock_s=0)
+
+
+def _memo_key(task_id: str, state: PhoneState) -> tuple[str, str | None]:
+    route = state.route
+    return task_id, None if route is None else route.key
+
+
 class RuleJudge:
     """Scores steps of simulated episodes.
 
     Distances are remembered for every state the oracle's replay passes through: when the
     agent then takes the oracle's step, its next state is one of them, so most steps cost a
-    lookup instead of a replay.
+    lookup instead of a replay. They are remembered without the clock (`timeless`): each step
+    moves the status bar's clock, which no task reads, so a screen the group's episodes reach
+    again at other times (the long tasks' lists and forms) is a lookup too.
     """
 
     def __init__(self, horizon: int = DEFAULT_HORIZON, memory: int = 512):
         self.horizon = horizon
         self.memory = memory
-        # (task id, clock) -> [(state, distance)]; the clock narrows the search cheaply
-        self._memos: OrderedDict[tuple[str, int], list[tuple[PhoneState, int | None]]] = OrderedDict()
+        # (task id, screen on top) -> [(state without its clock, distance)], newest last; the
+        # screen narrows the search cheaply, and each list keeps its `PER_SCREEN` newest
+        self._memos: OrderedDict[tuple[str, str | None], list[tuple[PhoneState, int | None]]] = OrderedDict()
+        self.replays = 0  # oracle replays run (the lookups that missed), for tests and benchmarks
 
     def judge(self, goal: str | Task, before: PhoneState, action: Mapping[str, object] | None,
               after: PhoneState) -> tuple[int, str]:
@@ -67,9 +86,11 @@ class RuleJudge:
     def distance(self, task: Task, state: PhoneState) -> int | None:
         """Oracle steps from ``state`` until the goal holds (0 when it already does); None
         when the oracle gives up or needs more than ``horizon`` steps."""
-        for known, distance in self._memos.get((task.id, state.clock_s), ()):
-            if known == state:
+        timeless = _timeless(state)
+        for known, distance in reversed(self._memos.get(_memo_key(task.id, state), ())):
+            if known == timeless:
                 return distance
+        self.replays += 1
         path, reached = self._replay(task, state)
         for k, visited in enumerate(path):
             self._remember(task.id, visited, len(path) - 1 - k if reached else None)
@@ -91,8 +112,10 @@ class RuleJudge:
         return path, task.check(phone)
 
     def _remember(self, task_id: str, state: PhoneState, distance: int | None) -> None:
-        key = (task_id, state.clock_s)
-        self._memos.setdefault(key, []).append((state, distance))
+        key = _memo_key(task_id, state)
+        known = self._memos.setdefault(key, [])
+        known.append((_timeless(state), distance))
+        del known[:-PER_SCREEN]
         self._memos.move_to_end(key)
         while len(self._memos) > self.memory:
             self._memos.popitem(last=False)

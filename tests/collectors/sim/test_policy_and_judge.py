@@ -11,9 +11,10 @@ from episodelake.collectors.agents.oracle import (
     DemoPolicy,
     NoiseConfig,
 )
+from episodelake.collectors.envs.sim import navigation as nav
 from episodelake.collectors.envs.sim.judge import RuleJudge
 from episodelake.collectors.envs.sim.phone import Phone
-from episodelake.collectors.envs.sim.tasks import get_task, sample_tasks
+from episodelake.collectors.envs.sim.tasks import all_tasks, get_task, sample_tasks
 from episodelake.lake.vocab.families import format_tool_call
 from episodelake.lake.vocab.families import parse_response as parse
 
@@ -142,3 +143,27 @@ def test_judge_distance_is_zero_once_done():
     assert judge.distance(task, phone.snapshot()) == 0  # Wi-Fi is on by default
     task.setup(phone)
     assert judge.distance(task, phone.snapshot()) == 3
+
+
+def test_a_state_reached_again_later_is_a_lookup_with_the_same_distance():
+    """The judge remembers distances without the clock: a contact card opened and left again
+    (the list seen at a later time) is looked up, not replayed, and every distance equals what
+    a judge that remembers nothing finds."""
+    task = next(t for t in all_tasks() if t.name == "favourite_contacts")
+    phone = Phone(0)
+    task.setup(phone)
+    phone.step({"action": "open", "text": "Contacts"})
+    judge = RuleJudge()
+    first = judge.distance(task, phone.snapshot())
+    replays = judge.replays
+    seen = []
+    for _ in range(3):  # into a contact's card and back, three times
+        phone.step(nav.tap(phone, "contact_c01"))
+        phone.step({"action": "system_button", "button": "back"})
+        seen.append(phone.snapshot())
+    assert len({s.clock_s for s in seen}) == 3  # the clock moved on
+    assert [judge.distance(task, s) for s in seen] == [first] * 3
+    assert judge.replays == replays  # the list at later times: lookups
+    for action in (nav.tap(phone, "contact_c01"), {"action": "click", "coordinate": [100, 700]}):
+        phone.step(action)
+        assert judge.distance(task, phone.snapshot()) == RuleJudge().distance(task, phone.snapshot())
