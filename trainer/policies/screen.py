@@ -70,9 +70,15 @@ from torch import nn
 from episodelake.collectors.envs.suites import get_suite
 from episodelake.collectors.loop import Observation
 from episodelake.lake.vocab.action_space import GRID
-from episodelake.lake.vocab.families import parse_response
 from episodelake.trainer.policies.base import Sample
-from episodelake.trainer.policies.small import POINT_VERBS, VERBS, SmallPolicy, Span, offsets
+from episodelake.trainer.policies.small import (
+    POINT_VERBS,
+    VERBS,
+    SmallPolicy,
+    Span,
+    offsets,
+    read_response,
+)
 from episodelake.trainer.policies.tiny import (
     _EDGE_PUNCTUATION,
     APP_NAMED_PRIOR,
@@ -388,7 +394,7 @@ def taps_of(history: Sequence[str]) -> list[tuple[float, float, str | None]]:
     response's thinking; None for a response that does not say, e.g. another agent's)."""
     points = []
     for response in history:
-        parsed = parse_response(response)
+        parsed = read_response(response)
         if parsed.valid and parsed.action_type in POINT_VERBS:
             x, y = parsed.action["coordinate"][:2]
             found = _ON_SCREEN.search(response)
@@ -422,7 +428,7 @@ def typed_of(history: Sequence[str], here: str | None = None) -> set[str]:
     second contact's."""
     typed = set()
     for response, on in zip(history, screens_of(history), strict=True):
-        parsed = parse_response(response)
+        parsed = read_response(response)
         if parsed.valid and parsed.action_type == "type" and (here is None or on in (here, None)):
             typed.add(parsed.action["text"])
     return typed
@@ -435,7 +441,7 @@ def form_values(history: Sequence[str]) -> set[str]:
     typed and led the contact card toward back (`values_progress`) instead of the star."""
     typed = set()
     for response in history:
-        parsed = parse_response(response)
+        parsed = read_response(response)
         if parsed.valid and parsed.action_type == "type" and FORM_MARK in response:
             typed.add(parsed.action["text"])
     return typed
@@ -495,7 +501,7 @@ def done_words(goal: Sequence[str], history: Sequence[str], here: str | None = N
     changed: set[str] = set()
     screens = [*screens_of(history), here]
     for index, response in enumerate(history):
-        parsed = parse_response(response)
+        parsed = read_response(response)
         if not parsed.valid:
             continue
         if parsed.action_type in POINT_VERBS:

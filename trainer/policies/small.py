@@ -17,6 +17,7 @@ encoded inputs (`_collate`) and what a tap's argument is (a grid cell, an elemen
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -38,6 +39,14 @@ VERBS = ("click", "long_press", "swipe_up", "swipe_down", "swipe_left", "swipe_r
 POINT_VERBS = ("click", "long_press")
 
 _VERB_INDEX = {verb: i for i, verb in enumerate(VERBS)}
+
+
+@functools.lru_cache(maxsize=4096)
+def read_response(response: str) -> ParsedAction:
+    """`parse_response` of an episode's earlier response, remembered: the small policies read
+    the whole history again at every step (verbs, taps, typed texts), and parsing it was 8% of
+    a long-suite run. The result is shared: read it, never change it."""
+    return parse_response(response)
 
 
 @dataclass(frozen=True)
@@ -237,7 +246,7 @@ class SmallPolicy(Generic[ConfigT, EncodedT]):
     def choice(self, response: str, encoded: EncodedT) -> tuple[int, int]:
         """(verb, argument) of a recorded response; (-1, -1) when this policy could not
         have written it (another action, a text that is not a span of the goal)."""
-        parsed = parse_response(response)
+        parsed = read_response(response)
         verb = verb_of(parsed)
         if verb < 0 or VERBS[verb] not in (*POINT_VERBS, "type", "open"):
             return verb, -1

@@ -40,7 +40,6 @@ from torch import nn
 from episodelake.collectors.envs.suites import get_suite
 from episodelake.collectors.loop import Observation
 from episodelake.lake.vocab.action_space import GRID
-from episodelake.lake.vocab.families import parse_response
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.policies.small import (
     POINT_VERBS,
@@ -48,6 +47,7 @@ from episodelake.trainer.policies.small import (
     SmallPolicy,
     Span,
     offsets,
+    read_response,
     verb_of,
 )
 
@@ -153,7 +153,7 @@ def history_vector(history: Sequence[str]) -> torch.Tensor:
     vector[min(len(history), STEP_BUCKETS - 1)] = 1.0
     counts = STEP_BUCKETS
     last = counts + len(VERBS) + 1
-    verbs = [verb_of(parse_response(response)) for response in history]
+    verbs = [verb_of(read_response(response)) for response in history]
     for verb in verbs:
         vector[counts + verb + 1] = min(float(vector[counts + verb + 1]) + 1.0 / 3.0, 1.0)
     vector[last + (verbs[-1] + 1 if verbs else 0)] = 1.0
