@@ -199,6 +199,11 @@ def load(folders: list[Path], arms: list[str] | None = None) -> tuple[list[int],
     return seeds, {label: [runs[s] for s in seeds] for label, runs in by_arm.items()}
 
 
+def run_suite(run: dict) -> str | None:
+    """The task suite a kept run trained on (None for runs kept before it was recorded)."""
+    return run.get("suite") or run.get("settings", {}).get("difficulty")
+
+
 def kept_runs(folder: Path) -> list[dict]:
     """DIR/learning.json's runs; while the benchmark is still going (or was stopped), the runs
     that finished, read from their lakes' `runs` tables."""
@@ -213,7 +218,8 @@ def kept_runs(folder: Path) -> list[dict]:
         if config is None or len(rows) < config["iterations"]:
             continue
         metrics = [json.loads(row["metrics"]) for row in rows]
-        found.append({"algo": path.name, "arm": arm(path.name, changes), "seed": config["seed"], "metrics": metrics,
+        found.append({"algo": path.name, "arm": arm(path.name, changes), "seed": config["seed"],
+                      "suite": config.get("difficulty"), "metrics": metrics,
                       "seconds": sum(sum(m["seconds"].values()) for m in metrics)})
     return found
 
@@ -243,8 +249,9 @@ def percent(value: float | None) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--suite", choices=tuple(TARGETS), default="easy",
-                        help="easy templates (default) or the long ones (8-20 steps, 10 seeds by default)")
+    parser.add_argument("--suite", choices=tuple(TARGETS),
+                        help="easy templates (default) or the long ones (8-20 steps, 10 seeds by default); "
+                             "with --summarise, the kept runs' own suite unless given")
     parser.add_argument("--policy", choices=("tiny", "screen"),
                         help="the policy both algorithms train (default: tiny for easy, screen for long)")
     parser.add_argument("--quick", action="store_true", help="a few minutes instead of ~30")
@@ -273,6 +280,7 @@ def main() -> None:
                         help="train nothing: the fresh screen policy's probability of each step of "
                              "the oracle's path on the suite's tasks (seed --seed)")
     args = parser.parse_args()
+    suite_given, args.suite = args.suite is not None, args.suite or "easy"
     if args.oracle_path:
         oracle_path(args.suite, args.seed)
         return
@@ -280,6 +288,9 @@ def main() -> None:
     TARGET = TARGETS[args.suite]
     if args.summarise:
         seeds, runs = load(args.summarise, args.arm)
+        suites = {run_suite(r) for rs in runs.values() for r in rs} - {None}
+        if not suite_given and len(suites) == 1:  # the target of the suite the runs trained on
+            TARGET = TARGETS[suites.pop()]
         summarise(seeds, runs, plot=args.summarise[0] / "learning.png")
         report_gathered(args.summarise, args.summarise[0] / "runs")
         return
