@@ -437,8 +437,9 @@ def typed_of(history: Sequence[str], here: str | None = None) -> set[str]:
 def form_values(history: Sequence[str]) -> set[str]:
     """The texts the episode typed into a form (responses marked `FORM_MARK`): the values it
     entered, not the names it looked up in a list's search box. Favourite_contacts episodes
-    typed a name to star into the search box in 145 of 1,652 steps, which read as a form value
-    typed and led the contact card toward back (`values_progress`) instead of the star."""
+    typed a name to star into the search box in 145 of 1,652 steps; counted as entered, such a
+    name turned `values_left` on for the contact card (`values_progress`), a lean toward back
+    where the star is the goal."""
     typed = set()
     for response in history:
         parsed = read_response(response)

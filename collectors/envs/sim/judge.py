@@ -41,7 +41,7 @@ class RuleJudge:
 
     Distances are remembered for every state the oracle's replay passes through: when the
     agent then takes the oracle's step, its next state is one of them, so most steps cost a
-    lookup instead of a replay. They are remembered without the clock (`timeless`): each step
+    lookup instead of a replay. They are remembered without the clock (`_timeless`): each step
     moves the status bar's clock, which no task reads, so a screen the group's episodes reach
     again at other times (the long tasks' lists and forms) is a lookup too.
     """
