@@ -237,7 +237,7 @@ class NodeCommitter:
         """Commit every offer on this machine (one commit per table); returns how many."""
         with commit_lock(self.lake):
             taken: dict[str, list[tuple[Path, dict]]] = {}
-            for offer in sorted(self.root.glob(f"*/*{OFFER}")):
+            for offer in offered(self.root):
                 target = _move(offer, TAKEN)
                 if target is None:
                     continue  # withdrawn meanwhile
@@ -284,6 +284,26 @@ class NodeCommitter:
             log.warning("last committer round failed (the offers are merged by their writers): %s", exc)
         finally:
             os.close(self._fd)
+
+
+def offered(root: Path) -> list[Path]:
+    """The offers in the writers' folders under `root`, sorted. A folder removed while it is
+    listed (its writer closing: a closing writer has no offer left) is skipped; with a glob
+    over all folders, one writer closing during a fleet's last round failed the whole round,
+    and every other writer merged its own offers instead."""
+    found: list[Path] = []
+    try:
+        with os.scandir(root) as folders:
+            paths = [entry.path for entry in folders]
+    except FileNotFoundError:
+        return found
+    for folder in paths:
+        try:
+            with os.scandir(folder) as entries:
+                found += [Path(entry.path) for entry in entries if entry.name.endswith(OFFER)]
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+    return sorted(found)
 
 
 def _mark_done(taken: Path, table: str, version: int) -> None:

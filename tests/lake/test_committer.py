@@ -4,6 +4,8 @@ or of the committer at any stage of a hand-off loses and doubles nothing."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import threading
 import time
@@ -132,3 +134,23 @@ def test_steps_are_written_while_their_episode_commits_and_offered_after_it(lake
     assert committing_thread != writer_thread  # the writer's thread or a flushing caller
     assert has_episode == 1  # the episode was in the lake before its steps were offered
     assert stored(Lake(lake.path), "e1") == {"n": 10, "d": 10, "lo": 0, "hi": 9}
+
+
+def test_a_writer_folder_removed_while_offers_are_listed_is_skipped(tmp_path, monkeypatch):
+    """A writer that closes (and removes its folder) while the committer lists the offers
+    does not fail the round: the other writers' offers are still found."""
+    root = tmp_path / "spool"
+    (root / "open").mkdir(parents=True)
+    (root / "open" / f"seg1{committer.OFFER}").write_text("{}")
+    (root / "open" / "seg2.rows").write_text("")
+    (root / "closing").mkdir()
+    listing = os.scandir
+
+    def writer_closes_meanwhile(path):
+        if str(path).endswith("closing"):
+            shutil.rmtree(path)
+        return listing(path)
+
+    monkeypatch.setattr(os, "scandir", writer_closes_meanwhile)
+    assert committer.offered(root) == [root / "open" / f"seg1{committer.OFFER}"]
+    assert committer.offered(tmp_path / "no spool yet") == []
