@@ -43,7 +43,8 @@ class RuleJudge:
     agent then takes the oracle's step, its next state is one of them, so most steps cost a
     lookup instead of a replay. They are remembered without the clock (`_timeless`): each step
     moves the status bar's clock, which no task reads, so a screen the group's episodes reach
-    again at other times (the long tasks' lists and forms) is a lookup too.
+    again at other times (the long tasks' lists and forms) is a lookup too. A task whose goal
+    or oracle read the time would need the clock back in `_timeless`.
     """
 
     def __init__(self, horizon: int = DEFAULT_HORIZON, memory: int = 512):

@@ -171,8 +171,11 @@ def test_recover_on_a_full_disk_says_how_much_space_it_needs(small_disk):
 def test_a_full_steps_batch_commits_its_episode_row_first(lake):
     with lake.writer(WriterOptions(batch_rows=5, max_age_s=600)) as w:
         w.append("episodes", _episode("e1"))
-        for n in range(5):  # the fifth fills the steps batch and commits it
+        for n in range(5):  # the fifth fills the steps batch: the writer's thread commits it
             w.append("steps", _step("e1", n))
+        deadline = time.monotonic() + 20  # without a flush or close, not waiting for the age
+        while _count(lake, "select count(*) from steps") < 5 and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert _count(lake, "select count(*) from steps") == 5
         assert _count(lake, ORPHANS) == 0
 
