@@ -174,9 +174,11 @@ SIGNATURE_HEX = 10
 SCREEN_MARK = "on screen "
 #: How a response names the text of the element it tapped.
 TAPPED_MARK = "tapped "
-#: How a response marks a text typed into a form (a screen of two or more edit fields), not a
-#: lone search box (`form_values`).
+#: How a response marks a text typed into a form (a screen of `FORM_FIELDS` edit fields or
+#: more), not a lone search box (`form_values`).
 FORM_MARK = "into a form"
+#: Edit fields that make a screen a form (`open_field`, `FORM_MARK`); one field is a search box.
+FORM_FIELDS = 2
 #: The longest tapped text a response names (a row's text with its subtitle fits).
 MAX_NOTE = 80
 
@@ -420,16 +422,17 @@ def visit_start(history: Sequence[str], here: str | None) -> int:
     return start
 
 
-def typed_of(history: Sequence[str], here: str | None = None) -> set[str]:
+def typed_of(history: Sequence[str], here: str | None = None, *, into_form: bool = False) -> set[str]:
     """The texts the episode typed on screen `here` (`ScreenText.signature`, in any visit; every
-    screen's when `here` is None, and a response that names no screen counts on all). A value
-    typed into the contact list's search box is not in the contact form, so the form still
-    awaits it; the form opened again after a save is the same screen, so its next value is the
-    second contact's."""
+    screen's when `here` is None, and a response that names no screen counts on all); with
+    `into_form`, only those typed into a form (`FORM_MARK`). A value typed into the contact
+    list's search box is not in the contact form, so the form still awaits it; the form opened
+    again after a save is the same screen, so its next value is the second contact's."""
     typed = set()
     for response, on in zip(history, screens_of(history), strict=True):
         parsed = read_response(response)
-        if parsed.valid and parsed.action_type == "type" and (here is None or on in (here, None)):
+        if (parsed.valid and parsed.action_type == "type" and (here is None or on in (here, None))
+                and (not into_form or FORM_MARK in response)):
             typed.add(parsed.action["text"])
     return typed
 
@@ -440,12 +443,7 @@ def form_values(history: Sequence[str]) -> set[str]:
     typed a name to star into the search box in 145 of 1,652 steps; counted as entered, such a
     name turned `values_left` on for the contact card (`values_progress`), a lean toward back
     where the star is the goal."""
-    typed = set()
-    for response in history:
-        parsed = read_response(response)
-        if parsed.valid and parsed.action_type == "type" and FORM_MARK in response:
-            typed.add(parsed.action["text"])
-    return typed
+    return typed_of(history, into_form=True)
 
 
 def action_note(verb: str, elements: Sequence[Element], target: int) -> str:
@@ -455,7 +453,7 @@ def action_note(verb: str, elements: Sequence[Element], target: int) -> str:
     (`FORM_MARK`, `form_values`). `target` is the tapped element's index (-1: none)."""
     if verb in POINT_VERBS:
         return tapped_note(elements[target]) if target >= 0 else ""
-    if verb == "type" and sum("editable" in element.flags for element in elements) >= 2:
+    if verb == "type" and len(edit_fields(elements)) >= FORM_FIELDS:
         return f" {FORM_MARK}"
     return ""
 
@@ -563,14 +561,19 @@ def filled(element: Element, typed: set[str]) -> bool:
     return "editable" in element.flags and element.text in typed
 
 
+def edit_fields(elements: Sequence[Element]) -> list[int]:
+    """The indices of the screen's edit fields, top down as read."""
+    return [i for i, element in enumerate(elements) if "editable" in element.flags]
+
+
 def open_field(elements: Sequence[Element], typed: set[str]) -> int:
     """The index of a form's first edit field (top down) not `filled` yet; -1 on a screen with
     fewer than two fields. It is marked `pending` while the goal has a value not typed here
     (`next_value`): filled top down, a form takes the goal's values in turn, and a fresh policy
     tapped the empty contact form's name field in 7 of 100 steps there. A lone field is a
     search box over a list: it filters, it does not take the goal's values."""
-    fields = [i for i, e in enumerate(elements) if "editable" in e.flags]
-    if len(fields) < 2:
+    fields = edit_fields(elements)
+    if len(fields) < FORM_FIELDS:
         return -1
     return next((i for i in fields if not filled(elements[i], typed)), -1)
 
