@@ -63,6 +63,20 @@ class SpoolWriteError(LakeError):
             f"the row was not recorded: free at least {_mb(needed)} on that disk and send it again"
         )
 
+    def __reduce__(self):
+        """Pickled whole. An exception pickles as ``cls(*args)``, and this one's args are its
+        message alone, so a pool worker or Ray task that raised it reached its caller as a
+        TypeError about missing arguments (and a `multiprocessing.Pool` lost its result
+        thread and hung) instead of this message."""
+        return _rebuilt_spool_error, (str(self), self.__dict__)
+
+
+def _rebuilt_spool_error(message: str, state: dict) -> SpoolWriteError:
+    exc = SpoolWriteError.__new__(SpoolWriteError)
+    LakeError.__init__(exc, message)
+    exc.__dict__.update(state)
+    return exc
+
 
 def _mb(n: int) -> str:
     return f"{n / 1e6:.2f} MB" if n >= 10_000 else f"{n} bytes"

@@ -8,10 +8,14 @@ needs no privileges.
 
 from __future__ import annotations
 
+import concurrent.futures
+import errno
+import multiprocessing
 import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -19,6 +23,7 @@ import pytest
 from episodelake.lake import Lake, LakeWriter, WriterOptions
 from episodelake.lake.core import schema
 from episodelake.lake.core.layout import SPOOL_LOCK, spool_root
+from episodelake.lake.core.spool import SpoolWriteError
 
 
 def _batch(eid: str, steps: range) -> pa.RecordBatch:
@@ -140,3 +145,22 @@ def test_spool_segments_stay_readable_arrow_streams(lake, durability):
         assert reader.read_all().column("step").to_pylist() == [0, 1, 2]
     w.close()
     assert os.listdir(spool_root(lake.path)) == []
+
+
+def _raise_spool_error(path: str) -> None:
+    raise SpoolWriteError(Path(path), 20_000, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
+
+
+def test_a_spool_error_raised_in_a_worker_process_reaches_the_caller_whole(tmp_path):
+    """A collector pool or a Ray task that hits a full disk hands its caller this error, with
+    its message and sizes; it used to arrive as a TypeError (its constructor's arguments are
+    not its args), which also left a multiprocessing pool hung."""
+    segment = tmp_path / "steps-1.arrows"
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        future = pool.submit(_raise_spool_error, str(segment))
+        with pytest.raises(SpoolWriteError) as caught:
+            future.result(timeout=60)
+    exc = caught.value
+    assert str(segment) in str(exc) and "No space left on device" in str(exc)
+    assert "free at least 0.02 MB on that disk" in str(exc)
+    assert exc.needed_bytes == 20_000 and exc.errno == errno.ENOSPC and exc.free_bytes > 0
