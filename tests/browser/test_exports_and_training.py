@@ -73,6 +73,8 @@ def test_rerun_a_set_and_read_the_report(page, web_lake):
     page.get_by_role("link", name="← all re-runs").click()
     row = page.get_by_test_id("reruns").locator("tbody tr").first
     row.get_by_text("sim-benchmark").wait_for()
+    # the list shows the job finished, not the "running" it held when the job started
+    row.locator('[data-testid=job-state][data-status="finished"]').wait_for(timeout=10_000)
     assert "100%" in row.inner_text() and "oracle" in row.inner_text()
 
 

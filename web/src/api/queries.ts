@@ -33,8 +33,12 @@ export function invalidate(...keys: QueryKey[]): Promise<void> {
   return Promise.all(keys.map((queryKey) => queryClient.invalidateQueries({ queryKey }))).then(() => undefined);
 }
 
-/** Job lists and jobs follow a running job every second, and stop once none runs. */
+/** Job lists and jobs follow a running job every second, and stop once none runs. A job
+ * changes by the server's own work, not by a write this client could invalidate, so its
+ * answers are never fresh: a list opened again after a job's page saw it finish asks at
+ * once instead of showing the "running" it cached when the job started. */
 const JOB_POLL_MS = 1000;
+const JOB_FRESH_MS = 0;
 const whileRunning = (running: boolean) => (running ? JOB_POLL_MS : false);
 
 const TREE_PAGE = 50;
@@ -134,18 +138,21 @@ export const queries = {
   exports: () =>
     queryOptions({
       queryKey: ["exports"],
+      staleTime: JOB_FRESH_MS,
       queryFn: ({ signal }) => call(api.GET("/api/exports", { signal })),
       refetchInterval: (q) => whileRunning(q.state.data?.some((e: ExportSummary) => e.status === "running") ?? false),
     }),
   reruns: () =>
     queryOptions({
       queryKey: ["reruns"],
+      staleTime: JOB_FRESH_MS,
       queryFn: ({ signal }) => call(api.GET("/api/reruns", { signal })),
       refetchInterval: (q) => whileRunning(q.state.data?.some((r: RerunSummary) => r.status === "running") ?? false),
     }),
   rerun: (id: string) =>
     queryOptions({
       queryKey: ["reruns", id],
+      staleTime: JOB_FRESH_MS,
       queryFn: ({ signal }) => call(api.GET("/api/reruns/{rerun_id}", { params: { path: { rerun_id: id } }, signal })),
       refetchInterval: (q) => whileRunning(q.state.data?.status === "running"),
     }),
