@@ -4,14 +4,13 @@ bounded while writes go on, and no write fails on a conflict with the compaction
 
 from __future__ import annotations
 
-import time
-
 import httpx
 
 from episodelake.api.maintenance import MAX_FRAGMENTS
 from episodelake.api.settings import Settings
 from episodelake.lake.core import tables
 from tests.api.webapp_support import ServerThread, build_lake
+from tests.waiting import wait_for
 
 EPISODES = [f"{task}-{i}" for task in ("wifi_on", "set_alarm", "send_message") for i in range(3)]
 
@@ -34,10 +33,8 @@ def test_server_compacts_curation_tables_on_its_own(tmp_path):
             assert got.status_code in (200, 201), got.text
             if n % 10 == 0:
                 peak = max(peak, *(tables.fragment_count(lake.path, t) for t in ("annotations", "set_members")))
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and any(
-                tables.fragment_count(lake.path, t) > MAX_FRAGMENTS for t in ("annotations", "set_members")):
-            time.sleep(0.1)
+        wait_for(lambda: all(tables.fragment_count(lake.path, t) <= MAX_FRAGMENTS for t in ("annotations", "set_members")),
+                 30, every_s=0.1, what="the background compaction")
         notes = {e: [a["note"] for a in client.get(f"/api/episodes/{e}/annotations").json()] for e in EPISODES}
         members = client.get(f"/api/sets/{set_id}/members").json()
     assert tables.fragment_count(lake.path, "annotations") <= MAX_FRAGMENTS

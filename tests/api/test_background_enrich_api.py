@@ -16,6 +16,7 @@ from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
 from tests.api.webapp_support import ServerThread
 from tests.factories import response, screenshot
+from tests.waiting import wait_for
 
 QUERY = "SELECT episode_id, step, image_phash, anchor_key FROM steps ORDER BY episode_id, step"
 
@@ -42,11 +43,11 @@ def test_the_server_keys_steps_committed_without_keys(tmp_path):
     lake = keyless_lake(tmp_path / "lake")
     with ServerThread(Settings(lake=lake.path, static_dir=None), lake) as srv, \
             httpx.Client(base_url=srv.url, timeout=30) as client:
-        deadline = time.monotonic() + 60
-        rows = rows_through_the_api(client)
-        while time.monotonic() < deadline and any(r["anchor_key"] is None for r in rows):
-            time.sleep(0.2)
+        def keyed() -> list[dict] | None:
             rows = rows_through_the_api(client)
+            return rows if all(r["anchor_key"] is not None for r in rows) else None
+
+        rows = wait_for(keyed, 60, every_s=0.2, what="the server to key every step")
     assert len(rows) == 9
     for row in rows:
         expected = phash64(screenshot(row["step"], clock=f"1{row['episode_id'][-1]}:00"))

@@ -19,16 +19,13 @@ from episodelake.lake.export import ExportSpec, run_export
 from episodelake.lake.export.spec import ExportOptions
 from tests.api.test_security import raw_get
 from tests.api.webapp_support import error_of
+from tests.waiting import wait_for
 
 
 def wait_finished(client: httpx.Client, url: str, timeout_s: float = 60) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        body = client.get(url).json()
-        if body["status"] != "running":
-            return body
-        assert time.monotonic() < deadline, f"still running: {body}"
-        time.sleep(0.1)
+    """The job at `url` once it no longer runs."""
+    return wait_for(lambda: (body := client.get(url).json())["status"] != "running" and body,
+                    timeout_s, every_s=0.1, what=f"{url} to finish")
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -32,6 +31,7 @@ from episodelake.lake.vocab.families import format_tool_call
 from tests import factories
 from tests.api.webapp_support import ServerThread, error_of
 from tests.lake.core.test_jobs import start_runner
+from tests.waiting import wait_for
 
 EPISODES, STEPS = 100, 10
 #: Every sample, every screenshot downscaled: seconds of work, so a test can act while it runs.
@@ -65,18 +65,9 @@ def big_lake(tmp_path_factory) -> Lake:
     return build_big_lake(tmp_path_factory.mktemp("jobs") / "lake")
 
 
-def wait_for(check, timeout_s: float = 60, every_s: float = 0.05):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = check()
-        if result:
-            return result
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(every_s)
-
-
 def wait_status(client: httpx.Client, url: str, statuses: tuple[str, ...]) -> dict:
-    return wait_for(lambda: (body := client.get(url).json())["status"] in statuses and body)
+    return wait_for(lambda: (body := client.get(url).json())["status"] in statuses and body,
+                    what=f"{url} to be {' or '.join(statuses)}")
 
 
 def stored_job(lake: Lake, job_id: str) -> dict:

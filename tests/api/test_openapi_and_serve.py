@@ -7,16 +7,15 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from episodelake.api.app import create_app
 from episodelake.api.routes import groups
 from episodelake.api.settings import Settings
 from tests.factories import free_port
+from tests.waiting import wait_serving
 
 ROOT = Path(__file__).resolve().parents[2]
 ELAKE = [sys.executable, "-m", "episodelake.api.cli"]
@@ -63,14 +62,7 @@ def test_serve_on_loopback(lake):
     proc = subprocess.Popen([*ELAKE, "--lake", str(lake.path), "serve", "--port", str(port)], env=env,
                             stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                r = httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2)
-                break
-            except httpx.TransportError:
-                assert proc.poll() is None and time.monotonic() < deadline, "elake serve did not start"
-                time.sleep(0.2)
+        r = wait_serving(f"http://127.0.0.1:{port}/api/health", proc)
         assert r.status_code == 200 and r.json()["tables"]["episodes"] == 9
     finally:
         proc.terminate()

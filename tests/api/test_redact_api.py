@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import time
 
 import httpx
 from PIL import Image, ImageChops
@@ -15,6 +14,7 @@ from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
 from episodelake.lake.core.updates import update_columns
 from episodelake.lake.curation.redact import MASK
+from tests.api.test_exports_api import wait_finished
 from tests.api.webapp_support import ServerThread
 from tests.factories import response
 
@@ -69,11 +69,7 @@ def test_an_api_export_takes_its_rules_inline(tmp_path):
                 "redact_rules": {"phone": False, "names": ["Settings"]}}
         r = client.post("/api/exports", json=body)
         assert r.status_code == 202, r.text
-        url = f"/api/exports/{r.json()['export_id']}"
-        deadline = time.monotonic() + 60
-        while (done := client.get(url).json())["status"] == "running":
-            assert time.monotonic() < deadline, done
-            time.sleep(0.1)
+        done = wait_finished(client, f"/api/exports/{r.json()['export_id']}")
         assert done["status"] == "finished", done["manifest"]
         redaction = done["manifest"]["redaction"]
         assert redaction["regions"] == {"name": 1} and redaction["rules"]["rules"] == ["card", "email", "name"]

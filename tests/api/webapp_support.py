@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import socket
 import threading
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from episodelake.api.settings import Settings
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.core.lake import Lake
 from episodelake.lake.vocab.families import format_tool_call
+from tests.waiting import wait_for
 
 TASKS = {
     "wifi_on": "Turn on Wi-Fi",
@@ -98,11 +98,12 @@ class ServerThread:
 
     def __enter__(self) -> ServerThread:
         self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the test server did not start")
-            time.sleep(0.02)
+
+        def started() -> bool:
+            assert self.thread.is_alive(), "the test server's thread ended before it started serving"
+            return self.server.started
+
+        wait_for(started, 20, every_s=0.02, what="the test server to start")
         return self
 
     def __exit__(self, *exc) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-import time
 from collections import deque
 
 import uvicorn
@@ -17,6 +16,7 @@ from episodelake.collectors.envs.base import Task
 from episodelake.collectors.envs.sim.device import SimDevice
 from episodelake.collectors.loop import Reply
 from episodelake.lake.vocab.families import format_tool_call, parse_response
+from tests.waiting import wait_for
 
 
 class LiveServer:
@@ -31,11 +31,7 @@ class LiveServer:
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]},
                                        daemon=True)
         self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("test server did not start")
-            time.sleep(0.01)
+        wait_for(lambda: self.server.started, 10, every_s=0.01, what="the test server to start")
 
     def stop(self) -> None:
         self.server.should_exit = True

@@ -17,6 +17,7 @@ from episodelake.lake import Lake
 from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.export import clawgui as clawgui_folders
 from tests.factories import response, screenshot, write_reference_episode
+from tests.waiting import wait_for
 
 
 def test_drop_in_functions_record_into_the_lake(tmp_path, monkeypatch):
@@ -99,9 +100,7 @@ def test_watch_ingests_a_growing_folder(tmp_path):
     t.start()
     try:
         write_reference_episode(root, "live", "ep-live", steps=2, finished=False)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and lake.dataset("steps").count_rows() < 2:
-            time.sleep(0.05)
+        wait_for(lambda: lake.dataset("steps").count_rows() >= 2, 20, what="the watcher to import the first steps")
         folder = root / "live" / "ep-live"
         doc = json.loads((folder / "episode.json").read_text())
         (folder / "images" / "step_0002.png").write_bytes(screenshot(2))
@@ -111,9 +110,8 @@ def test_watch_ingests_a_growing_folder(tmp_path):
                                 episode_length=3, finished_at="2026-11-30T10:01:00")
         time.sleep(0.05)
         (folder / "episode.json").write_text(json.dumps(doc))
-        while time.monotonic() < deadline and (lake.dataset("steps").count_rows() < 3
-                                               or lake.episode("ep-live")["status"] != "finished"):
-            time.sleep(0.05)
+        wait_for(lambda: lake.dataset("steps").count_rows() >= 3 and lake.episode("ep-live")["status"] == "finished",
+                 20, what="the watcher to import the finished episode")
     finally:
         stop.set()
         t.join()

@@ -7,9 +7,10 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
+
+from tests.waiting import wait_for
 
 ACCESS_KEY = "testing-key"
 SECRET_KEY = "testing-secret"
@@ -33,15 +34,16 @@ class S3Server:
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
             stdout=self._log, stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + 60
-        while True:
+
+        def listening() -> bool:
+            assert self.proc.poll() is None, f"moto server exited before listening; see {log_path}"
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    break
+                    return True
             except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"moto server did not start; see {log_path}") from None
-                time.sleep(0.1)
+                return False
+
+        wait_for(listening, 60, every_s=0.1, what=f"moto server to listen (log: {log_path})")
 
     def client(self, endpoint: str | None = None):
         import boto3

@@ -21,6 +21,7 @@ from episodelake.lake import Conflict, Lake, WriterOptions
 from episodelake.lake.core import claims, conflicts, layout, tables
 from tests.factories import child_env, response, screenshot
 from tests.remote.proxy import flush_once_back
+from tests.waiting import wait_for
 
 OPTIONS = WriterOptions(batch_rows=4, max_age_s=0.2)
 
@@ -80,10 +81,7 @@ def test_a_given_id_starts_while_the_store_hangs_without_waiting_out_its_timeout
     assert steps_of(s3_proxied_lake, "through-a-hang") == [0]
     assert Lake(s3_proxied_lake).episode("through-a-hang-2")["status"] == "finished"
     # the abandoned attempt's row, once it lands, goes with the release (or after it)
-    deadline = time.monotonic() + 60
-    while claim_rows(s3_proxied_lake) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert claim_rows(s3_proxied_lake) == 0
+    wait_for(lambda: claim_rows(s3_proxied_lake) == 0, 60, every_s=0.5, what="the abandoned claim's release")
 
 
 def test_an_id_the_lake_already_holds_is_lost_when_settled_and_set_aside(s3_proxied_lake, s3_proxy, capsys):

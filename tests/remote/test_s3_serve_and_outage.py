@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -20,6 +19,7 @@ from episodelake.lake import Lake, WriterOptions
 from episodelake.lake.core.writer import CommitFailed
 from tests.factories import child_env, free_port, response, screenshot
 from tests.remote.proxy import flush_once_back
+from tests.waiting import wait_serving
 
 
 @contextmanager
@@ -30,15 +30,7 @@ def _serve(env: dict[str, str]) -> Iterator[str]:
                             env=env, stderr=subprocess.PIPE, text=True)
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                httpx.get(f"{base}/api/health", timeout=5)
-                break
-            except httpx.TransportError:
-                assert proc.poll() is None, proc.stderr.read()
-                assert time.monotonic() < deadline
-                time.sleep(0.2)
+        wait_serving(f"{base}/api/health", proc, timeout_s=120)
         yield base
     finally:
         proc.terminate()

@@ -5,7 +5,6 @@ failed commit is raised in every caller whose rows it held."""
 from __future__ import annotations
 
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
@@ -13,6 +12,7 @@ import pytest
 
 from episodelake.lake import Lake
 from episodelake.lake.core.group_commit import GroupCommit
+from tests.waiting import wait_for
 
 
 def test_concurrent_upserts_share_commits_and_all_land(lake: Lake):
@@ -50,11 +50,9 @@ def test_a_later_write_of_a_key_wins_within_a_round():
     queued = [threading.Thread(target=group.submit, args=("t", pa.table({"k": ["y"], "v": [v]}), lambda w: committed.append(pa.concat_tables(w))))
               for v in (1, 2)]
     queued[0].start()
-    while not group._queues.get("t"):
-        time.sleep(0.001)
+    wait_for(lambda: group._queues.get("t"), 5, every_s=0.001, what="the first write to queue")
     queued[1].start()
-    while len(group._queues.get("t", [])) < 2:
-        time.sleep(0.001)
+    wait_for(lambda: len(group._queues.get("t", [])) >= 2, 5, every_s=0.001, what="the second write to queue")
     release.set()
     for t in (first, *queued):
         t.join(5)
@@ -86,8 +84,7 @@ def test_a_failed_commit_is_raised_in_every_caller_of_its_round():
     followers = [threading.Thread(target=call, args=(failing,)) for _ in range(3)]
     for t in followers:
         t.start()
-    while len(group._queues.get("t", [])) < 3:
-        time.sleep(0.001)
+    wait_for(lambda: len(group._queues.get("t", [])) >= 3, 5, every_s=0.001, what="three writes to queue")
     release.set()
     for t in (leader, *followers):
         t.join(5)

@@ -18,6 +18,7 @@ from episodelake.lake import Lake, LakeWriter, WriterOptions
 from episodelake.lake.core import tables
 from episodelake.lake.core.spool import SpoolWriteError
 from tests.factories import child_env, screenshot
+from tests.waiting import wait_for
 
 ORPHANS = ("select count(*) from steps s left join episodes e using (episode_id) "
            "where e.episode_id is null")
@@ -173,9 +174,8 @@ def test_a_full_steps_batch_commits_its_episode_row_first(lake):
         w.append("episodes", _episode("e1"))
         for n in range(5):  # the fifth fills the steps batch: the writer's thread commits it
             w.append("steps", _step("e1", n))
-        deadline = time.monotonic() + 20  # without a flush or close, not waiting for the age
-        while _count(lake, "select count(*) from steps") < 5 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        # without a flush or close, not waiting for the age
+        wait_for(lambda: _count(lake, "select count(*) from steps") >= 5, 20, what="the full batch's commit")
         assert _count(lake, "select count(*) from steps") == 5
         assert _count(lake, ORPHANS) == 0
 
@@ -189,9 +189,7 @@ def test_steps_committed_by_age_take_a_younger_episode_row_with_them(lake):
         time.sleep(0.3)
         w.append("episodes", _episode("e2"))  # younger than the steps batch
         w.append("steps", _step("e2", 0))
-        deadline = time.monotonic() + 20
-        while _count(lake, "select count(*) from steps") < 4 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for(lambda: _count(lake, "select count(*) from steps") >= 4, 20, what="the aged batch's commit")
         assert _count(lake, ORPHANS) == 0
 
 

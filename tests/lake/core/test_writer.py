@@ -12,6 +12,7 @@ from episodelake.lake import Lake, LakeWriter, WriterOptions
 from episodelake.lake.core import tables
 from episodelake.lake.core.layout import spool_root
 from tests.factories import child_env, screenshot
+from tests.waiting import wait_for
 
 
 def _step(eid: str, n: int) -> dict:
@@ -22,9 +23,8 @@ def test_batches_commit_many_rows_per_version(lake):
     with lake.writer(WriterOptions(batch_rows=50, max_age_s=60)) as w:
         for n in range(120):
             w.append("steps", _step("e1", n))
-        deadline = time.monotonic() + 30  # full batches commit on the writer's own thread
-        while w.commits == 0 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        # full batches commit on the writer's own thread
+        wait_for(lambda: w.commits > 0, 30, what="a full batch's commit")
         commits_before_close = w.commits
     # one commit per full batch at most (the committer may take two batches at once); the
     # rest at close, never a commit per row
@@ -34,13 +34,9 @@ def test_batches_commit_many_rows_per_version(lake):
 
 
 def test_age_commits_without_flush(lake):
-    import time
-
     w = lake.writer(WriterOptions(batch_rows=10_000, max_age_s=0.2))
     w.append("steps", _step("e1", 0))
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and lake.dataset("steps").count_rows() == 0:
-        time.sleep(0.05)
+    wait_for(lambda: lake.dataset("steps").count_rows() > 0, 10, what="the aged batch's commit")
     assert lake.dataset("steps").count_rows() == 1
     w.close()
 
