@@ -99,6 +99,15 @@ def test_a_training_run_shows_its_curves(page, web_lake):
     page.wait_for_function("() => document.querySelector('[data-testid=loss-curve]')?.plot")
     assert page.evaluate(CURVE, "success-curve") == {"success_rate": [0.2, 0.45, 0.7], "eval_success_rate": [0.1, 0.35, 0.6]}
     assert page.evaluate(CURVE, "loss-curve") == {"update.loss": [1.1, 0.7, 0.4]}
+    # a run still training: its next iteration is drawn without a reload
+    page.evaluate("window.__stayed = true")
+    web_lake.upsert("runs", [{"run_id": RUN, "iteration": 3, "kind": "train", "config": json.dumps({"algo": "gigpo"}),
+                              "metrics": json.dumps({"success_rate": 0.8, "eval_success_rate": 0.7, "update": {"loss": 0.3}}),
+                              "created_at": start + timedelta(minutes=3)}])
+    page.wait_for_function("() => document.querySelector('[data-testid=success-curve]')?.plot?.data[1].length === 4",
+                           timeout=10_000)
+    assert page.evaluate(CURVE, "success-curve") == {"success_rate": [0.2, 0.45, 0.7, 0.8], "eval_success_rate": [0.1, 0.35, 0.6, 0.7]}
+    assert page.evaluate("window.__stayed") is True
     page.get_by_label("metric").select_option("seconds.rollout")
     page.get_by_test_id("other-curve").wait_for()
     shot(page, "training-run")

@@ -124,6 +124,11 @@ def test_sets_page_lists_the_curated_episode(page):
     row.first.wait_for()
     assert "set_alarm-1" in row.first.inner_text() and "planning" in row.first.inner_text()
     shot(page, "07-set")
+    # a teammate files another episode into the set: it shows within seconds, without a reload
+    page.evaluate("window.__stayed = true")
+    httpx.put(f"{page.base}/api/sets/{sid}/members/wifi_on-0", json={"failure_category": "grounding"})
+    row.filter(has_text="wifi_on-0").wait_for(timeout=10_000)
+    assert page.evaluate("window.__stayed") is True
 
 
 @pytest.mark.parametrize("url, testid, text", [

@@ -25,8 +25,15 @@ export const queryClient = new QueryClient({
   },
 });
 
-/** Keys of the data recorders change: episode lists, details and queues, tasks, the overview. */
-export const LIVE_KEYS: QueryKey[] = [["tasks"], ["episodes"], ["episode"], ["queue"], ["overview"]];
+/** Keys of the data other writers change while a view is open: recorders (episode lists,
+ * details and queues, tasks, groups, stats, the overview), a training run (its curves) and
+ * teammates (sets and their members, saved views and queues, the audit log). A new ETag
+ * from the live poll refetches those on screen; the rest go stale. */
+export const LIVE_KEYS: QueryKey[] = [
+  ["tasks"], ["episodes"], ["episode"], ["queue"], ["overview"], ["groups"], ["stats"],
+  ["runs"], ["run"],
+  ["sets"], ["views"], ["audit"],
+];
 
 /** Refetches the active queries under `keys` (and marks the inactive ones stale). */
 export function invalidate(...keys: QueryKey[]): Promise<void> {
