@@ -26,32 +26,35 @@ from episodelake.trainer.loop import build_policy, split_tasks
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.policies.screen import (
     ELEMENT_FEATURES,
-    FALLBACK_COLS,
-    FALLBACK_ROWS,
-    FORM_MARK,
     PROGRESS_FEATURES,
-    SCREEN_MARK,
     SPAN_FEATURES,
-    TAPPED_MARK,
-    Element,
     ScreenConfig,
     ScreenPolicy,
-    ScreenText,
     collate,
-    done_words,
-    element_at,
     encode,
+)
+from episodelake.trainer.policies.screen_progress import (
+    FORM_MARK,
+    SCREEN_MARK,
+    TAPPED_MARK,
+    done_words,
     form_values,
-    goal_words,
     match_features,
     next_value,
     open_field,
-    read_screen,
     tapped_note,
     typed_of,
     value_spans,
 )
-from episodelake.trainer.policies.tiny import VERBS, text_spans
+from episodelake.trainer.policies.screen_read import (
+    FALLBACK_COLS,
+    FALLBACK_ROWS,
+    Element,
+    ScreenText,
+    element_at,
+    read_screen,
+)
+from episodelake.trainer.policies.tiny import VERBS, goal_words, text_spans
 from episodelake.trainer.ppo import ppo_loss
 
 FAVOURITES = "Add Anna Li, Carlos Diaz and David Nguyen to favourite contacts."
