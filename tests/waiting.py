@@ -1,7 +1,8 @@
 """Waiting for what another thread or process does: poll a check until it holds or a deadline
-passes, then fail saying what never happened. Every wait in the tests goes through here, so
-each has a deadline and a message, and a check can give up early by raising (a server process
-that exited, a thread that died) instead of running the clock out."""
+passes, then fail saying what never happened. Every such wait in the Python tests goes
+through here (the browser tests use Playwright's own waits), so each has a deadline and a
+message, and a check can give up early by raising (a server process that exited, a thread that
+died) instead of running the clock out."""
 
 from __future__ import annotations
 

@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable
 from contextlib import contextmanager
 
+from tests.waiting import wait_for
+
 
 class _RequestParser:
     """Reads one connection's bytes towards the store and notes each HTTP/1.1 request line;
@@ -200,11 +202,11 @@ def flush_once_back(recorder, timeout_s: float = 120.0) -> None:
     land the rows first); fail the test if it does not within `timeout_s`."""
     from episodelake.lake.core.writer import CommitFailed
 
-    deadline = time.monotonic() + timeout_s
-    while True:
+    def flushed() -> bool:
         try:
             recorder.flush()
-            return
+            return True
         except CommitFailed:
-            assert time.monotonic() < deadline, f"the store took no commit within {timeout_s:.0f} s"
-            time.sleep(1)
+            return False
+
+    wait_for(flushed, timeout_s, every_s=1, what="the store to take a commit")
