@@ -43,6 +43,15 @@ def test_start_an_export_and_download_it(page):
     form.get_by_role("button", name="Start export").click()
     page.get_by_test_id("export-error").get_by_text("EmptySelection").wait_for()
 
+    # a teammate's export shows in the list without a reload, and follows its job to the end
+    rows = page.get_by_test_id("exports").locator("tbody tr")
+    before = rows.count()
+    started = httpx.post(page.base + "/api/exports", json={"format": "trl", "val_fraction": 0.0})
+    assert started.status_code == 202, started.text
+    theirs = rows.filter(has_text=started.json()["export_id"])
+    theirs.locator('[data-testid=job-state][data-status="finished"]').wait_for(timeout=60_000)
+    assert rows.count() == before + 1
+
 
 def test_rerun_a_set_and_read_the_report(page, web_lake):
     run_rollouts(web_lake, RolloutSpec(task_ids(3, seed=1), group_size=2, max_steps=8, run_id="sim-run"),
