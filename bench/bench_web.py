@@ -95,6 +95,7 @@ def actions() -> list[dict]:
 def build_lake(path: Path, total_steps: int) -> None:
     from episodelake.lake import Lake, WriterOptions
     from episodelake.lake.core.images import sniff_format
+    from episodelake.lake.core.writer import Backpressure
 
     images = screens()
     acts = actions()
@@ -104,17 +105,27 @@ def build_lake(path: Path, total_steps: int) -> None:
     opts = WriterOptions(batch_rows=25_000, batch_bytes=1 << 30, max_age_s=3600)
     t0 = time.perf_counter()
     with lake.writer(opts) as writer:
+
+        def append(table: str, rows: list[dict]) -> None:
+            """On a busy machine the commits of 25,000-row batches fall behind the appends and
+            the writer refuses rows past its backlog bound: wait for the lake, then append."""
+            try:
+                writer.append_rows(table, rows)
+            except Backpressure:
+                writer.flush()
+                writer.append_rows(table, rows)
+
         for e in range(episodes):
             eid = f"ep-{e:06d}"
             task = TASKS[e % len(TASKS)]
             success = e % 3 != 0
-            writer.append("episodes", {
+            append("episodes", [{
                 "episode_id": eid, "run_id": f"run-{e // 5000}", "task_name": task,
                 "task_goal": f"Do {task}", "env": "sim", "policy_version": str(10 * (e // 1500)),
                 "group_id": f"g-{e // 8}", "created_at": start + timedelta(seconds=e), "status": "finished",
                 "success": success, "eval_score": float(success), "episode_reward": float(success),
                 "episode_length": STEPS_PER_EPISODE, "tags": [],
-            })
+            }])
             rows = []
             for s in range(STEPS_PER_EPISODE):
                 img = images[(e + s) % len(images)]
@@ -125,7 +136,7 @@ def build_lake(path: Path, total_steps: int) -> None:
                     "reward": float(success and s == STEPS_PER_EPISODE - 1), "step_reward": float(s % 7 != 3),
                     "anchor_key": f"a{(e + s) % len(images)}", **act,
                 })
-            writer.append_rows("steps", rows)
+            append("steps", rows)
     t1 = time.perf_counter()
     lake.optimize(prune_older_than=timedelta(0))
     print(f"built {episodes} episodes / {episodes * STEPS_PER_EPISODE} steps in {t1 - t0:.0f} s, "
