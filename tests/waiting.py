@@ -42,3 +42,15 @@ def wait_serving(url: str, proc: subprocess.Popen | None = None, timeout_s: floa
             return None
 
     return wait_for(answer, timeout_s, every_s=0.2, what=f"{url} to answer")
+
+
+def wait_job(client: httpx.Client, url: str, statuses: tuple[str, ...] | None = None, timeout_s: float = 60) -> dict:
+    """The job at `url` (an export, a re-run, a job: its JSON) once its status is one of
+    `statuses`, or, without them, once it no longer runs."""
+
+    def settled() -> dict | None:
+        body = client.get(url).json()
+        done = body["status"] in statuses if statuses is not None else body["status"] != "running"
+        return body if done else None
+
+    return wait_for(settled, timeout_s, every_s=0.1, what=f"{url} to be {' or '.join(statuses or ('done',))}")

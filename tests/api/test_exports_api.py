@@ -19,13 +19,7 @@ from episodelake.lake.export import ExportSpec, run_export
 from episodelake.lake.export.spec import ExportOptions
 from tests.api.test_security import raw_get
 from tests.api.webapp_support import error_of
-from tests.waiting import wait_for
-
-
-def wait_finished(client: httpx.Client, url: str, timeout_s: float = 60) -> dict:
-    """The job at `url` once it no longer runs."""
-    return wait_for(lambda: (body := client.get(url).json())["status"] != "running" and body,
-                    timeout_s, every_s=0.1, what=f"{url} to finish")
+from tests.waiting import wait_job
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +29,7 @@ def finished_export(server) -> dict:
         assert r.status_code == 202, r.text
         started = r.json()
         assert started["export_id"].startswith("exp-") and started["status"] in ("running", "finished")
-        return wait_finished(client, f"/api/exports/{started['export_id']}")
+        return wait_job(client, f"/api/exports/{started['export_id']}")
 
 
 def test_an_export_job_finishes_with_its_manifest(client, finished_export, lake):

@@ -31,7 +31,7 @@ from episodelake.lake.vocab.families import format_tool_call
 from tests import factories
 from tests.api.webapp_support import ServerThread, error_of
 from tests.lake.core.test_jobs import start_runner
-from tests.waiting import wait_for
+from tests.waiting import wait_job, wait_serving
 
 EPISODES, STEPS = 100, 10
 #: Every sample, every screenshot downscaled: seconds of work, so a test can act while it runs.
@@ -65,11 +65,6 @@ def big_lake(tmp_path_factory) -> Lake:
     return build_big_lake(tmp_path_factory.mktemp("jobs") / "lake")
 
 
-def wait_status(client: httpx.Client, url: str, statuses: tuple[str, ...]) -> dict:
-    return wait_for(lambda: (body := client.get(url).json())["status"] in statuses and body,
-                    what=f"{url} to be {' or '.join(statuses)}")
-
-
 def stored_job(lake: Lake, job_id: str) -> dict:
     lake.invalidate()
     rows = lake.sql("SELECT * FROM jobs WHERE job_id = ?", [job_id]).to_pylist()
@@ -83,7 +78,7 @@ def test_a_hard_killed_servers_export_is_interrupted_at_the_next_start(big_lake)
     try:
         url = f"http://127.0.0.1:{port}"
         with httpx.Client(base_url=url, timeout=60) as client:
-            wait_for(lambda: _answers(client))
+            assert wait_serving(f"{url}/api/health", proc).status_code == 200
             r = client.post("/api/exports", json=SLOW_EXPORT)
             assert r.status_code == 202, r.text
             export_id = r.json()["export_id"]
@@ -119,13 +114,6 @@ def test_a_hard_killed_servers_export_is_interrupted_at_the_next_start(big_lake)
         assert listed[export_id]["status"] == "deleted"  # its record stays, listed as deleted
 
 
-def _answers(client: httpx.Client) -> bool:
-    try:
-        return client.get("/api/health").status_code == 200
-    except httpx.TransportError:
-        return False
-
-
 def test_a_second_server_leaves_a_live_servers_job_alone_and_progress_is_throttled(big_lake):
     settings = Settings(lake=big_lake.path, static_dir=None, job_progress_interval_s=3600)
     with ServerThread(settings, big_lake) as first, httpx.Client(base_url=first.url, timeout=60) as client:
@@ -145,7 +133,7 @@ def test_a_second_server_leaves_a_live_servers_job_alone_and_progress_is_throttl
             assert job["status"] == "running" and job["progress"]["done"] == 0  # as recorded
         assert client.get("/api/jobs/imp-live").json()["progress"] == {"done": 500, "total": 500}  # live
         release.set()
-        done = wait_status(client, "/api/jobs/imp-live", ("done", "failed", "interrupted"))
+        done = wait_job(client, "/api/jobs/imp-live", ("done", "failed", "interrupted"))
         assert done["status"] == "done" and done["params"] == {"dir": "x"} and done["who"] == "test"
     # one write when accepted, one at the end; none for the 500 progress ticks
     big_lake.invalidate()
@@ -159,7 +147,7 @@ def test_deleting_a_running_export_is_409_until_it_ends(big_lake):
         export_id = client.post("/api/exports", json=SLOW_EXPORT).json()["export_id"]
         r = client.delete(f"/api/exports/{export_id}")
         assert r.status_code == 409 and error_of(r)["type"] == "Conflict" and "running" in error_of(r)["message"]
-        done = wait_status(client, f"/api/exports/{export_id}", ("finished", "failed", "interrupted"))
+        done = wait_job(client, f"/api/exports/{export_id}", ("finished", "failed", "interrupted"))
         assert done["status"] == "finished" and done["progress"] == {"done": EPISODES, "total": EPISODES}
         assert client.get(f"/api/jobs/{export_id}").json()["status"] == "done"
         assert client.delete(f"/api/exports/{export_id}").status_code == 200
@@ -170,7 +158,7 @@ def test_deleting_a_finished_export_removes_its_files(server, lake):
     with httpx.Client(base_url=server.url, timeout=60) as client:
         r = client.post("/api/exports", json={"format": "llamafactory", "val_fraction": 0.0})
         export_id = r.json()["export_id"]
-        done = wait_status(client, f"/api/exports/{export_id}", ("finished", "failed"))
+        done = wait_job(client, f"/api/exports/{export_id}", ("finished", "failed"))
         assert done["status"] == "finished", done
         folder = lake.path / "_exports" / export_id
         assert any(folder.rglob("*.png"))
@@ -226,7 +214,7 @@ def test_every_kind_is_listed_whoever_started_it_and_a_killed_commands_job_reads
             httpx.Client(base_url=srv.url, timeout=60) as client:
         r = client.post("/api/exports", json={"format": "llamafactory", "val_fraction": 0.0})
         assert r.status_code == 202, r.text
-        wait_status(client, f"/api/jobs/{r.json()['export_id']}", ("done", "failed", "interrupted"))
+        wait_job(client, f"/api/jobs/{r.json()['export_id']}", ("done", "failed", "interrupted"))
         killed = start_runner(lake, "imp-killed")
         os.kill(killed.pid, signal.SIGKILL)
         killed.wait(10)

@@ -14,9 +14,9 @@ from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
 from episodelake.lake.core.updates import update_columns
 from episodelake.lake.curation.redact import MASK
-from tests.api.test_exports_api import wait_finished
 from tests.api.webapp_support import ServerThread
 from tests.factories import response
+from tests.waiting import wait_job
 
 SIZE = (200, 100)
 #: Two text lines: a phone number (top half) and a word (bottom half).
@@ -69,7 +69,7 @@ def test_an_api_export_takes_its_rules_inline(tmp_path):
                 "redact_rules": {"phone": False, "names": ["Settings"]}}
         r = client.post("/api/exports", json=body)
         assert r.status_code == 202, r.text
-        done = wait_finished(client, f"/api/exports/{r.json()['export_id']}")
+        done = wait_job(client, f"/api/exports/{r.json()['export_id']}")
         assert done["status"] == "finished", done["manifest"]
         redaction = done["manifest"]["redaction"]
         assert redaction["regions"] == {"name": 1} and redaction["rules"]["rules"] == ["card", "email", "name"]

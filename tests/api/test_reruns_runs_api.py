@@ -16,8 +16,8 @@ from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rol
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.core.lake import Lake
 from episodelake.lake.vocab.families import format_tool_call
-from tests.api.test_exports_api import wait_finished
 from tests.api.webapp_support import ServerThread, error_of, screen
+from tests.waiting import wait_job
 
 TRAIN_RUN = "train-api-1"
 
@@ -75,7 +75,7 @@ def finished_rerun(sim_client) -> dict:
     r = sim_client.post("/api/reruns", json={"set": "sim-benchmark", "policy": "oracle", "n": 1, "max_steps": 10})
     assert r.status_code == 202, r.text
     assert r.json()["rerun_id"].startswith("rerun-") and r.json()["status"] in ("running", "finished")
-    return wait_finished(sim_client, f"/api/reruns/{r.json()['rerun_id']}", timeout_s=120)
+    return wait_job(sim_client, f"/api/reruns/{r.json()['rerun_id']}", timeout_s=120)
 
 
 def test_a_rerun_job_finishes_with_its_report(sim_client, finished_rerun):
