@@ -128,7 +128,7 @@ def oracle_path(suite: str, seed: int) -> None:
     from episodelake.collectors.envs.sim.phone import Phone
     from episodelake.lake.vocab.families import format_tool_call
     from episodelake.trainer.policies import screen
-    from episodelake.trainer.policies.screen_progress import SCREEN_MARK, action_note
+    from episodelake.trainer.policies.screen_progress import action_note, screen_note
     from episodelake.trainer.policies.screen_read import element_at, read_screen
     from episodelake.trainer.policies.tiny import VERBS
 
@@ -144,7 +144,7 @@ def oracle_path(suite: str, seed: int) -> None:
         for _ in range(40):
             action = task.solution(phone)
             read = read_screen(phone.ui_tree())
-            where = f" {SCREEN_MARK}{read.signature}" if read.signature else ""
+            where = screen_note(read.signature)
             hit = element_at(read.elements, action["coordinate"]) if "coordinate" in action else -1
             where += action_note(action["action"], read.elements, hit)  # as the policy notes its acts
             response = format_tool_call(action, f"oracle{where}")

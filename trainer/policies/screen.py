@@ -74,7 +74,6 @@ from episodelake.collectors.loop import Observation
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.policies.screen_progress import (
     _WORD,
-    SCREEN_MARK,
     STOP_WORDS,
     action_note,
     awaiting_value,
@@ -85,6 +84,7 @@ from episodelake.trainer.policies.screen_progress import (
     named_words,
     next_value,
     open_field,
+    screen_note,
     taps_of,
     typed_of,
     value_spans,
@@ -409,8 +409,7 @@ class ScreenPolicy(SmallPolicy[ScreenConfig, Encoded]):
     def _read(self, observation: Observation) -> tuple[Encoded, str, dict[str, Any]]:
         screen = read_screen(observation.ui_tree)
         encoded = encode(self.config, observation.goal, screen, observation.responses)
-        where = f" {SCREEN_MARK}{screen.signature}" if screen.signature else ""
-        return encoded, where, {"screen": screen.to_json()}
+        return encoded, screen_note(screen.signature), {"screen": screen.to_json()}
 
     def _encode_sample(self, sample: Sample) -> Encoded:
         return encode(self.config, sample.goal, self.screen_of(sample), sample.history)

@@ -159,6 +159,12 @@ def named_words(goal: Sequence[str], words: Sequence[str]) -> set[str]:
     return named
 
 
+def screen_note(signature: str | None) -> str:
+    """How a response names the screen it acted on (`SCREEN_MARK` and its
+    `ScreenText.signature`, read back by `screens_of`); empty for a screen without one."""
+    return f" {SCREEN_MARK}{signature}" if signature else ""
+
+
 def tapped_note(element: Element) -> str:
     """How a response names the element it tapped (`TAPPED_MARK`); empty for an untexted one."""
     text = " ".join(element.text.replace('"', "'").split())
