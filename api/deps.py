@@ -1,16 +1,19 @@
 """Dependency aliases for route functions: the open lake, the settings, the background jobs,
-who asks (and whether their role allows the route), the episode filter."""
+who asks (and whether their role allows the route), the episode filter, the version a change
+was made from (`If-Match`)."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
-from fastapi import Depends, Path, Query, Request
+from fastapi import Depends, Header, Path, Query, Request, Response
 
 from episodelake.api.errors import Forbidden
 from episodelake.api.jobs import Jobs
 from episodelake.api.listing import EpisodeFilter
 from episodelake.api.settings import Settings
+from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.core.lake import Lake
 from episodelake.lake.core.layout import ID_MAX, ID_PATTERN
 from episodelake.lake.core.schema import Role
@@ -93,3 +96,36 @@ IdPath = Annotated[str, Path(pattern=ID_PATTERN, max_length=ID_MAX,
 
 #: The episode filter, its fields as query parameters.
 FilterDep = Annotated[EpisodeFilter, Query()]
+
+
+# -- versions: ETag out, If-Match in ---------------------------------------------------------
+#: A version's ETag: `"3"`, the row's `version` quoted (a strong validator).
+_ETAG = re.compile(r'^"(\d{1,18})"$')
+
+
+def etag(response: Response, row: dict) -> dict:
+    """Put `row`'s version (a set, a saved view, a saved query) in the response's ETag and
+    return the row."""
+    response.headers["ETag"] = f'"{row["version"]}"'
+    return row
+
+
+def expected_version(
+    if_match: Annotated[str | None, Header(
+        alias="If-Match", max_length=400,
+        description='the ETag a GET of this row answered (`"3"`): the change is refused with a 412 if the '
+        "row was saved since; left out, the change applies to whatever version is stored (scripts; the web "
+        "app always sends it)")] = None,
+) -> frozenset[int] | None:
+    """The versions a change was made from (If-Match's ETags), or None: any (`*`, or no header)."""
+    if if_match is None or if_match.strip() == "*":
+        return None
+    found = [_ETAG.match(part.strip()) for part in if_match.split(",")]
+    if not all(found):
+        raise InvalidInput(f"If-Match: {if_match[:60]!r} is not an ETag this server gave; send the ETag "
+                           'header of a GET of the row as it is (e.g. If-Match: "3"), or leave If-Match out')
+    return frozenset(int(m.group(1)) for m in found if m)
+
+
+#: The versions a change was made from (`If-Match`), None where it does not say.
+IfMatchDep = Annotated[frozenset[int] | None, Depends(expected_version)]

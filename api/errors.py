@@ -41,6 +41,7 @@ from episodelake.lake.core.spool import SpoolWriteError
 from episodelake.lake.core.store import StoreSilent, StoreUnavailable
 from episodelake.lake.core.tables import CommitContention, DatasetMissing, StorageFull
 from episodelake.lake.core.writer import Backpressure, CommitFailed
+from episodelake.lake.curation.versions import StaleVersion
 from episodelake.lake.export.errors import (
     EmptySelection,
     ExportFolderNotOurs,
@@ -83,6 +84,7 @@ STATUS: dict[type[EpisodeLakeError], int] = {
     EmptySelection: 404,
     SetEpisodesMissing: 404,
     Conflict: 409,
+    StaleVersion: 412,  # If-Match named an older version than the stored one
     ExportFolderNotOurs: 409,
     # the lake: a refused query is the caller's; the rest is the server's storage
     LakeError: 500,
@@ -140,6 +142,12 @@ class ErrorBody(BaseModel):
 #: Documented on every route so clients (and schemathesis) know the error shape.
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody} for code in (400, 401, 403, 404, 409, 413, 422)}
+
+
+#: Documented on the routes that honour `If-Match` (changes of sets, views, saved queries).
+STALE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    412: {"model": ErrorBody, "description": "If-Match named an older version: the message says who saved the "
+          "newer one and when"}}
 
 
 _HTTP_KINDS = {404: "NotFound", 405: "MethodNotAllowed", 413: "PayloadTooLarge"}

@@ -54,8 +54,20 @@ class Step(StepDetail):
     info: str | None = Field(None, exclude=True, description=_HIDDEN)
 
 
-class Set(schema.Set):
-    """A curated set of episodes, with its live member count."""
+class Versioned(BaseModel):
+    """The version of a row people edit (a set, a saved view, a saved query): the number of
+    changes of its own fields, and who made the last one, when. GET answers it as the `ETag`
+    header too; a change sent with `If-Match` (that ETag) from an older version gets a 412."""
+
+    version: int = Field(0, description="changes of the row's own fields so far (0: made before the audit log); "
+                         "send it back as `If-Match: \"<version>\"` with a change")
+    changed_by: str | None = Field(None, description="who saved this version (null: unknown)")
+    changed_at: datetime | None = Field(None, description="when this version was saved")
+
+
+class Set(Versioned, schema.Set):
+    """A curated set of episodes, with its live member count and its version (members are
+    rows of their own: filing an episode does not make a new version of the set)."""
 
     model_config = ConfigDict(extra="ignore")
     deleted: bool | None = Field(None, exclude=True, description=_HIDDEN)
@@ -132,8 +144,8 @@ class QueuePosition(BaseModel):
     next: str | None = Field(description="the episode after it in the list; null at the end")
 
 
-class SavedView(schema.SavedView):
-    """A named episode filter that everyone on the lake shares."""
+class SavedView(Versioned, schema.SavedView):
+    """A named episode filter that everyone on the lake shares, with its version."""
 
     model_config = ConfigDict(extra="ignore")
     filters: EpisodeFilter
@@ -249,8 +261,8 @@ class SqlColumn(BaseModel):
     type: str
 
 
-class SavedQuery(schema.SavedQuery):
-    """A named SQL query the team shares, with its owner."""
+class SavedQuery(Versioned, schema.SavedQuery):
+    """A named SQL query the team shares, with its owner and its version."""
 
     model_config = ConfigDict(extra="ignore")
     deleted: bool | None = Field(None, exclude=True, description=_HIDDEN)
@@ -260,6 +272,14 @@ class SavedQueryCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=MAX_NAME)
     query: str = Field(min_length=1, max_length=20_000)
+
+
+class SavedQueryUpdate(BaseModel):
+    """A saved query's new name or text; only the fields sent change."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = Field(None, min_length=1, max_length=MAX_NAME)
+    query: str | None = Field(None, min_length=1, max_length=20_000)
 
 
 class SqlTable(BaseModel):

@@ -1,10 +1,14 @@
-"""Curated sets and their members: /api/sets, /api/sets/{set_id}, /api/sets/{set_id}/members."""
+"""Curated sets and their members: /api/sets, /api/sets/{set_id}, /api/sets/{set_id}/members.
+
+A set's GET answers its version as the ETag; a change sent with `If-Match` from an older
+version is refused with a 412 that names who saved the newer one (`lake.curation.versions`)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from episodelake.api.deps import CuratorDep, IdPath, LakeDep, SettingsDep, needs
+from episodelake.api.deps import CuratorDep, IdPath, IfMatchDep, LakeDep, SettingsDep, etag, needs
+from episodelake.api.errors import STALE_RESPONSES
 from episodelake.api.listing import where_clause
 from episodelake.api.models import (
     Member,
@@ -29,25 +33,30 @@ def list_sets(lake: LakeDep) -> list[dict]:
 
 
 @router.post("/sets", response_model=Set, status_code=201)
-def create_set(lake: LakeDep, who: CuratorDep, body: SetCreate) -> dict:
-    return curation.create_set(lake, body.name, body.kind, body.description, body.pinned_tag, who=who)
+def create_set(lake: LakeDep, who: CuratorDep, body: SetCreate, response: Response) -> dict:
+    return etag(response, curation.create_set(lake, body.name, body.kind, body.description, body.pinned_tag, who=who))
 
 
 @router.get("/sets/{set_id}", response_model=Set)
-def get_set(lake: LakeDep, set_id: IdPath) -> dict:
-    return curation.get_set(lake, set_id)
+def get_set(lake: LakeDep, set_id: IdPath, response: Response) -> dict:
+    """The set; its version is the ETag, to send back as If-Match with a change."""
+    return etag(response, curation.get_set(lake, set_id))
 
 
-@router.patch("/sets/{set_id}", response_model=Set)
-def update_set(lake: LakeDep, who: CuratorDep, set_id: IdPath, body: SetUpdate) -> dict:
-    """Rename, describe, change the kind, pin to a tag (null unpins)."""
-    return curation.update_set(lake, set_id, who=who, **body.model_dump(exclude_unset=True))
+@router.patch("/sets/{set_id}", response_model=Set, responses=STALE_RESPONSES)
+def update_set(lake: LakeDep, who: CuratorDep, set_id: IdPath, body: SetUpdate, version: IfMatchDep,
+               response: Response) -> dict:
+    """Rename, describe, change the kind, pin to a tag (null unpins), assign; only the fields
+    sent change. With If-Match, a set saved since is refused (412, naming who saved it)."""
+    return etag(response, curation.update_set(lake, set_id, who=who, expected_version=version,
+                                              **body.model_dump(exclude_unset=True)))
 
 
-@router.delete("/sets/{set_id}", status_code=204, response_class=Response, openapi_extra=needs("admin"))
-def delete_set(lake: LakeDep, who: CuratorDep, set_id: IdPath) -> Response:
+@router.delete("/sets/{set_id}", status_code=204, response_class=Response, openapi_extra=needs("admin"),
+               responses=STALE_RESPONSES)
+def delete_set(lake: LakeDep, who: CuratorDep, set_id: IdPath, version: IfMatchDep) -> Response:
     """Delete the set (an admin's: its members go with it for everyone)."""
-    curation.delete_set(lake, set_id, who=who)
+    curation.delete_set(lake, set_id, who=who, expected_version=version)
     return Response(status_code=204)
 
 

@@ -20,8 +20,25 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from fastapi import APIRouter, Query, Response
 
-from episodelake.api.deps import CuratorDep, IdPath, LakeDep, PersonDep, SettingsDep, needs
-from episodelake.api.models import SavedQuery, SavedQueryCreate, SqlRequest, SqlResult, SqlTable
+from episodelake.api.deps import (
+    CuratorDep,
+    IdPath,
+    IfMatchDep,
+    LakeDep,
+    PersonDep,
+    SettingsDep,
+    etag,
+    needs,
+)
+from episodelake.api.errors import STALE_RESPONSES
+from episodelake.api.models import (
+    SavedQuery,
+    SavedQueryCreate,
+    SavedQueryUpdate,
+    SqlRequest,
+    SqlResult,
+    SqlTable,
+)
 from episodelake.lake.core import schema
 from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.curation import saved_queries
@@ -60,15 +77,32 @@ def saved(lake: LakeDep) -> list[dict]:
 
 
 @router.post("/sql/saved", response_model=SavedQuery, status_code=201)
-def save(lake: LakeDep, who: CuratorDep, body: SavedQueryCreate) -> dict:
+def save(lake: LakeDep, who: CuratorDep, body: SavedQueryCreate, response: Response) -> dict:
     """Save a query under a name no other saved query has (409 names its owner)."""
-    return saved_queries.save(lake, body.name, body.query, owner=who)
+    return etag(response, saved_queries.save(lake, body.name, body.query, owner=who))
 
 
-@router.delete("/sql/saved/{query_id}", status_code=204, response_class=Response)
-def delete_saved(lake: LakeDep, user: PersonDep, query_id: IdPath) -> Response:
+@router.get("/sql/saved/{query_id}", response_model=SavedQuery)
+def saved_one(lake: LakeDep, query_id: IdPath, response: Response) -> dict:
+    """One saved query; its version is the ETag, to send back as If-Match with a change."""
+    return etag(response, saved_queries.get(lake, query_id))
+
+
+@router.patch("/sql/saved/{query_id}", response_model=SavedQuery, responses=STALE_RESPONSES)
+def update_saved(lake: LakeDep, user: PersonDep, query_id: IdPath, body: SavedQueryUpdate, version: IfMatchDep,
+                 response: Response) -> dict:
+    """Rename a saved query or replace its text: its owner's or an admin's to change (403
+    otherwise). With If-Match, a query saved since is refused (412, naming who saved it)."""
+    return etag(response, saved_queries.update(
+        lake, query_id, who=user.name if user else None, admin=user is None or user.may("admin"),
+        expected_version=version, **body.model_dump(exclude_unset=True)))
+
+
+@router.delete("/sql/saved/{query_id}", status_code=204, response_class=Response, responses=STALE_RESPONSES)
+def delete_saved(lake: LakeDep, user: PersonDep, query_id: IdPath, version: IfMatchDep) -> Response:
     """Delete a saved query: its owner's or an admin's to delete (403 otherwise)."""
-    saved_queries.delete(lake, query_id, who=user.name if user else None, admin=user is None or user.may("admin"))
+    saved_queries.delete(lake, query_id, who=user.name if user else None, admin=user is None or user.may("admin"),
+                         expected_version=version)
     return Response(status_code=204)
 
 

@@ -18,11 +18,15 @@ A saved view is a named episode filter (the API's filter fields and their values
 JSON text) that everyone on the lake sees; the API checks the filter before it is stored. A
 view is also a curation queue (the web app walks its episodes in order), so it can be
 assigned to a person (`assigned_to`), as a set can.
+
+Sets and views have a version (`versions`: how many changes of their own fields the audit
+log holds): a change made from an older version than the stored one (`expected_version`) is
+refused, naming who saved the newer one and when.
 """
 
 import json
-import threading
 import uuid
+from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import cast
 
@@ -31,13 +35,14 @@ import lance
 from episodelake.lake.core import audit, layout, schema, users
 from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
 from episodelake.lake.core.lake import Lake, Refers
-from episodelake.lake.curation import fields
+from episodelake.lake.curation import fields, versions
 
 SET_FIELDS = ("name", "kind", "description", "pinned_tag", "assigned_to")
 
 #: Changes of sets and views read a row, change it and write it back (or check a name is
-#: free first); one at a time within this process. Member and annotation writes go without.
-_write_lock = threading.Lock()
+#: free first); one at a time within this process, under the lock their versions are checked
+#: under (`versions.write_lock`). Member and annotation writes go without.
+_write_lock = versions.write_lock
 
 
 def _now() -> datetime:
@@ -51,17 +56,19 @@ def _rows(lake: Lake, query: str, params: list) -> list[dict]:
 # -- sets ------------------------------------------------------------------------------
 #: A set's `updated_at` is its own row's, or its members' last change if later: member
 #: writes do not rewrite the set's row (which would serialise them behind one lock), and the
-#: audit log dates every change of a member, removals included.
+#: audit log dates every change of a member, removals included. Its `version` (and who made
+#: it, when) counts changes of the set's own fields only (`versions`).
 _SETS_QUERY = """
     WITH touched AS (
         SELECT split_part(target_id, '/', 1) AS set_id, max(changed_at) AS changed_at
         FROM audit WHERE target_table = 'set_members' GROUP BY 1)
     SELECT s.* REPLACE (greatest(s.updated_at, t.changed_at) AS updated_at),
-           count(m.episode_id) FILTER (WHERE NOT coalesce(m.removed, false)) AS members
+           count(m.episode_id) FILTER (WHERE NOT coalesce(m.removed, false)) AS members, {versions}
     FROM sets s LEFT JOIN set_members m ON m.set_id = s.set_id LEFT JOIN touched t ON t.set_id = s.set_id
+         LEFT JOIN {versions_of_sets} v ON v.target_id = s.set_id
     WHERE NOT coalesce(s.deleted, false) {extra}
     GROUP BY ALL ORDER BY s.created_at, s.set_id
-"""
+""".replace("{versions}", versions.columns("v")).replace("{versions_of_sets}", versions.versions_of("sets"))
 
 
 def list_sets(lake: Lake) -> list[dict]:
@@ -128,14 +135,17 @@ def create_set(lake: Lake, name: str, kind: str = "failure", description: str | 
     return get_set(lake, set_id)
 
 
-def update_set(lake: Lake, set_id: str, *, who: str | None = None, **changes: object) -> dict:
+def update_set(lake: Lake, set_id: str, *, who: str | None = None, expected_version: Collection[int] | None = None,
+               **changes: object) -> dict:
     """Rename, describe, change the kind, (un)pin or assign a set; `None` clears
-    description, pinned_tag and assigned_to."""
+    description, pinned_tag and assigned_to. With `expected_version` (the versions the change
+    was made from), a set saved since by someone else is refused (`versions.StaleVersion`)."""
     unknown = set(changes) - set(SET_FIELDS)
     if unknown:
         raise InvalidInput(f"cannot change {sorted(unknown)}; a set's editable fields are {SET_FIELDS}")
     with _write_lock:
         current = get_set(lake, set_id)
+        versions.check(f"set {current['name']!r}", current, expected_version)
         row = {k: current[k] for k in schema.SETS.names}
         if "name" in changes:
             row["name"] = fields.required_text(changes["name"], "name", fields.MAX_NAME)
@@ -169,9 +179,11 @@ def _check_person(lake: Lake, name: object) -> str | None:
     return name
 
 
-def delete_set(lake: Lake, set_id: str, *, who: str | None = None) -> None:
+def delete_set(lake: Lake, set_id: str, *, who: str | None = None,
+               expected_version: Collection[int] | None = None) -> None:
     with _write_lock:
         current = get_set(lake, set_id)
+        versions.check(f"set {current['name']!r}", current, expected_version)
         row = {k: current[k] for k in schema.SETS.names}
         lake.upsert("sets", [{**row, "deleted": True, "updated_at": _now()}])
         audit.record(lake, who, "set.delete", "sets", set_id, row, None)
@@ -346,21 +358,28 @@ def _view_out(row: dict) -> dict:
 
 
 def _view_row(view: dict) -> dict:
-    """A view as `get_view` gives it, back in its stored form (filters as JSON text)."""
-    return {**view, "filters": json.dumps(view["filters"], sort_keys=True)}
+    """A view as `get_view` gives it, back in its stored form (filters as JSON text, no version)."""
+    return {**{k: view[k] for k in schema.SAVED_VIEWS.names}, "filters": json.dumps(view["filters"], sort_keys=True)}
+
+
+#: Live saved views with their versions (`versions`); `{extra}` narrows them.
+_VIEWS_QUERY = f"""
+    SELECT w.*, {versions.columns("v")}
+    FROM saved_views w LEFT JOIN {versions.versions_of("saved_views")} v ON v.target_id = w.view_id
+    WHERE NOT coalesce(w.deleted, false) {{extra}} ORDER BY w.name, w.view_id
+"""
 
 
 def list_views(lake: Lake, *, assigned_to: str | None = None) -> list[dict]:
     """Live saved views, by name; with `assigned_to`, only the queues assigned to that person."""
-    mine = "AND assigned_to = ?" if assigned_to is not None else ""
-    rows = _rows(lake, f"SELECT * FROM saved_views WHERE NOT coalesce(deleted, false) {mine} ORDER BY name, view_id",
-                 [assigned_to] if assigned_to is not None else [])
+    mine = "AND w.assigned_to = ?" if assigned_to is not None else ""
+    rows = _rows(lake, _VIEWS_QUERY.format(extra=mine), [assigned_to] if assigned_to is not None else [])
     return [_view_out(r) for r in rows]
 
 
 def get_view(lake: Lake, view_id: str) -> dict:
     layout.check_id(view_id, "view_id")
-    rows = _rows(lake, "SELECT * FROM saved_views WHERE view_id = ? AND NOT coalesce(deleted, false)", [view_id])
+    rows = _rows(lake, _VIEWS_QUERY.format(extra="AND w.view_id = ?"), [view_id])
     if not rows:
         raise NotFound(f"saved view {view_id!r} does not exist (or was deleted)")
     return _view_out(rows[0])
@@ -386,32 +405,42 @@ def create_view(lake: Lake, name: str, filters: dict, *, who: str | None = None)
     return get_view(lake, view_id)
 
 
-def delete_view(lake: Lake, view_id: str, *, who: str | None = None) -> None:
+def delete_view(lake: Lake, view_id: str, *, who: str | None = None,
+                expected_version: Collection[int] | None = None) -> None:
     with _write_lock:
-        row = _view_row(get_view(lake, view_id))
+        current = get_view(lake, view_id)
+        versions.check(f"saved view {current['name']!r}", current, expected_version)
+        row = _view_row(current)
         lake.upsert("saved_views", [{**row, "deleted": True, "updated_at": _now()}])
         audit.record(lake, who, "view.delete", "saved_views", view_id, row, None)
 
 
-def update_view(lake: Lake, view_id: str, filters: dict, *, who: str | None = None) -> dict:
+def update_view(lake: Lake, view_id: str, filters: dict, *, who: str | None = None,
+                expected_version: Collection[int] | None = None) -> dict:
     """Replace a saved view's `filters` (checked by the caller, as for `create_view`); its id,
-    name and creator stay, and the audit row holds the filters before and after."""
+    name and creator stay, and the audit row holds the filters before and after. With
+    `expected_version`, a view saved since by someone else is refused (`versions.StaleVersion`)."""
     if not isinstance(filters, dict):
         raise InvalidInput(f"filters must be an object of filter fields, not {type(filters).__name__}")
     with _write_lock:
-        before = _view_row(get_view(lake, view_id))
+        current = get_view(lake, view_id)
+        versions.check(f"saved view {current['name']!r}", current, expected_version)
+        before = _view_row(current)
         row = {**before, "filters": json.dumps(filters, sort_keys=True), "updated_at": _now()}
         lake.upsert("saved_views", [row])
         audit.record(lake, who, "view.update", "saved_views", view_id, before, row)
     return get_view(lake, view_id)
 
 
-def assign_view(lake: Lake, view_id: str, person: str | None, *, who: str | None = None) -> dict:
+def assign_view(lake: Lake, view_id: str, person: str | None, *, who: str | None = None,
+                expected_version: Collection[int] | None = None) -> dict:
     """Assign the view, as a curation queue, to `person` (on a lake with users, one of them:
     a name nobody has is refused, naming the users); `None` unassigns it. The audit row
     (`view.assign` or `view.unassign`) holds the view before and after."""
     with _write_lock:
-        before = _view_row(get_view(lake, view_id))
+        current = get_view(lake, view_id)
+        versions.check(f"saved view {current['name']!r}", current, expected_version)
+        before = _view_row(current)
         row = {**before, "assigned_to": _check_person(lake, person), "updated_at": _now()}
         lake.upsert("saved_views", [row])
         action = "view.assign" if row["assigned_to"] is not None else "view.unassign"
