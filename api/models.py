@@ -418,6 +418,13 @@ class UserCreate(BaseModel):
     role: Role
 
 
+class UserUpdate(BaseModel):
+    """A user's new role."""
+
+    model_config = ConfigDict(extra="forbid")
+    role: Role
+
+
 class UserCreated(UserOut):
     token: str = Field(description="shown once: only its hash is kept")
 

@@ -1,4 +1,5 @@
-"""People and the audit log: GET /api/me, /api/users (admins), GET /api/audit.
+"""People and the audit log: GET /api/me, /api/users (adding, removing, changing a role and
+reissuing a token are an admin's), GET /api/audit.
 
 Users are stored in the lake (`episodelake.lake.core.users`), so `elake user add` on the
 command line and POST /api/users here make the same people; a running server knows of a
@@ -12,7 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from episodelake.api.deps import IdPath, LakeDep, PersonDep, needs
-from episodelake.api.models import AuditEntry, Me, UserCreate, UserCreated, UserOut
+from episodelake.api.models import AuditEntry, Me, UserCreate, UserCreated, UserOut, UserUpdate
 from episodelake.lake.core import audit, users
 
 router = APIRouter(tags=["people"])
@@ -45,6 +46,19 @@ def add_user(lake: LakeDep, user: PersonDep, body: UserCreate) -> dict:
 def remove_user(lake: LakeDep, user: PersonDep, name: IdPath) -> Response:
     users.remove(lake, name, by=user.name if user else None)
     return Response(status_code=204)
+
+
+@router.patch("/users/{name}", response_model=UserOut, openapi_extra=needs("admin"))
+def change_role(lake: LakeDep, user: PersonDep, name: IdPath, body: UserUpdate) -> dict:
+    """Give a user another role (their token stays); the last admin stays an admin (409)."""
+    return users.change_role(lake, name, body.role, by=user.name if user else None)
+
+
+@router.post("/users/{name}/token", response_model=UserCreated, openapi_extra=needs("admin"))
+def reissue_token(lake: LakeDep, user: PersonDep, name: IdPath) -> dict:
+    """Give a user a new token, shown this once; their old token stops working."""
+    row, token = users.reissue(lake, name, by=user.name if user else None)
+    return {**row, "token": token}
 
 
 @router.get("/audit", response_model=list[AuditEntry])

@@ -12,7 +12,10 @@ what are the server's; this module only stores people and checks tokens.
 
 A removed user keeps their row (`removed` set), so names in the audit log and in
 `added_by` keep meaning someone; a name once removed can be added again with a new token.
-The last admin cannot be removed while others remain: someone must be able to manage them.
+A user's role can be changed (`change_role`) and their token replaced (`reissue`: the old one
+stops working) without removing them. The last admin cannot be removed, nor made anything
+else, while others remain: someone must be able to manage them. Every change is an audit row
+(`user.add`, `user.remove`, `user.role`, `user.reissue`), the token hash never in it.
 """
 
 from __future__ import annotations
@@ -95,20 +98,54 @@ def add(lake, name: str, role: str, *, by: str | None = None) -> tuple[dict, str
     return _public(row), token
 
 
-def remove(lake, name: str, *, by: str | None = None) -> dict:
-    """Remove user `name`: their token stops working (on a running server within REFRESH_S)."""
+def _live(lake, name: str) -> dict[str, dict]:
+    """The live users by name; NotFound naming them unless `name` is one."""
     layout.check_id(name, "name")
     live = {r["name"]: r for r in _stored(lake) if not r["removed"]}
     if name not in live:
         raise NotFound(f"no user {name!r}; users: {', '.join(sorted(live)) or 'none'}")
+    return live
+
+
+def _check_not_last_admin(live: dict[str, dict], name: str, doing: str) -> None:
     admins = [n for n, r in live.items() if r["role"] == "admin"]
     if admins == [name] and len(live) > 1:
-        raise Conflict(f"{name!r} is the last admin: add another admin first (`elake user add NAME "
-                       "--role admin`), or remove the other users")
+        raise Conflict(f"{name!r} is the last admin, so cannot be {doing}: make another user an admin first "
+                       "(`elake user add NAME --role admin`), or remove the other users")
+
+
+def remove(lake, name: str, *, by: str | None = None) -> dict:
+    """Remove user `name`: their token stops working (on a running server within REFRESH_S)."""
+    live = _live(lake, name)
+    _check_not_last_admin(live, name, "removed")
     row = {**live[name], "removed": True}
     lake.upsert("users", [row])
     audit.record(lake, by, "user.remove", "users", name, _public(live[name]), _public(row))
     return _public(row)
+
+
+def change_role(lake, name: str, role: str, *, by: str | None = None) -> dict:
+    """Give user `name` another role; their token stays (a running server knows the new role
+    within REFRESH_S)."""
+    role = _check_role(role)
+    live = _live(lake, name)
+    if role != "admin":
+        _check_not_last_admin(live, name, f"made a {role}")
+    row = {**live[name], "role": role}
+    lake.upsert("users", [row])
+    audit.record(lake, by, "user.role", "users", name, _public(live[name]), _public(row))
+    return _public(row)
+
+
+def reissue(lake, name: str, *, by: str | None = None) -> tuple[dict, str]:
+    """Give user `name` a new token, returned once; the old one stops working (a lost or
+    leaked token). The audit row says it was reissued, never the token or its hash."""
+    live = _live(lake, name)
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    row = {**live[name], "token_sha256": token_hash(token)}
+    lake.upsert("users", [row])
+    audit.record(lake, by, "user.reissue", "users", name, _public(live[name]), _public(row))
+    return _public(row), token
 
 
 class Directory:
