@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import html
 import json
 from collections.abc import Sequence
 from http.cookies import SimpleCookie
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -159,6 +160,7 @@ SIGN_IN_PAGE = """<!doctype html>
 <p>This lake needs a token. Ask its admin for one (<code>elake user add NAME --role viewer</code>).</p>
 <p role="alert">{message}</p>
 <form method="post" action="/signin">
+<input type="hidden" name="next" value="{next}">
 <label for="token">Token</label><br>
 <input id="token" name="token" type="password" autocomplete="current-password" required
        style="width: 100%; padding: .4rem; margin: .3rem 0 1rem">
@@ -167,6 +169,30 @@ SIGN_IN_PAGE = """<!doctype html>
 """
 #: Most bytes a sign-in form may send.
 MAX_SIGN_IN_BODY = 4096
+#: The sign-in page's words for a token that is not a user's (any more).
+WRONG_TOKEN = "That token is not (or no longer) valid."
+
+
+def sign_in_page(message: str = "", next_path: str = "/") -> str:
+    """The sign-in form, saying `message`, which returns to `next_path` once signed in."""
+    return SIGN_IN_PAGE.format(message=html.escape(message), next=html.escape(safe_next(next_path), quote=True))
+
+
+def safe_next(path: str) -> str:
+    """Where sign-in may send the browser back to: a path of this app (with its query), never
+    another site (`//evil`, `/\\evil`) or the sign-in and sign-out pages; else `/`."""
+    if not path.startswith("/") or path.startswith("//") or "\\" in path or not all(" " < c < "\x7f" for c in path):
+        return "/"  # a path as browsers send it: printable ASCII, its other characters %-escaped
+    parts = urlsplit(path)
+    if parts.scheme or parts.netloc or parts.path in ("/signin", "/signout"):
+        return "/"
+    return path[:2000]
+
+
+def _requested(scope: Scope) -> str:
+    """The path and query a request asked for, as the browser would send it again."""
+    query = scope.get("query_string", b"").decode("latin-1")
+    return scope.get("raw_path", scope["path"].encode()).decode("latin-1") + (f"?{query}" if query else "")
 
 
 class Authentication:
@@ -179,9 +205,11 @@ class Authentication:
     role check (`episodelake.api.deps.authorize`) and `who` read it.
 
     Tokens travel as `Authorization: Bearer <token>` or in the HttpOnly `elake_token`
-    cookie. A browser gets the cookie from the sign-in form (`POST /signin`) or by opening
-    `/?token=<token>` once (the link `elake serve` prints): that answer sets the cookie and
-    redirects to `/`, so the token leaves the address bar. A token in any other URL is
+    cookie. A browser gets the cookie from the sign-in form (`POST /signin`), which the
+    server shows at whatever page the browser asked for and which returns there once signed
+    in (its `next` field, kept to this app's own paths), or by opening `/?token=<token>` once
+    (the link `elake serve` prints): that answer sets the cookie and redirects to `/`, so the
+    token leaves the address bar; a wrong one there gets the sign-in form too. A token in any other URL is
     refused, since URLs end up in histories, logs and Referer headers.
     """
 
@@ -232,6 +260,8 @@ class Authentication:
                     "a token in a URL is refused (URLs end up in histories and logs): send "
                     "`Authorization: Bearer <token>`, or open /?token=<token> once to sign the browser in"))
             principal = await asyncio.to_thread(self._who, scope, query["token"][0])
+            if principal is None and b"text/html" in headers.get(b"accept", b""):  # a browser: the form
+                return await _page(send, 401, sign_in_page(WRONG_TOKEN))
             if principal is None:
                 return await _reply(send, Unauthorized("the token is wrong"))
             return await _redirect(send, "/", cookie=query["token"][0])
@@ -248,8 +278,7 @@ class Authentication:
         if principal is None:
             wrong = presented is not None
             if method in ("GET", "HEAD") and not path.startswith("/api/") and b"text/html" in headers.get(b"accept", b""):
-                return await _page(send, 401, SIGN_IN_PAGE.format(
-                    message="That token is not (or no longer) valid." if wrong else ""))
+                return await _page(send, 401, sign_in_page(WRONG_TOKEN if wrong else "", _requested(scope)))
             return await _reply(send, Unauthorized(
                 "the token is wrong (or its user was removed)" if wrong else
                 "this server needs a token: send `Authorization: Bearer <token>`, or sign in at /signin"),
@@ -266,11 +295,13 @@ class Authentication:
                 return await _reply(send, PayloadTooLarge(f"a sign-in form is at most {MAX_SIGN_IN_BODY} bytes"))
             if not message.get("more_body"):
                 break
-        token = (parse_qs(body.decode("latin-1")).get("token") or [""])[0].strip()
+        form = parse_qs(body.decode("latin-1"))
+        token = (form.get("token") or [""])[0].strip()
+        next_path = safe_next((form.get("next") or ["/"])[0])
         principal = await asyncio.to_thread(self._who, scope, token) if token else None
         if principal is None:
-            return await _page(send, 401, SIGN_IN_PAGE.format(message="That token is not (or no longer) valid."))
-        await _redirect(send, "/", cookie=token)
+            return await _page(send, 401, sign_in_page(WRONG_TOKEN, next_path))
+        await _redirect(send, next_path, cookie=token)
 
 
 def _presented(headers: dict[bytes, bytes]) -> str | None:
