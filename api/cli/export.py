@@ -80,8 +80,11 @@ def cmd_export_sft(
         print(json.dumps(result.manifest, indent=2, sort_keys=True))
         return 0
     counts = result.manifest["counts"]
-    print(f"{result.export_id}: {counts['samples']['train']} train + {counts['samples']['val']} val sample(s) "
-          f"from {counts['episodes']} episode(s), {counts['images']} image(s) -> {result.out}")
+    unit = counts.get("unit", "samples")
+    made_from = (f" (made from {sum(counts['step_samples'].values())} step sample(s))"
+                 if "step_samples" in counts else "")
+    print(f"{result.export_id}: {counts['samples']['train']} train + {counts['samples']['val']} val {unit}"
+          f"{made_from} from {counts['episodes']} episode(s), {counts['images']} image(s) -> {result.out}")
     paths = image_paths_note(spec, result.out)
     if paths:
         print(paths)

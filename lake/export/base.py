@@ -44,6 +44,11 @@ class FormatWriter(Protocol):
     def close(self) -> list[str]:
         """Finish the files; returns the top-level names written under the folder."""
 
+    def records(self) -> dict[str, int]:
+        """After `close`: how many records (in the format's `unit`) each split's files hold.
+        The manifest, the console line and the lineage row count these, never the samples
+        fed in (a `dpo` writer gets steps and writes pairs)."""
+
 
 @dataclass(frozen=True)
 class ExportFormat:
@@ -62,6 +67,9 @@ class ExportFormat:
     #: Whether the format writes only what samples and the image store give it, which a
     #: redacting export masks; a format that copies stored episodes as they are cannot redact.
     redacts: bool = True
+    #: What one record of the format's files is, as counts name it: "samples" (one
+    #: conversation per line or row), "pairs" (dpo), "episodes" (clawgui's folders).
+    unit: str = "samples"
 
 
 def dumps(record: object) -> str:
@@ -75,6 +83,7 @@ class JsonlWriter:
     def __init__(self, ctx: WriteContext):
         self.ctx = ctx
         self._files: dict[str, IO[bytes]] = {}
+        self._lines: dict[str, int] = {}
 
     def record(self, sample: Sample) -> dict:
         raise NotImplementedError
@@ -87,8 +96,12 @@ class JsonlWriter:
         if fh is None:
             fh = self._files[split] = open(self.ctx.out / f"{split}.jsonl", "wb")
         fh.write((self.line(sample) + "\n").encode("utf-8"))
+        self._lines[split] = self._lines.get(split, 0) + 1
 
     def close(self) -> list[str]:
         for fh in self._files.values():
             fh.close()
         return [f"{split}.jsonl" for split in SPLITS if split in self._files]
+
+    def records(self) -> dict[str, int]:
+        return {split: self._lines.get(split, 0) for split in SPLITS}

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from episodelake.lake.core.errors import EpisodeLakeError, InvalidInput
 from episodelake.lake.core.lake import Lake
 from episodelake.lake.core.sql import sql_in
 from episodelake.lake.export.base import SPLITS, ExportFormat, WriteContext
@@ -55,13 +54,12 @@ def export_clawgui(lake: Lake, out: Path | str, *, where: str | None = None,
     has one, so a re-import keeps its group. Returns the number of episodes written.
     """
     out = Path(out).resolve()
-    query = "SELECT * FROM episodes" + (f" WHERE {where}" if where else "") + " ORDER BY created_at, episode_id"
-    try:
-        episodes = lake.sql(query).to_pylist()
-    except EpisodeLakeError:
-        raise
-    except Exception as exc:  # a user's WHERE that DuckDB rejects
-        raise InvalidInput(f"--where: {exc}") from None
+    order = " ORDER BY created_at, episode_id"
+    if where is None:
+        episodes = lake.sql("SELECT * FROM episodes" + order).to_pylist()
+    else:
+        chosen = lake.matching("SELECT episode_id FROM episodes", where)["episode_id"].to_pylist()
+        episodes = lake.sql("SELECT * FROM episodes WHERE list_contains(?, episode_id)" + order, [chosen]).to_pylist()
     for ep in tqdm(episodes, desc="export clawgui", unit="episode", disable=not progress):
         folder = out / task_dir_name(ep["task_name"]) / ep["episode_id"]
         (folder / IMAGE_DIR).mkdir(parents=True, exist_ok=True)
@@ -102,6 +100,7 @@ class ClawguiWriter:
     def __init__(self, ctx: WriteContext):
         self.ctx = ctx
         self._episodes: dict[str, list[str]] = {}
+        self._written: dict[str, int] = {}
 
     def write(self, split: str, sample: Sample) -> None:
         ids = self._episodes.setdefault(split, [])
@@ -115,9 +114,14 @@ class ClawguiWriter:
             if not ids:
                 continue
             where = sql_in("episode_id", ids)
-            export_clawgui(self.ctx.source, self.ctx.out / split, where=where, progress=False)
+            self._written[split] = export_clawgui(self.ctx.source, self.ctx.out / split, where=where,
+                                                  progress=False)
             written.append(split)
         return written
+
+    def records(self) -> dict[str, int]:
+        """Episode folders per split (each holds every step of its episode)."""
+        return {split: self._written.get(split, 0) for split in SPLITS}
 
 
 FORMAT = ExportFormat(
@@ -126,4 +130,5 @@ FORMAT = ExportFormat(
     doc=__doc__,
     open=ClawguiWriter,
     redacts=False,  # whole episodes as stored: screenshots, goals and responses unmasked
+    unit="episodes",
 )

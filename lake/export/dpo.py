@@ -126,6 +126,7 @@ class DpoWriter:
         self.ctx = ctx
         self.facts = EpisodeFacts(ctx)
         self._candidates: dict[str, list[Candidate]] = {}
+        self._pairs: dict[str, int] = {}
 
     def write(self, split: str, sample: Sample) -> None:
         episode, step = self.facts.of(sample)
@@ -151,12 +152,17 @@ class DpoWriter:
                               "group_id": chosen.group_id, "chosen_from": chosen.source(),
                               "rejected_from": rejected.source()}
                     fh.write((dumps(record) + "\n").encode("utf-8"))
+            self._pairs[split] = len(found)
             written.append(f"{split}.jsonl")
         if not written:
             raise InvalidInput("dpo: no two selected steps share a group, an anchor state and a task "
                                "with one outranking the other; add --include-failed, or fill anchor "
                                "keys with `elake enrich --what phash`")
         return written
+
+    def records(self) -> dict[str, int]:
+        """Pairs per split: what the files hold (the steps fed in are many more)."""
+        return {split: self._pairs.get(split, 0) for split in SPLITS}
 
 
 FORMAT = ExportFormat(
@@ -165,4 +171,5 @@ FORMAT = ExportFormat(
     doc=__doc__,
     open=DpoWriter,
     image_paths=True,
+    unit="pairs",
 )

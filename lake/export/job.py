@@ -175,6 +175,8 @@ class ExportResult:
 
     @property
     def samples(self) -> dict[str, int]:
+        """Records per split as the files hold them, in `counts.unit` (pairs for dpo, episode
+        folders for clawgui, samples for the others)."""
         return self.manifest["counts"]["samples"]
 
 
@@ -226,7 +228,7 @@ def _export(lake: Lake, spec: ExportSpec, job: Job, prepare: Prepare) -> ExportR
     lineage.record(lake, "export", job.job_id, tag=selection.tag, lake_versions=selection.versions,
                    selection={**spec.recorded(), **selection.recorded()}, counts=doc["counts"],
                    episode_ids=[ep.episode_id for ep in selection.episodes])
-    log.info("export %s: %s samples to %s", job.job_id, doc["counts"]["samples"], out)
+    log.info("export %s: %s %s to %s", job.job_id, doc["counts"]["samples"], doc["counts"]["unit"], out)
     return ExportResult(job.job_id, out, doc)
 
 
@@ -275,6 +277,9 @@ def _write(out: Path, spec: ExportSpec, fmt, selection: Selection, progress: Pro
     if not any(counts.values()):
         reasons = ", ".join(f"{n} {why.replace('_', ' ')}" for why, n in sorted(skipped.items()))
         raise EmptySelection(f"selection: {total} episode(s) matched but no sample was kept ({reasons})")
+    # what the files hold, in the format's unit (pairs for dpo, episode folders for clawgui);
+    # a format registered without `records` writes one record per sample it is given
+    records = writer.records() if hasattr(writer, "records") else dict(counts)
     if store.files_written:
         entries.append(IMAGE_DIR)
     files = {name: manifest_mod.file_entry(out / name) for name in sorted(entries) if (out / name).is_file()}
@@ -283,8 +288,9 @@ def _write(out: Path, spec: ExportSpec, fmt, selection: Selection, progress: Pro
         "format": fmt.name,
         "spec": spec.recorded(),
         "source": selection.recorded(),
-        "counts": {"episodes": episodes, "samples": counts, "images": len(images),
-                   "skipped": dict(sorted(skipped.items()))},
+        "counts": {"episodes": episodes, "samples": {s: records.get(s, 0) for s in SPLITS},
+                   "unit": fmt.unit, "images": len(images), "skipped": dict(sorted(skipped.items())),
+                   **({} if fmt.unit == "samples" else {"step_samples": counts})},
         "tasks": {s: sorted(t) for s, t in tasks.items()},
         "entries": sorted(entries),
         "files": files,

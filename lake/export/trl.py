@@ -47,6 +47,7 @@ class TrlWriter:
         self.ctx = ctx
         self._writers: dict[str, pq.ParquetWriter] = {}
         self._rows: dict[str, list[dict]] = {}
+        self._written: dict[str, int] = {}
 
     def write(self, split: str, sample: Sample) -> None:
         images = []
@@ -67,6 +68,7 @@ class TrlWriter:
         if writer is None:
             writer = self._writers[split] = pq.ParquetWriter(self.ctx.out / f"{split}.parquet", SCHEMA)
         writer.write_table(pa.Table.from_pylist(rows, schema=SCHEMA))
+        self._written[split] = self._written.get(split, 0) + len(rows)
         self._rows[split] = []
 
     def close(self) -> list[str]:
@@ -75,6 +77,9 @@ class TrlWriter:
         for writer in self._writers.values():
             writer.close()
         return [f"{split}.parquet" for split in SPLITS if split in self._writers]
+
+    def records(self) -> dict[str, int]:
+        return {split: self._written.get(split, 0) for split in SPLITS}
 
 
 FORMAT = ExportFormat(
