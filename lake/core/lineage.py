@@ -6,12 +6,19 @@ versions or tag it read, the selection (set, SQL condition, options), counts, an
 episode it read (`episode_ids`). A row is written once, in one commit, after the work
 succeeded: a failed export or run leaves no row, never half of one.
 
-"Which episodes trained ckpt-40" is one query (`EPISODES_OF`, also in docs/training-data.md):
+"Which episodes trained checkpoint 40 of run r1" is one query (`CHECKPOINT_EPISODES`, also
+in docs/training-data.md); a row's own episodes by its lineage id are `EPISODES_OF`:
 
 ```sql
-SELECT e.* FROM episodes e
-WHERE e.episode_id IN (SELECT unnest(episode_ids) FROM lineage WHERE output LIKE '%ckpt-40%')
+SELECT e.* FROM episodes e WHERE e.episode_id IN (
+  SELECT unnest(episode_ids) FROM lineage
+  WHERE kind = 'train' AND run_id = 'r1' AND CAST(selection->>'$.iteration' AS INTEGER) = 40)
 ```
+
+A checkpoint's name alone (`iter-000040`) is not a key: every run has one. `lineage_of`
+refuses a name that several outputs end in, listing them. Purged episodes stay in the rows
+that read them (the row says what was read); `lineage_of` marks each one with the purge job
+that removed it and when (`purged`), so a row's `in_lake` count is what the SQL returns.
 """
 
 from __future__ import annotations
@@ -27,11 +34,16 @@ from episodelake.lake.core.errors import InvalidInput, NotFound
 LineageKind = Literal["export", "dataset", "train"]
 LINEAGE_KINDS: tuple[LineageKind, ...] = get_args(LineageKind)
 
-#: The episodes behind an output (a checkpoint, an export id, a dataset name), as one SQL
-#: query over the lake's views; `?` is a LIKE pattern of the output (`%ckpt-40%`).
+#: The episodes of one lineage row still in the lake, as one SQL query; `?` is its lineage id.
 EPISODES_OF = ("SELECT e.* FROM episodes e WHERE e.episode_id IN "
-               "(SELECT unnest(episode_ids) FROM lineage WHERE output LIKE ?) "
+               "(SELECT unnest(episode_ids) FROM lineage WHERE lineage_id = ?) "
                "ORDER BY e.episode_id")
+#: The episodes that trained checkpoint N of a run, still in the lake; `?`s: run id, N.
+CHECKPOINT_EPISODES = ("SELECT e.* FROM episodes e WHERE e.episode_id IN "
+                       "(SELECT unnest(episode_ids) FROM lineage WHERE kind = 'train' AND run_id = ? "
+                       "AND CAST(selection->>'$.iteration' AS INTEGER) = ?) ORDER BY e.episode_id")
+#: The job kind of a purge (`episodelake.lake.core.purge.KIND`; not imported: purge imports the lake).
+PURGE_KIND = "purge"
 
 
 def new_lineage_id() -> str:
@@ -104,15 +116,69 @@ def _parsed(row: dict) -> dict:
 
 
 def lineage_of(lake, output: str) -> list[dict]:
-    """The lineage rows of `output`: an exact output, a lineage id, or an output ending in
-    it (`ckpt-40` finds `.../checkpoints/ckpt-40`), newest first, JSON fields parsed."""
+    """The lineage rows of `output`, newest first, JSON fields parsed, each episode's state
+    marked (`mark_episodes`). `output` is an exact output, a lineage id, `RUN/NAME` (the
+    output ending in NAME that run RUN recorded: `r1/iter-000040`), or the end of one output
+    (`iter-000040` finds `.../checkpoints/iter-000040`). A name that ends several outputs is
+    refused, listing them: which checkpoint 40 is meant is not ours to guess."""
     if not isinstance(output, str) or not output.strip():
         raise InvalidInput("output: give a checkpoint, an export id or a dataset name")
     rows = lake.sql(
         "SELECT * FROM lineage WHERE output = ? OR lineage_id = ? OR output LIKE ? "
         "OR output LIKE ? ORDER BY created_at DESC, lineage_id",
         [output, output, f"%/{output}", f"%/{output}/"]).to_pylist()
+    exact = [r for r in rows if output in (r["output"], r["lineage_id"])]
+    if exact:
+        rows = exact
+    elif not rows and "/" in output:  # RUN/NAME: that run's output ending in NAME
+        run, name = output.split("/", 1)
+        rows = [r for r in lake.sql(
+            "SELECT * FROM lineage WHERE run_id = ? AND (output = ? OR output LIKE ? OR output LIKE ?) "
+            "ORDER BY created_at DESC, lineage_id", [run, name, f"%/{name}", f"%/{name}/"]).to_pylist()]
     if not rows:
-        raise NotFound(f"no lineage for {output!r}; `elake sql \"select kind, output, created_at "
+        raise NotFound(f"no lineage for {output!r}; `elake sql \"select kind, output, run_id, lineage_id "
                        "from lineage\"` lists what was recorded")
-    return [_parsed(row) for row in rows]
+    outputs = sorted({(r["output"], r["run_id"]) for r in rows}, key=lambda o: (o[1] or "", o[0]))
+    if len(outputs) > 1:
+        shown = "; ".join(_candidate(r) for r in sorted(rows, key=lambda r: (r["run_id"] or "", r["output"])))
+        raise InvalidInput(f"output: {output!r} is ambiguous, {len(outputs)} outputs end in it; name "
+                           f"one: {shown}")
+    return mark_episodes(lake, [_parsed(row) for row in rows])
+
+
+def _candidate(row: dict) -> str:
+    name = row["output"].rstrip("/").rsplit("/", 1)[-1]
+    run = f"{row['run_id']}/{name} or " if row["run_id"] else ""
+    return f"{run}{row['lineage_id']} ({row['kind']} {row['output']})"
+
+
+def purged_episodes(lake, episode_ids: Iterable[str]) -> dict[str, dict]:
+    """Of `episode_ids`, those a finished purge removed: id -> {"purged_at", "job_id"} from
+    the purge job's record (the earliest, if purged twice)."""
+    wanted = set(episode_ids)
+    if not wanted:
+        return {}
+    rows = lake.sql("SELECT job_id, params, finished_at FROM jobs WHERE kind = ? AND status = 'done' "
+                    "ORDER BY finished_at, job_id", [PURGE_KIND]).to_pylist()
+    out: dict[str, dict] = {}
+    for row in rows:
+        for eid in (json.loads(row["params"]) if row["params"] else {}).get("episode_ids") or []:
+            if eid in wanted and eid not in out:
+                out[eid] = {"purged_at": row["finished_at"], "job_id": row["job_id"]}
+    return out
+
+
+def mark_episodes(lake, rows: list[dict]) -> list[dict]:
+    """Add to each row what became of its episodes: `in_lake` (how many are in the lake now,
+    what `EPISODES_OF` returns), `purged` (id -> when and by which purge job) and `missing`
+    (ids neither in the lake nor purged: removed another way, or read at a tag)."""
+    ids = sorted({eid for row in rows for eid in row["episode_ids"] or []})
+    present = {r["episode_id"] for r in lake.sql(
+        "SELECT episode_id FROM episodes WHERE list_contains(?::VARCHAR[], episode_id)", [ids]).to_pylist()}
+    purged = purged_episodes(lake, [i for i in ids if i not in present])
+    for row in rows:
+        episodes = row["episode_ids"] or []
+        row["in_lake"] = sum(eid in present for eid in episodes)
+        row["purged"] = {eid: purged[eid] for eid in episodes if eid in purged}
+        row["missing"] = [eid for eid in episodes if eid not in present and eid not in purged]
+    return rows

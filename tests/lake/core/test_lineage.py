@@ -10,7 +10,7 @@ import pytest
 from episodelake.api.cli import main
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.core import lineage
+from episodelake.lake.core import lineage, purge
 from episodelake.lake.core.errors import InvalidInput, NotFound
 from tests.lake.export.test_export import build_lake, export, record
 
@@ -29,7 +29,7 @@ def test_an_export_records_its_lineage(lake, tmp_path):
     assert row["lake_versions"] == result.manifest["source"]["lake_versions"]
     assert row["selection"]["where"] == "task_name IN ('task-1', 'task-2')"
     # the documented query: the episodes behind an output
-    episodes = lake.sql(lineage.EPISODES_OF, [f"%{result.export_id}%"]).to_pylist()
+    episodes = lake.sql(lineage.EPISODES_OF, [row["lineage_id"]]).to_pylist()
     assert [e["episode_id"] for e in episodes] == row["episode_ids"]
 
 
@@ -58,8 +58,9 @@ def test_training_lineage_is_the_runs_rollouts_up_to_the_checkpoint(tmp_path):
     assert row["kind"] == "train" and row["run_id"] == "r1"
     assert row["episode_ids"] == ["r-0-0", "r-0-1", "r-1-0", "r-1-1"]
     assert row["counts"] == {"episodes": 4, "steps": 4}
-    trained = lake.sql(lineage.EPISODES_OF, ["%iter-000001%"]).to_pylist()
+    trained = lake.sql(lineage.CHECKPOINT_EPISODES, ["r1", 1]).to_pylist()
     assert [e["episode_id"] for e in trained] == row["episode_ids"]
+    assert row["in_lake"] == 4 and row["purged"] == {} and row["missing"] == []
 
 
 def test_bad_lineage_input_is_named(lake):
@@ -76,7 +77,7 @@ def test_elake_lineage_prints_an_export_by_id_or_folder(lake, tmp_path, capsys):
     for target in (result.export_id, str(tmp_path / "out")):
         assert main(["--lake", str(lake.path), "lineage", target]) == 0
         out = capsys.readouterr().out
-        assert out.startswith(f"export {result.export_id}") and "episodes (1): ep-003" in out
+        assert out.startswith(f"export {result.export_id}") and "episodes read (1): 1 in the lake" in out and "ep-003" in out
         assert "unnest(episode_ids)" in out
     assert main(["--lake", str(lake.path), "lineage", result.export_id, "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
@@ -108,3 +109,59 @@ def test_elake_train_records_each_checkpoints_lineage(tmp_path, capsys):
     assert first["kind"] == second["kind"] == "train" and first["run_id"] == "lin"
     assert len(first["episode_ids"]) == 2 and len(second["episode_ids"]) == 4
     assert set(first["episode_ids"]) < set(second["episode_ids"])
+
+
+def _two_runs(tmp_path) -> Lake:
+    """Runs r1 and r2, each with a checkpoint iter-000001 (two iterations of one episode)."""
+    lake = Lake(tmp_path / "lake")
+    with Recorder(lake, anchor=None) as rec:
+        for run in ("r1", "r2"):
+            for it in range(2):
+                with rec.start_episode("task-x", "Goal", episode_id=f"{run}-{it}", run_id=run,
+                                       policy_version=str(it)) as ep:
+                    ep.log_step(None, "", image_missing="test")
+                    ep.finish(success=True)
+    lake.invalidate()
+    for run in ("r1", "r2"):
+        lineage.record_training(lake, run, 1, f"/runs/{run}/checkpoints/iter-000001")
+    return lake
+
+
+def test_a_checkpoint_name_that_two_runs_have_is_refused_listing_both(tmp_path, capsys):
+    lake = _two_runs(tmp_path)
+    with pytest.raises(InvalidInput, match="'iter-000001' is ambiguous") as refused:
+        lineage.lineage_of(lake, "iter-000001")
+    assert "r1/iter-000001" in str(refused.value) and "r2/iter-000001" in str(refused.value)
+    (row,) = lineage.lineage_of(lake, "r2/iter-000001")  # by run and checkpoint
+    assert row["run_id"] == "r2" and row["episode_ids"] == ["r2-0", "r2-1"]
+    assert lineage.lineage_of(lake, row["lineage_id"])[0]["output"] == row["output"]
+    assert lineage.lineage_of(lake, "/runs/r2/checkpoints/iter-000001")[0]["lineage_id"] == row["lineage_id"]
+    # the documented query by run and checkpoint: only that run's episodes (a LIKE on the
+    # checkpoint's name would return both runs')
+    trained = lake.sql(lineage.CHECKPOINT_EPISODES, ["r2", 1]).to_pylist()
+    assert [e["episode_id"] for e in trained] == ["r2-0", "r2-1"]
+    assert main(["--lake", str(lake.path), "lineage", "iter-000001"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "ambiguous" in err and "r1/iter-000001" in err and "r2/iter-000001" in err
+    assert main(["--lake", str(lake.path), "lineage", "r1/iter-000001"]) == 0
+    assert "episodes read (2): 2 in the lake" in capsys.readouterr().out
+
+
+def test_a_purged_episode_is_marked_and_the_counts_are_the_sqls(lake, tmp_path, capsys):
+    result = export(lake, tmp_path / "out", "swift", where="task_name IN ('task-1', 'task-2')", val_fraction=0)
+    report = purge.purge(lake, ["ep-002"])
+    lake.invalidate()
+    (row,) = lineage.lineage_of(lake, result.export_id)
+    assert row["episode_ids"] == ["ep-001", "ep-002", "ep-judged"]  # what was read stays recorded
+    job = lake.sql("SELECT finished_at FROM jobs WHERE job_id = ?", [report["job_id"]]).to_pylist()[0]
+    assert row["purged"] == {"ep-002": {"purged_at": job["finished_at"], "job_id": report["job_id"]}}
+    in_lake = lake.sql(lineage.EPISODES_OF, [row["lineage_id"]]).to_pylist()
+    assert row["in_lake"] == len(in_lake) == 2 and row["missing"] == []
+    assert main(["--lake", str(lake.path), "lineage", result.export_id]) == 0
+    out = capsys.readouterr().out
+    assert "episodes read (3): 2 in the lake, 1 purged" in out
+    assert f"ep-002 [purged {job['finished_at']:%Y-%m-%d %H:%M:%S} UTC, {report['job_id']}]" in out
+    assert "in the lake (2): elake sql" in out
+    assert main(["--lake", str(lake.path), "lineage", result.export_id, "--json"]) == 0
+    (printed,) = json.loads(capsys.readouterr().out)
+    assert printed["in_lake"] == 2 and set(printed["purged"]) == {"ep-002"}
