@@ -3,7 +3,7 @@
 One Typer app (`app`): each command module of this package holds its commands as a `Commands`
 app (`episodelake.api.cli.app`), and this module adds them to the root in help order, by
 direct import: `lake` (info, sql, tag, optimize, recover), `clawgui` (import/export/watch
-ClawGUI folders), `rollout` (rollout, demo), `collect` (collect, serve-env, judge), `rerun`,
+ClawGUI folders), `rollout` (rollout, demo), `collect` (collect, serve-env, judge), `rerun`, `branch`,
 `enrich` (enrich, search, similar), `export` (export sft), `train`, `serve` (serve, openapi), `users` (user add|list|remove). A verb that several modules share
 (`elake export sft`, `elake export clawgui`) is a group made here from each module's part.
 Options made from a spec model's fields come from `model_options`. The command line sits on
@@ -29,6 +29,7 @@ from typing import Annotated
 import typer
 
 from episodelake.api.cli import (
+    branch,
     clawgui,
     collect,
     edit,
@@ -94,6 +95,7 @@ app.add_typer(rollout.commands)
 app.add_typer(collect.kinds, name="collect")
 app.add_typer(collect.commands)
 app.add_typer(rerun.commands)
+app.add_typer(branch.commands)
 app.add_typer(enrich.commands)
 app.add_typer(edit.episodes, name="episode")
 app.add_typer(edit.steps, name="steps")

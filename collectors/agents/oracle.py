@@ -209,7 +209,7 @@ class OraclePolicy:
         task = self.device.task
         if task is None:
             raise DeviceError("no task is running: the oracle needs one (start_task)")
-        if observation.step == 0 or self._policy is None or self._policy.task is not task:
+        if observation.step == observation.start or self._policy is None or self._policy.task is not task:
             # a fresh random stream per episode: the episode's own seed where it has one,
             # else the next of this policy's, so either way it is reproducible
             self._episodes += 1

@@ -21,7 +21,7 @@ class RandomPolicy:
         self.terminate_p = terminate_p
 
     def act(self, observation: Observation) -> Reply:
-        if observation.step == 0 and observation.seed is not None:
+        if observation.step == observation.start and observation.seed is not None:
             self._rng = random.Random(observation.seed)  # the episode replays from its seed
         rng = self._rng
         if rng.random() < self.terminate_p:

@@ -53,6 +53,46 @@ class Screen:
 
 
 @dataclass(frozen=True)
+class ReplayStep:
+    """One recorded step of a parent episode, as a branch replays it: the recorded response
+    (its parsed action is carried out again), the screen it was taken on (the UI tree's hash,
+    else the screenshot's perceptual hash: what the replayed screen is checked against), and
+    what the parent recorded about it (copied into the branch's replayed row)."""
+
+    step: int
+    response: str
+    ui_tree_hash: str | None = None
+    image_phash: int | None = None
+    reward: float | None = None
+    step_reward: float | None = None
+    step_reward_reason: str | None = None
+    prompt: str | None = None  # JSON text, as stored
+    info: str | None = None  # JSON text, as stored
+
+
+@dataclass(frozen=True)
+class Branch:
+    """Where an episode starts when it is a branch (`elake branch`): the parent's state at
+    its step `step` (K), reached by replaying the parent's recorded actions 0..K-1 after the
+    reset to the parent's task and seed. `steps` holds the parent's steps 0..K (step K only
+    for its screen, which the replay must reach); a screen that differs from the parent's
+    (UI-tree hash, else perceptual hash farther than `threshold` bits) stops the branch before
+    anything is recorded. `agent_seed` starts the agent's random stream at step K, so the N
+    branches of one step differ from each other and each replays from its seed."""
+
+    parent: str
+    step: int
+    steps: tuple[ReplayStep, ...]
+    agent_seed: int | None = None
+    threshold: int = 0
+
+    def __post_init__(self) -> None:
+        if [s.step for s in self.steps] != list(range(self.step + 1)):
+            raise ValueError(f"branch of {self.parent} at step {self.step}: needs the parent's steps "
+                             f"0..{self.step} in order, got {[s.step for s in self.steps]}")
+
+
+@dataclass(frozen=True)
 class Task:
     """One episode to run: a task name (a registry key where the device has a registry) and
     the goal text (fetched from the registry when None). Episodes sharing `group_id` form one
@@ -60,12 +100,17 @@ class Task:
 
     `seed` pins the episode's randomness where the device and agent have any (the simulated
     phone's start state, a sampling agent's stream): the same task and seed give the same
-    episode whichever worker runs it. None leaves both to their own seeds."""
+    episode whichever worker runs it. None leaves both to their own seeds.
+
+    `branch` makes the episode a branch of a recorded one: the loop replays the parent's
+    first steps before the agent acts (`Branch`; `seed` is then the parent's, which the
+    device is reset to)."""
 
     name: str
     goal: str | None = None
     group_id: str | None = None
     seed: int | None = None
+    branch: Branch | None = None
 
 
 class SuiteTask(Protocol):

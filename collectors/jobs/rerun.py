@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from statistics import NormalDist
@@ -78,17 +78,7 @@ class RerunSpec:
 
     def __post_init__(self) -> None:
         device = rerun_device(self.env)
-        kind = self.policy.split(":", 1)[0]
-        if kind not in POLICIES:
-            raise InvalidInput(f"policy must be one of {', '.join(POLICIES)} (noisy:P for a share P of "
-                               f"mistakes per step), not {self.policy!r}")
-        if kind in ("oracle", "noisy") and self.env not in envs_with_policy("oracle"):
-            raise InvalidInput(f"policy {kind!r} plays the simulated phone's oracle: use it with env "
-                               f"{' or '.join(envs_with_policy('oracle'))}")
-        if kind == "noisy" and not 0 <= self.noise <= 1:
-            raise InvalidInput(f"policy: the noise share of {self.policy!r} must be in [0, 1]")
-        if kind == "model" and not (self.model_url and self.model):
-            raise InvalidInput("policy model needs model_url (--model-url http://host:8000/v1) and model (--model NAME)")
+        check_policy(self.policy, (self.env,), self.model_url, self.model)
         if device.check is not None:
             device.check(self)
         for name in ("n", "max_steps"):
@@ -100,11 +90,31 @@ class RerunSpec:
 
     @property
     def noise(self) -> float:
-        _, _, share = self.policy.partition(":")
-        try:
-            return float(share) if share else 0.3
-        except ValueError:
-            raise InvalidInput(f"policy: {self.policy!r} is not noisy:P with a number P") from None
+        return policy_noise(self.policy)
+
+
+def policy_noise(policy: str) -> float:
+    """The share of mistakes of `noisy:P` (0.3 for a bare `noisy`)."""
+    _, _, share = policy.partition(":")
+    try:
+        return float(share) if share else 0.3
+    except ValueError:
+        raise InvalidInput(f"policy: {policy!r} is not noisy:P with a number P") from None
+
+
+def check_policy(policy: str, envs: Sequence[str], model_url: str | None, model: str | None) -> None:
+    """Refuse a policy (`POLICIES`) that cannot run on every env of `envs` or lacks its model."""
+    kind = policy.split(":", 1)[0]
+    if kind not in POLICIES:
+        raise InvalidInput(f"policy must be one of {', '.join(POLICIES)} (noisy:P for a share P of "
+                           f"mistakes per step), not {policy!r}")
+    if kind in ("oracle", "noisy") and any(env not in envs_with_policy("oracle") for env in envs):
+        raise InvalidInput(f"policy {kind!r} plays the simulated phone's oracle: use it with env "
+                           f"{' or '.join(envs_with_policy('oracle'))}")
+    if kind == "noisy" and not 0 <= policy_noise(policy) <= 1:
+        raise InvalidInput(f"policy: the noise share of {policy!r} must be in [0, 1]")
+    if kind == "model" and not (model_url and model):
+        raise InvalidInput("policy model needs model_url (--model-url http://host:8000/v1) and model (--model NAME)")
 
 
 # -- statistics ----------------------------------------------------------------------------------
@@ -265,16 +275,21 @@ def device_spec(spec: RerunSpec) -> DeviceSpec:
 
 def agent_spec(spec: RerunSpec) -> AgentSpec:
     """The agent the spec's `policy` names, as the batch runner opens it."""
-    kind = spec.policy.split(":", 1)[0]
+    return policy_agent(spec.policy, spec.seed, spec.model_url, spec.model)
+
+
+def policy_agent(policy: str, seed: int, model_url: str | None, model: str | None) -> AgentSpec:
+    """The agent a checked `policy` names (`check_policy`), as the batch runner opens it."""
+    kind = policy.split(":", 1)[0]
     if kind == "oracle":
-        return OracleSpec(seed=spec.seed)
+        return OracleSpec(seed=seed)
     if kind == "noisy":
         from episodelake.collectors.agents.oracle import NoiseConfig
 
-        return OracleSpec(NoiseConfig.demo().scaled(spec.noise), spec.seed)
+        return OracleSpec(NoiseConfig.demo().scaled(policy_noise(policy)), seed)
     if kind == "random":
-        return RandomSpec(spec.seed)
-    return ModelSpec(spec.model_url or "", spec.model or "")
+        return RandomSpec(seed)
+    return ModelSpec(model_url or "", model or "")
 
 
 # -- the job -------------------------------------------------------------------------------------

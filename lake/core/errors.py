@@ -86,3 +86,9 @@ class EnvironmentLost(DeviceError):
 class ActionFailed(DeviceError):
     """This one action could not be carried out (rejected by the server, missing input
     method): the step is kept with the reason and the episode goes on."""
+
+
+class BranchDiverged(DeviceError):
+    """A branch's replay of its parent's recorded actions did not reach the parent's screen
+    (`elake branch`): the message names the episode and the step that diverged, and nothing
+    of that branch is recorded."""

@@ -75,6 +75,9 @@ class Episode(Row):
     episode_length: Int32 | None = None
     tags: list[str] | None = None
     extra: JsonObject | None = None
+    # added after the first release of the table (older tables gain them, null)
+    branch_of: str | None = None  # the episode this one branched from (`elake branch`)
+    branch_step: Int32 | None = None  # the parent's step it branched at: steps before it were replayed
 
 
 class OcrLine(Row):

@@ -199,7 +199,7 @@ class SmallPolicy(Generic[ConfigT, EncodedT]):
     def act(self, observation: Observation) -> Reply:
         """Sample an action for the screen; an episode with a seed samples from it, so the
         same task and seed give the same episode in any worker."""
-        if observation.step == 0 and observation.seed is not None:
+        if observation.step == observation.start and observation.seed is not None:
             self.generator.manual_seed(observation.seed)
         encoded, where, info = self._read(observation)
         with torch.no_grad():

@@ -28,7 +28,8 @@ def described(s: pa.Schema) -> list[dict]:
 #: What the schema gained since the captured release: tables, and columns appended to older
 #: tables (a lake of that release gains them, null, when it is opened).
 ADDED_TABLES = ["users", "audit", "reviews", "saved_queries"]
-ADDED_COLUMNS = {"sets": ["created_by", "assigned_to"], "saved_views": ["created_by", "assigned_to"]}
+ADDED_COLUMNS = {"sets": ["created_by", "assigned_to"], "saved_views": ["created_by", "assigned_to"],
+                 "episodes": ["branch_of", "branch_step"]}
 
 
 def test_each_row_class_emits_the_captured_schema_of_its_table():
