@@ -39,6 +39,16 @@ paid once. Rows without anchor keys are paid as usual; the last row is the evalu
 ``episodes.episode_reward`` is not read: it is what the recorder was told, while R is
 recomputed from the steps so both paths agree.
 
+Branches (`elake branch`, the trainer's ``--branch failing``): an episode whose
+``episodes.branch_step`` is K replayed its parent's steps 0..K-1 (the parent's actions, marked
+``replayed`` in ``steps.info``). Those rows count in the branch's own rewards, R and returns
+(the branch's outcome is its whole trajectory's), but are not rows of any group: they are the
+parent's steps, which the parent's own rows already stand for, so they never count twice in
+an anchor group, never move a group's mean and get no advantage (nothing is learned from an
+action the policy did not take). The branch's step K, taken on the parent's screen at K, joins
+the parent's anchor group. An episodes relation without a ``branch_step`` column has no
+branches.
+
 Invalid actions (``steps.action_valid`` false; null counts as valid) cost ``invalid_penalty``,
 subtracted from that step's row in both terms, as the reference does::
 
@@ -323,10 +333,11 @@ def compute_advantages(
         _relation(con, episodes, "episodes") as episodes_sql,
         _relation(con, steps, "steps") as steps_sql,
     ):
-        _check_columns(con, episodes_sql, EPISODE_COLUMNS, "episodes")
+        present = _check_columns(con, episodes_sql, EPISODE_COLUMNS, "episodes")
         _check_columns(con, steps_sql, STEP_COLUMNS, "steps")
         selected = f"({where})" if where else "TRUE"
-        sql = _advantage_sql(episodes_sql, steps_sql, selected, config)
+        branch_step = "branch_step" if "branch_step" in present else "NULL::INTEGER"
+        sql = _advantage_sql(episodes_sql, steps_sql, selected, config, branch_step)
         parameters = {
             "gamma": float(config.gamma),
             "w": float(config.step_advantage_w),
@@ -367,11 +378,13 @@ def _relation(con: duckdb.DuckDBPyConnection, source: str | pa.Table, role: str)
 
 def _check_columns(
     con: duckdb.DuckDBPyConnection, relation: str, required: tuple[str, ...], role: str
-) -> None:
+) -> set[str]:
+    """The relation's columns; refused when one of `required` is missing."""
     present = set(con.sql(f"SELECT * FROM {relation} LIMIT 0").columns)
     missing = [name for name in required if name not in present]
     if missing:
         raise ValueError(f"{role}: {relation} lacks column(s) {missing}; needs {list(required)}")
+    return present
 
 
 def _check_span(rows: pa.Table, gamma: float) -> None:
@@ -405,11 +418,13 @@ def _normalise_sql(value: str, mean: str, std: str, mode: str) -> str:
     return f"(({value} - {mean}) / ({std} + $epsilon))"
 
 
-def _advantage_sql(episodes: str, steps: str, selected: str, config: AdvantageConfig) -> str:
+def _advantage_sql(episodes: str, steps: str, selected: str, config: AdvantageConfig,
+                   branch_step: str = "NULL::INTEGER") -> str:
     """The whole computation; one row per step of every selected group, dropped ones flagged.
 
     Episodes and groups get integer ids up front so the window and the group-bys hash and sort
-    integers; the text ids are joined back at the end.
+    integers; the text ids are joined back at the end. A branch's replayed rows (step below
+    `branch_step`, the episodes' column or NULL) take part in its rewards and returns only.
     """
     scale = "1.0 / (len - 1)" if config.normalize_step_rewards else "1.0"
     episode_term = _normalise_sql(
@@ -425,6 +440,7 @@ def _advantage_sql(episodes: str, steps: str, selected: str, config: AdvantageCo
     return f"""
     WITH selected_episodes AS (
         SELECT episode_id, group_id, CAST(eval_score AS DOUBLE) AS eval_score,
+               {branch_step} AS branch_step,
                row_number() OVER () AS eid,
                dense_rank() OVER (ORDER BY group_id) AS gid
         FROM {episodes}
@@ -434,7 +450,8 @@ def _advantage_sql(episodes: str, steps: str, selected: str, config: AdvantageCo
         SELECT e.eid, e.gid, s.step, s.anchor_key, e.eval_score,
                coalesce(CAST(s.step_reward AS DOUBLE), CAST(s.reward AS DOUBLE), 0.0)
                    AS raw_reward,
-               CASE WHEN s.action_valid IS FALSE THEN $penalty ELSE 0.0 END AS penalty
+               CASE WHEN s.action_valid IS FALSE THEN $penalty ELSE 0.0 END AS penalty,
+               coalesce(s.step < e.branch_step, FALSE) AS replayed
         FROM {steps} s JOIN selected_episodes e ON s.episode_id = e.episode_id
     ),{_revisit_sql(config)}
     -- Per episode: L, its first and last step, and what the last step's reward becomes.
@@ -449,7 +466,7 @@ def _advantage_sql(episodes: str, steps: str, selected: str, config: AdvantageCo
         FROM episode_shape
     ),
     rewarded AS (
-        SELECT r.eid, r.gid, r.step, r.anchor_key, r.penalty,
+        SELECT r.eid, r.gid, r.step, r.anchor_key, r.penalty, r.replayed,
                r.step - x.first_step AS t,
                r.step = x.last_step AS is_last,
                CASE WHEN r.step = x.last_step THEN x.final_reward
@@ -457,12 +474,14 @@ def _advantage_sql(episodes: str, steps: str, selected: str, config: AdvantageCo
                x.final_reward + x.intermediate_raw_sum * x.intermediate_scale AS episode_reward
         FROM {rows} r JOIN episode_scale x ON r.eid = x.eid
     ),
-    scored AS (
-        SELECT eid, gid, step, anchor_key, t, is_last, reward, episode_reward,
+    returned AS (
+        SELECT eid, gid, step, anchor_key, t, is_last, reward, episode_reward, replayed,
                episode_reward - penalty AS score,
                {_return_sql(config.gamma)} - penalty AS discounted_return
         FROM rewarded
     ),
+    -- a branch's replayed rows are its parent's steps: no row of any group
+    scored AS (SELECT * EXCLUDE (replayed) FROM returned WHERE NOT replayed),
     episode_groups AS (
         SELECT gid, count(*) AS n, avg(score) AS mean, stddev_samp(score) AS std,
                max(episode_reward) - min(episode_reward) <= $tolerance AS uniform

@@ -45,7 +45,10 @@ def reference_advantages(
         rewards = _step_rewards(episode_steps, eval_score, normalize_step_rewards, revisit_rewards)
         episode_reward = sum(rewards)
         returns = _discounted_returns(rewards, [s["step"] for s in episode_steps], gamma)
+        branch_step = episode_info[episode_id].get("branch_step")
         for step, reward, ret in zip(episode_steps, rewards, returns, strict=True):
+            if branch_step is not None and step["step"] < branch_step:
+                continue  # a branch's replayed row: its parent's step, in no group
             penalty = invalid_penalty if step.get("action_valid") is False else 0.0
             rows.append(
                 {

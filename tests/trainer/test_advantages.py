@@ -18,6 +18,7 @@ from episodelake.trainer.advantages import (
     ESTIMATORS,
     OUTPUT_COLUMNS,
     REFERENCE_ADVANTAGES,
+    TUNED_ADVANTAGES,
     AdvantageConfig,
     Algo,
     compute_advantages,
@@ -383,3 +384,54 @@ def test_the_algo_type_names_every_registered_estimator_and_each_is_documented()
     for name, estimator in ESTIMATORS.items():
         assert estimator.summary.strip()
         assert re.search(rf"^- ``{name}``: ", advantages.__doc__, re.MULTILINE), name
+
+
+# --- branches: a replayed prefix counts once ------------------------------------------------
+
+BRANCH_EPISODES_SCHEMA = EPISODES_SCHEMA.append(pa.field("branch_step", pa.int32()))
+
+
+@st.composite
+def branched_batches(draw):
+    """`batches`, some of whose episodes are branches at a step (their earlier rows replayed)."""
+    episodes, steps = draw(batches())
+    for e in episodes:
+        e["branch_step"] = draw(st.none() | st.integers(0, 6))
+    return episodes, steps
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batch=branched_batches(), params=configs)
+def test_sql_matches_the_specification_with_branches(batch, params):
+    episodes, steps = batch
+    result = compute_advantages(
+        CON, REFERENCE_ADVANTAGES.replace(**params),
+        episodes=pa.Table.from_pylist(episodes, schema=BRANCH_EPISODES_SCHEMA),
+        steps=pa.Table.from_pylist(steps, schema=STEPS_SCHEMA))
+    got = sorted(result.table.to_pylist(), key=lambda row: (row["episode_id"], row["step"]))
+    assert_same(got, reference_advantages(episodes, steps, AdvantageConfig(**params)))
+
+
+def test_a_branchs_replayed_prefix_never_counts_twice_and_its_step_k_joins_the_parents_group():
+    """p: home -> list -> fail (judge 1, 0); b branches p at step 1 (home replayed), then
+    succeeds from list. Only b's steps 1.. are rows: the list state's anchor group is p's and
+    b's step 1, and home's group is p's step 0 alone (not twice)."""
+    episodes = [{"episode_id": "p", "group_id": "g", "eval_score": 0.0, "branch_step": None},
+                {"episode_id": "b", "group_id": "g", "eval_score": 1.0, "branch_step": 1}]
+    steps = [step("p", 0, step_reward=1.0, anchor="home"), step("p", 1, step_reward=0.0, anchor="list"),
+             step("p", 2, step_reward=0.0, anchor="other"),
+             step("b", 0, step_reward=1.0, anchor="home"), step("b", 1, step_reward=1.0, anchor="list"),
+             step("b", 2, step_reward=1.0, anchor="done")]
+    result = compute_advantages(CON, TUNED_ADVANTAGES,
+                                episodes=pa.Table.from_pylist(episodes, schema=BRANCH_EPISODES_SCHEMA),
+                                steps=pa.Table.from_pylist(steps, schema=STEPS_SCHEMA))
+    rows = {(r["episode_id"], r["step"]): r for r in result.table.to_pylist()}
+    assert sorted(rows) == [("b", 1), ("b", 2), ("p", 0), ("p", 1), ("p", 2)]
+    assert rows[("p", 0)]["anchor_group_size"] == 1
+    assert rows[("p", 1)]["anchor_group_size"] == rows[("b", 1)]["anchor_group_size"] == 2
+    # the branch's return at K includes only what came after the replay; its R is the whole
+    # trajectory's (the replayed step's reward counts in it once)
+    assert rows[("b", 1)]["step_advantage"] > 0 > rows[("p", 1)]["step_advantage"]
+    assert math.isclose(rows[("b", 2)]["reward"], 1.0)
+    assert_same(sorted(rows.values(), key=lambda r: (r["episode_id"], r["step"])),
+                reference_advantages(episodes, steps, TUNED_ADVANTAGES))
