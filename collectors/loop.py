@@ -183,7 +183,7 @@ def run_episode(device: Device, agent: Agent, recorder: Recorder, task: Task, *,
     goal = device.start_task(task)
     try:
         # a branch reaches its parent's state before anything is recorded (BranchDiverged)
-        replayed = _replay(device, branch) if branch is not None else []
+        replayed = replay(device, branch) if branch is not None else []
         ep = recorder.start_episode(task.name, goal, group_id=task.group_id, tags=tags,
                                     extra=device.episode_extra(task) or None,
                                     env=device.env, device=device.name, model_name=agent.name)
@@ -285,7 +285,7 @@ def screen_differs(expected: ReplayStep, shot: bytes, tree: str | None, threshol
     return "the parent's step has neither a UI-tree hash nor a screenshot to compare the screen with"
 
 
-def _replay(device: Device, branch: Branch) -> list[tuple[bytes, str | None, ReplayStep]]:
+def replay(device: Device, branch: Branch) -> list[tuple[bytes, str | None, ReplayStep]]:
     """Carry out the parent's actions 0..K-1, checking the screen before each and at K; the
     screens passed through, for the branch's replayed rows. Raises BranchDiverged."""
     passed: list[tuple[bytes, str | None, ReplayStep]] = []
