@@ -94,8 +94,9 @@ def runs(
     out = []
     for r in rows:
         config = parse_object(r.pop("config")) or {}
+        settings = flat_settings(config)  # `algo` is stored under `advantages` since they have their model
         out.append({**r, "last_metrics": numbers(parse_object(r.pop("metrics"))), "config": config,
-                    **{key: _typed(config.get(key), kind) for key, kind in RUN_COLUMNS.items()}})
+                    **{key: _typed(settings.get(key), kind) for key, kind in RUN_COLUMNS.items()}})
     return out
 
 
