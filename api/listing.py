@@ -19,10 +19,9 @@ from datetime import datetime
 
 from pydantic import ConfigDict, Field, field_validator
 
-from episodelake.lake.core.errors import InvalidInput, NotFound, SqlRefused
+from episodelake.lake.core.errors import InvalidInput, NotFound
 from episodelake.lake.core.lake import Lake
 from episodelake.lake.core.layout import check_id
-from episodelake.lake.core.sql import check_statement
 from episodelake.lake.vocab.spec_model import SpecModel
 
 #: Sortable columns and the SQL type their cursor value is cast back to.
@@ -128,17 +127,12 @@ def where_clause(lake: Lake, filt: EpisodeFilter, *, timeout_s: float) -> tuple[
 
 
 def matching_ids(lake: Lake, fragment: str, *, timeout_s: float) -> list[str]:
-    """Episode ids matching a caller's WHERE fragment, run through the sandbox. A refusal
-    quotes the fragment, and a syntax error is found in the fragment as typed first, so it
-    never points at the parenthesis that encloses it here."""
-    if ";" in fragment:
-        raise InvalidInput("where: a WHERE fragment is one condition, without ';'")
-    try:
-        check_statement(f"SELECT episode_id FROM episodes WHERE {fragment}")
-        table, _ = lake.sql_sandboxed(f"SELECT episode_id FROM episodes WHERE ({fragment}\n)",
-                                      max_rows=WHERE_MAX_EPISODES, timeout_s=timeout_s)
-    except SqlRefused as exc:
-        raise SqlRefused(f"where {fragment!r}: {exc}") from None
+    """Episode ids matching a caller's condition (`where`), checked and run in the sandbox
+    (`Lake.matching`)."""
+    table = lake.matching("SELECT episode_id FROM episodes", fragment, flag="where", timeout_s=timeout_s)
+    if table.num_rows > WHERE_MAX_EPISODES:
+        raise InvalidInput(f"where: matches {table.num_rows:,} episodes, more than a list filters "
+                           f"({WHERE_MAX_EPISODES:,}); narrow the condition")
     return table.column(0).to_pylist()
 
 

@@ -28,6 +28,7 @@ from episodelake.collectors.record.derived import (
 from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.core.jobs import Job
 from episodelake.lake.core.lake import Lake
+from episodelake.lake.core.sql import condition
 from episodelake.lake.curation.search import refresh_indexes
 from episodelake.lake.curation.similar import refresh_index
 
@@ -44,6 +45,8 @@ def enrich(lake: Lake, what: Sequence[str] | None = None, *, where: str | None =
     chosen = derivations(what)
     if workers < 1:
         raise InvalidInput(f"workers must be at least 1, not {workers}")
+    if where is not None:
+        condition(where, "where")  # refused before a job starts
     lake.check_writable()
     job = job or Job(lake, "enrich", params={"what": [d.name for d in chosen], "where": where,
                                              "workers": workers, "ray": bool(ray and ray.enabled)})

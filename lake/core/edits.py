@@ -162,7 +162,7 @@ def current_ids(lake: Lake, *, episode_ids: Iterable[str] = (), where: str | Non
     if (where is None) == (not ids):
         raise InvalidInput("give episode ids or --where SQL (one of the two)")
     if where is not None:
-        found = lake.sql(f"SELECT DISTINCT episode_id FROM episodes WHERE {where}")["episode_id"].to_pylist()
+        found = lake.matching("SELECT DISTINCT episode_id FROM episodes", where)["episode_id"].to_pylist()
         if not found:
             raise InvalidInput(f"--where matches no episode: {where}")
         return sorted(found)

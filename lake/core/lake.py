@@ -23,7 +23,7 @@ from lance.dataset import Version
 
 from episodelake.lake.core import layout, schema, tables
 from episodelake.lake.core import sql as lake_sql
-from episodelake.lake.core.errors import InvalidInput, LakeCorrupt, LakeError, NotFound
+from episodelake.lake.core.errors import InvalidInput, LakeCorrupt, LakeError, NotFound, SqlRefused
 from episodelake.lake.core.group_commit import GroupCommit
 from episodelake.lake.core.images import sniff_format
 from episodelake.lake.core.sql import sql_in, sql_string
@@ -198,6 +198,24 @@ class Lake:
         and a time limit. Returns (rows, truncated)."""
         return self.sql_engine.run_sandboxed(self.datasets(), query, max_rows=max_rows,
                                              max_bytes=max_bytes, timeout_s=timeout_s)
+
+    def matching(self, select: str, where: str | None, *, flag: str = "--where", also: str = "TRUE",
+                 timeout_s: float = lake_sql.DEFAULT_TIMEOUT_S) -> pa.Table:
+        """Every row of `select` (a SELECT ... FROM ... of our own, without WHERE) that meets a
+        caller's condition `where` and our own `also`, run in the sandbox.
+
+        The one way a condition from a person or a page reaches SQL (`--where` of purge,
+        delete, export, datasets, filing and re-runs; the API's `where` fields):
+        `lake_sql.condition` checks it is one expression before anything runs, and a
+        refusal or a failure is one line starting with `flag`."""
+        checked = lake_sql.condition(where, flag)
+        try:
+            table, _ = self.sql_sandboxed(f"{select} WHERE {checked} AND ({also})", max_rows=2**62,
+                                          timeout_s=timeout_s)
+        except SqlRefused as exc:
+            line = "; ".join(part.strip() for part in str(exc).splitlines() if part.strip())
+            raise SqlRefused(f"{flag} {lake_sql.quoted(where or '')}: {line}") from None
+        return table
 
     # -- reading episodes and steps ----------------------------------------------------
     def episode(self, episode_id: str) -> dict:

@@ -117,9 +117,7 @@ def select(lake: Lake, *, where: str | None = None, episode_ids: Iterable[str] =
     if (where is None) == (not ids):
         raise InvalidInput("give episode ids or --where SQL (one of the two)")
     if where is not None:
-        if not where.strip():
-            raise InvalidInput("--where: give a SQL condition over episodes, e.g. \"run_id = 'r1'\"")
-        found = lake.sql(f"SELECT DISTINCT episode_id FROM episodes WHERE {where}")
+        found = lake.matching("SELECT DISTINCT episode_id FROM episodes", where)
         ids = sorted(found["episode_id"].to_pylist())
         if not ids:
             raise InvalidInput(f"--where matches no episode: {where}")

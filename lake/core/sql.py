@@ -305,6 +305,82 @@ def check_statement(query: str) -> None:
                          "server's configuration or state; query the lake's tables")
 
 
+#: Table functions that read files or other databases, or run SQL given as text. A condition
+#: never needs them; the sandbox's disabled external access refuses the file readers too, so
+#: naming them here makes the refusal say what was refused before anything runs.
+OUTSIDE = frozenset({
+    "read_csv", "read_csv_auto", "read_single_csv_file", "sniff_csv", "read_parquet", "parquet_scan",
+    "read_single_parquet_file", "parquet_metadata", "parquet_file_metadata", "parquet_full_metadata",
+    "parquet_kv_metadata", "parquet_schema", "parquet_page_index", "parquet_bloom_probe", "read_json",
+    "read_json_auto", "read_json_objects", "read_json_objects_auto", "read_ndjson", "read_ndjson_auto",
+    "read_ndjson_objects", "read_single_json_file", "read_text", "read_blob", "read_duckdb", "glob",
+    "query", "query_table", "json_execute_serialized_sql", "arrow_scan", "arrow_scan_dumb",
+    "python_arrow_scan", "pandas_scan", "python_map_function", "checkpoint", "force_checkpoint",
+    "iceberg_scan", "delta_scan", "sqlite_scan", "postgres_scan", "mysql_scan",
+})
+
+
+def condition(where: str | None, flag: str = "--where") -> str:
+    """A caller's condition (`--where`, an API field) checked to be one SQL expression, and
+    returned in parentheses, on lines of its own, ready to splice after `WHERE` or `AND`.
+
+    Every condition that comes from a person or a page goes through here before anything
+    runs, and then runs in the sandbox (`Lake.matching`): DuckDB's own expression parser
+    refuses a second statement, a modifier (`ORDER BY`, `LIMIT`), a list of expressions,
+    unbalanced quotes and comments, and a closing parenthesis that would escape the
+    enclosing one (`1=1) OR (1=1`); names that read files or reveal the server (`OUTSIDE`,
+    `INTROSPECTION`) and a string used as a table (`FROM 'x.csv'`) are refused by name.
+    Each refusal is one line that starts with `flag` and the condition as given."""
+    if where is None or not str(where).strip():
+        raise SqlRefused(f"{flag}: give a SQL condition, e.g. \"run_id = 'r1'\"")
+    named = f"{flag} {quoted(where)}"
+    if "\x00" in where:
+        raise SqlRefused(f"{named}: the condition holds a NUL character")
+    try:
+        if re.fullmatch(r"(.*\.)?\*", str(duckdb.SQLExpression(where)).strip(), re.DOTALL):
+            raise duckdb.ParserException("a star names columns, not a condition")
+        if len(duckdb.extract_statements(f"SELECT 1 WHERE (\n{where}\n)")) != 1:
+            raise duckdb.ParserException("it does not read as one condition after WHERE")
+        names = set(_identifiers(where)) | _called_keywords(where)
+    except duckdb.Error as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise SqlRefused(f"{named}: not one SQL condition ({first[:200]})") from None
+    outside = sorted(names & (OUTSIDE | INTROSPECTION))
+    if outside:
+        raise SqlRefused(f"{named}: {', '.join(outside)} is not allowed in a condition: it reads files "
+                         "or shows the server; a condition reads the lake's tables only")
+    if _string_as_table(where):
+        raise SqlRefused(f"{named}: a string used as a table reads a file; a condition reads the lake's "
+                         "tables only")
+    return f"(\n{where}\n)"
+
+
+def quoted(text: str, width: int = 80) -> str:
+    """`text` quoted on one line for an error message, cut at `width` characters."""
+    return repr(text if len(text) <= width else text[:width] + "...")
+
+
+def _called_keywords(query: str) -> set[str]:
+    """Keywords called as functions (`glob('/*')`: GLOB is also an operator), lower-cased."""
+    tokens = [t for t in duckdb.tokenize(query) if t[1] != duckdb.token_type.comment]
+    out = set()
+    for (start, kind), (after, _) in zip(tokens, tokens[1:], strict=False):
+        if kind == duckdb.token_type.keyword and query[after] == "(":
+            out.add(query[start:after].strip().lower())
+    return out
+
+
+def _string_as_table(query: str) -> bool:
+    """Whether a string literal follows FROM or JOIN (`FROM 'leak.csv'` reads that file)."""
+    tokens = [t for t in duckdb.tokenize(query) if t[1] != duckdb.token_type.comment]
+    for (start, kind), (_, next_kind) in zip(tokens, tokens[1:], strict=False):
+        word = query[start:start + 4].lower()
+        if kind == duckdb.token_type.keyword and word in ("from", "join") \
+                and next_kind == duckdb.token_type.string_const:
+            return True
+    return False
+
+
 def _one_statement(query: str):
     try:
         statements = duckdb.extract_statements(query)

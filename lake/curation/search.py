@@ -28,9 +28,9 @@ import lance
 from lance.query import FullTextOperator, MatchQuery
 
 from episodelake.lake.core import schema, tables
-from episodelake.lake.core.errors import InvalidInput, SqlRefused
+from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.sql import check_statement, sql_in
+from episodelake.lake.core.sql import sql_in
 
 #: Searchable fields: the name a hit reports -> (table, column).
 FIELDS: dict[str, tuple[str, str]] = {
@@ -176,18 +176,10 @@ def snippet(text: str, words: list[str], width: int = SNIPPET_CHARS) -> str:
 def matching_steps(lake: Lake, where: str, episode_ids: list[str], *,
                    timeout_s: float = WHERE_TIMEOUT_S) -> set[tuple[str, int]]:
     """(episode_id, step) of the steps of `episode_ids` meeting a caller's SQL condition over
-    `episodes e JOIN steps s USING (episode_id)`, run in the sandbox. A refusal quotes the
-    condition, and a syntax error is looked for in the condition as typed first, so it never
-    points at the parenthesis that encloses it here."""
-    if ";" in where:
-        raise InvalidInput("where: a condition is one expression, without ';'")
-    base = "SELECT episode_id, step FROM episodes e JOIN steps s USING (episode_id) WHERE "
-    try:
-        check_statement(base + where)
-        table, _ = lake.sql_sandboxed(f"{base}({where}\n) AND {sql_in('episode_id', episode_ids)}",
-                                      max_rows=2**62, timeout_s=timeout_s)
-    except SqlRefused as exc:
-        raise SqlRefused(f"where {where!r}: {exc}") from None
+    `episodes e JOIN steps s USING (episode_id)`, checked and run in the sandbox
+    (`Lake.matching`)."""
+    table = lake.matching("SELECT episode_id, step FROM episodes e JOIN steps s USING (episode_id)", where,
+                          flag="where", also=sql_in("episode_id", episode_ids), timeout_s=timeout_s)
     return set(zip(table["episode_id"].to_pylist(), table["step"].to_pylist(), strict=True))
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from episodelake.lake.core import schema
-from episodelake.lake.core.errors import InvalidInput, NotFound, SqlRefused
+from episodelake.lake.core.errors import InvalidInput, NotFound
 from episodelake.lake.core.lake import Lake
 from episodelake.lake.core.sql import sql_in
 from episodelake.lake.export.errors import EmptySelection, SetEpisodesMissing
@@ -100,14 +100,10 @@ def _targets(source: Lake, conditions: list[str], ids: list[str] | None,
     """Steps per episode meeting `conditions` and a caller's `where` (SQL over `episodes e
     JOIN steps s USING (episode_id)`), among `ids` when given. Runs in the SQL sandbox: the
     condition may come from a page."""
-    conditions = [*conditions, *([] if ids is None else [sql_in("episode_id", ids)]),
-                  *([] if not where else [f"({where})"])]
-    query = ("SELECT episode_id, step FROM episodes e JOIN steps s USING (episode_id) "
-             f"WHERE {' AND '.join(conditions) or 'true'}")
-    try:
-        table, _ = source.sql_sandboxed(query, max_rows=2**62, timeout_s=_SELECTION_TIMEOUT_S)
-    except SqlRefused as exc:
-        raise SqlRefused(f"where: {exc}") from None
+    conditions = [*conditions, *([] if ids is None else [sql_in("episode_id", ids)])]
+    table = source.matching("SELECT episode_id, step FROM episodes e JOIN steps s USING (episode_id)",
+                            where or "true", flag="where", also=" AND ".join(conditions) or "true",
+                            timeout_s=_SELECTION_TIMEOUT_S)
     out: dict[str, set[int]] = {}
     for eid, step in zip(table["episode_id"].to_pylist(), table["step"].to_pylist(), strict=True):
         out.setdefault(eid, set()).add(step)

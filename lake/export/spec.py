@@ -16,6 +16,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.core.layout import check_id
+from episodelake.lake.core.sql import condition
 from episodelake.lake.curation.fields import MAX_NAME
 from episodelake.lake.curation.redact import Redactor, RedactRules, load_rules
 from episodelake.lake.vocab.prompts import Style
@@ -121,6 +122,8 @@ class ExportOptions(SpecModel):
         check_id(self.name, "name")
         if self.where is not None and not self.where.strip():
             object.__setattr__(self, "where", None)
+        if self.where is not None:
+            condition(self.where, "where")  # refused here, before a job starts
         if not self.redact and (self.redact_rules is not None or self.redact_missing != "fail"):
             name = "redact_rules" if self.redact_rules is not None else "redact_missing"
             raise InvalidInput(f"{name}: says how to redact, but redact is off; set redact (--redact)")

@@ -141,7 +141,7 @@ def test_selecting_episodes(lake):
     assert select_episodes(lake, set_name="wifi-fails") == [ids[0]]
     with pytest.raises(NotFound, match="no set named 'nope'"):
         select_episodes(lake, set_name="nope")
-    with pytest.raises(SqlRefused, match="^where: .*no_such_column"):
+    with pytest.raises(SqlRefused, match="^where .no_such_column = 1.: .*no_such_column"):
         select_episodes(lake, where="no_such_column = 1")
     with pytest.raises(InvalidInput, match="give a set"):
         select_episodes(lake)
