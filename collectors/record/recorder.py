@@ -51,20 +51,15 @@ from episodelake.lake import Lake, WriterOptions
 from episodelake.lake.core import claims, layout, schema
 from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
 from episodelake.lake.core.layout import check_id
-from episodelake.lake.core.store import StoreSilent, StoreUnavailable
-from episodelake.lake.core.writer import replay_orphans
+from episodelake.lake.core.store import location
+from episodelake.lake.core.writer import check_spool, replay_orphans
 from episodelake.lake.vocab.families import parse_response
 
 log = logging.getLogger(__name__)
 
-#: How long one request of a given id's claim at `start_episode` may wait for the store
-#: before the claim is taken provisionally instead (a hung store would hold it for minutes).
-CLAIM_WAIT_S = 5.0
-#: After a claim found the store unreachable, how long later starts of given ids take their
-#: claims provisionally without asking it (each ask costs the store's timeout while it is down).
-STORE_RECHECK_S = 10.0
 #: Finished episodes whose rows may still wait in the writer: past this many, the recorder
-#: commits (one flush) and lets go of their claims, so held file descriptors stay bounded.
+#: asks the writer's thread to commit at once (it never waits for it), so the claims they
+#: hold (file descriptors on a local lake) stay bounded.
 SETTLE_AFTER = 64
 #: How long a resume waits for a dead recorder's spool to be replayed by another process.
 REPLAY_WAIT_S = 30.0
@@ -423,7 +418,13 @@ class Recorder:
 
             anchor = DefaultKeyer()
         self.anchor = anchor
-        self.lake = lake if isinstance(lake, Lake) else Lake(lake)
+        # a lake on an object store that this machine has opened before is opened from what
+        # it noted then (its tables): the recorder asks the store nothing, so it opens during
+        # an outage and on a busy store; the first commit, on the writer's thread, meets it
+        if not isinstance(lake, Lake):
+            check_spool(lake if lake is not None else location(None))  # a clear error before any other
+            lake = Lake(lake, recall=True)
+        self.lake = lake
         self.writer = self.lake.writer(options)
         #: fills the perceptual hash and anchor key of this recorder's steps after they are
         #: committed: only for the default keyer, whose keys the worker gives exactly (a keyer
@@ -432,12 +433,6 @@ class Recorder:
         if background_enrich and default_keys and image_checks == "structure":
             self.enricher = BackgroundEnricher(self.lake, episodes=True).start()
         self._open: dict[str, EpisodeHandle] = {}
-        #: when a claim last failed for want of the store (the next starts within
-        #: `STORE_RECHECK_S` take theirs provisionally at once)
-        self._claim_failed_at = -math.inf
-        #: a claim attempt given up on (the store did not answer) has not ended yet: the
-        #: store is still silent, so later starts do not ask it again meanwhile
-        self._attempt_pending = False
         #: finished episodes whose claims wait for their rows to be committed
         self._settling: dict[str, claims.Claim] = {}
         self._lock = threading.Lock()
@@ -486,9 +481,12 @@ class Recorder:
         with self._lock:
             if episode_id in self._open:
                 raise Conflict(f"episode {episode_id} is already being recorded by this recorder")
-            settling = episode_id in self._settling
-        if settling:  # our own finished rows must be in Lance before the stored state is read
-            self.flush()
+            settling = self._settling.get(episode_id)
+        if settling is not None:
+            if not resume:  # it ended here: the lake holds it (or will) whatever it was
+                raise Conflict(f"episode {episode_id} was recorded and ended by this recorder; record under a "
+                               "new episode_id, or pass resume=True to continue an aborted one")
+            self.flush()  # resuming reads the stored episode: our own rows must be in Lance first
         claim = self._claim(episode_id, minted=episode_id_given is None, resume=resume)
         if claim is None:
             raise Conflict(f"episode {episode_id} is being recorded by another recorder right now "
@@ -512,47 +510,21 @@ class Recorder:
         return handle
 
     def _claim(self, episode_id: str, *, minted: bool, resume: bool) -> claims.Claim | None:
-        """The episode's claim (see `episodelake.lake.core.claims`). An id minted here (a fresh
-        uuid4) is nobody else's: on an object store its claim is written by the writer before
-        the episode's first rows, not now. A given id's claim is taken now; while the store
-        cannot be reached (the writer's last commit failed so, or this claim does or gets no
-        answer within `CLAIM_WAIT_S`, or an earlier attempt is still waiting for one) it is
-        taken provisionally and settled by the writer before any row is committed. Resuming
-        needs the stored episode, so it needs the store."""
+        """The episode's claim (see `episodelake.lake.core.claims`), taken without asking the
+        store on an object store: an id minted here (a fresh uuid4) is nobody else's, and its
+        claim row is written by the writer before the episode's first rows; an id the caller
+        gives is claimed provisionally (a note in the writer's spool) and settled by the
+        writer's thread before any of its rows is committed (a lost claim is a `Conflict` at
+        the episode's next `log_step`/`finish`). A local lake's claim is a file lock. Resuming
+        reads the stored episode, so it needs the store, and takes its claim at once."""
         loc = self.lake.location
         if minted:
             return claims.take(loc, episode_id, self._holder, minted_into=self.writer.claims)
         if loc.is_local or resume:
             return claims.take(loc, episode_id, self._holder)
-        recently_down = time.monotonic() - self._claim_failed_at < STORE_RECHECK_S
-        token = uuid.uuid4().hex
-
-        def ended(landed: bool) -> None:  # an attempt given up on has ended
-            self._attempt_pending = False
-            if landed:
-                self.writer.claims.landed_late(token)
-
-        if not (self.writer.store_down or recently_down or self._attempt_pending):
-            self._attempt_pending = True
-            try:
-                claim = claims.take(loc, episode_id, self._holder, token=token, wait_s=CLAIM_WAIT_S, late=ended)
-            except StoreSilent as exc:  # pending until the attempt ends (`ended`)
-                self._claim_failed_at = time.monotonic()
-                log.warning("episode %s: the store does not answer (%s); its claim is settled once it "
-                            "is back", episode_id, exc)
-            except StoreUnavailable as exc:
-                self._attempt_pending = False
-                self._claim_failed_at = time.monotonic()
-                log.warning("episode %s: the store cannot be reached (%s); its claim is settled once it "
-                            "is back", episode_id, exc)
-            except BaseException:
-                self._attempt_pending = False
-                raise
-            else:
-                self._attempt_pending = False
-                return claim
         return self.writer.claims.take_provisional(episode_id, self._holder, self.writer._spool.dir,
-                                                   fsync=self.writer.options.durability == "machine", token=token)
+                                                   fsync=self.writer.options.durability == "machine",
+                                                   token=uuid.uuid4().hex)
 
     @property
     def _holder(self) -> str:
@@ -625,32 +597,45 @@ class Recorder:
                 del self._open[handle.episode_id]
 
     def _settle(self, handle: EpisodeHandle) -> None:
-        """A finished episode keeps its claim until its rows are committed (see `episodelake.lake.core.claims`)."""
+        """A finished episode keeps its claim until its rows are committed (see
+        `episodelake.lake.core.claims`): the writer's thread lets go of it then. Nothing here
+        waits for that; past `SETTLE_AFTER` finished episodes waiting, the writer is asked to
+        commit at once."""
+        episode_id, claim = handle.episode_id, handle.claim
         with self._lock:
-            self._open.pop(handle.episode_id, None)
-            if handle.claim is not None:
-                self._settling[handle.episode_id] = handle.claim
+            self._open.pop(episode_id, None)
+            if claim is None:
+                return
+            self._settling[episode_id] = claim
             due = len(self._settling) >= SETTLE_AFTER
+        self.writer.when_committed(lambda: self._settled(episode_id, claim))
         if due:
-            self.flush()
+            self.writer.commit_soon()
 
-    def flush(self) -> None:
-        """Commit everything recorded so far, and let go of finished episodes."""
+    def _settled(self, episode_id: str, claim: claims.Claim) -> None:
+        """The rows of a finished episode are committed: let go of its claim (on the writer's thread)."""
         with self._lock:
-            settled = dict(self._settling)  # their rows were appended before this flush began
-        self.writer.flush()
-        with self._lock:
-            for episode_id, claim in settled.items():
-                if self._settling.get(episode_id) is claim:
-                    del self._settling[episode_id]
-        for claim in settled.values():
-            claim.release(committed=True)
+            if self._settling.get(episode_id) is not claim:
+                return  # let go already (the recorder closed)
+            del self._settling[episode_id]
+        claim.release(committed=True)
         if self.enricher is not None:
-            self.enricher.settled(settled)
+            self.enricher.settled([episode_id])
 
-    def close(self) -> None:
-        """Commit what is pending. Episodes still open stay `running` in the lake, and any
-        recorder may resume them once this one is closed."""
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until everything recorded so far is committed, and let go of finished
+        episodes: the one call besides `close` that waits for the store. Without `timeout`,
+        `CommitFailed` at the first commit that fails meanwhile; with it, waits through
+        failures up to `timeout` seconds. Either way the error says how many rows (and bytes)
+        still wait in the spool: they are kept and retried, nothing is lost."""
+        self.writer.flush(timeout)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Commit what is pending (waiting up to `timeout` seconds, or until a commit fails:
+        see `flush`). Episodes still open stay `running` in the lake, and any recorder may
+        resume them once this one is closed. Rows the store did not take stay in this
+        writer's spool for the next writer of the lake on this machine (or `elake recover`),
+        and the `CommitFailed` says how many."""
         with self._lock:
             still_open = list(self._open.values())
             claims = [h.claim for h in still_open if h.claim is not None] + list(self._settling.values())
@@ -662,7 +647,7 @@ class Recorder:
             self.enricher.stop()
         committed = False
         try:
-            self.writer.close()
+            self.writer.close(timeout)
             committed = True
         finally:
             with self.writer.claims.together():  # the written ones: one delete for all of them

@@ -419,6 +419,11 @@ class ClaimBook:
     def take_provisional(self, episode_id: str, holder: str, folder: Path, fsync: bool, token: str) -> ProvisionalClaim:
         """A caller-given id's claim while the store cannot be reached (see the module
         docstring); `token`: that of the claim attempt that failed, whose row may have landed."""
+        with self._lock:
+            lost = episode_id in self._lost
+        if lost:  # its rows are set aside by this writer: new ones would be too
+            raise Conflict(f"episode {episode_id}: its claim was lost by this recorder (another recorder "
+                           "holds or stored it; the rows recorded here are set aside): record under a new id")
         claim = ProvisionalClaim(self, episode_id, holder, folder, fsync, token)
         with self._lock:
             self._provisional[claim.token] = claim

@@ -64,7 +64,7 @@ class _Write:
 class Lake:
     def __init__(self, path: Location | Path | str | None = None, *, tag: str | None = None,
                  create: bool = True, refresh_s: float = 0.0,
-                 storage_options: dict[str, str] | None = None):
+                 storage_options: dict[str, str] | None = None, recall: bool = False):
         #: a folder or an object store (`s3://bucket/prefix`, ...; see `episodelake.lake.core.store`)
         self.location = location(path, storage_options)
         #: the lake folder; for a lake on an object store, its `Location`
@@ -73,10 +73,14 @@ class Lake:
         self.refresh_s = refresh_s
         opened: dict[str, lance.LanceDataset] = {}
         started = time.monotonic()
+        # `recall`: a lake on an object store whose tables this machine noted before opens
+        # without asking the store anything (a recorder opening during an outage); its tables
+        # are opened by the first read
+        known = recall and create and tag is None and tables.recall_tables(self.location)
         with store_errors(self.location):
             # one listing says what is there; only an empty one asks whether the store (its
             # bucket) is there at all, to say which of the two is missing
-            stored = tables.existing_tables(self.location)
+            stored = set(schema.TABLES) if known else tables.existing_tables(self.location)
             if not stored:
                 self.location.check_reachable()
             if create and tag is None:

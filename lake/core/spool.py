@@ -16,6 +16,7 @@ some other way costs only its unreadable bytes, never the records around them.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import logging
 import os
@@ -58,6 +59,13 @@ class SpoolWriteError(LakeError):
         self.free_bytes = free
         self.errno = exc.errno
         room = f"{_mb(free)} free" if free >= 0 else "free space unknown"
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EEXIST):
+            super().__init__(
+                f"spool: {path} is not a writable folder ({exc.strerror or exc}); nothing was recorded: make the "
+                f"folder writable, or point {layout.SPOOL_ENV} at a writable folder (a lake on object "
+                "storage keeps its spool under it; a lake in a local folder keeps it in the lake's own "
+                f"{layout.SPOOL_DIR} folder)")
+            return
         super().__init__(
             f"spool: could not write {_mb(needed)} to {path} ({exc.strerror or exc}; {room}); "
             f"the row was not recorded: free at least {_mb(needed)} on that disk and send it again"

@@ -20,7 +20,10 @@ from __future__ import annotations
 import errno
 import fcntl
 import functools
+import hashlib
+import json
 import logging
+import os
 import random
 import re
 import shutil
@@ -104,6 +107,52 @@ def _options(loc: Location) -> dict[str, str] | None:
     return None if loc.is_local else loc.storage_options
 
 
+#: In a remote lake's local folder (`layout.local_state`): the tables this machine has found
+#: there with this release's columns, so a writer opening the lake again (another process,
+#: a restart, an outage) asks the store nothing (`recall_tables`).
+TABLES_NOTE = "tables.json"
+
+
+def _schema_mark() -> str:
+    """Names this release's tables and columns: a note written by another release is ignored."""
+    digest = hashlib.sha256()
+    for name, table_schema in schema.TABLES.items():
+        digest.update(name.encode() + b"\0" + table_schema.serialize().to_pybytes())
+    return digest.hexdigest()[:16]
+
+
+def recall_tables(lake: Location) -> bool:
+    """Take the tables this machine noted for the lake (`TABLES_NOTE`) as known; True when
+    every table of the schema is among them (opening asks the store nothing then). Nothing
+    is ever removed from a lake, so a table once there stays."""
+    if lake.is_local:
+        return False
+    try:
+        note = json.loads((layout.local_state(lake) / TABLES_NOTE).read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(note, dict) or note.get("schema") != _schema_mark():
+        return False
+    lake.known_tables.update(str(t) for t in note.get("tables", []))
+    return not set(schema.TABLES) - lake.known_tables
+
+
+def _remember_tables(lake: Location) -> None:
+    """Note the lake's known tables on this machine (see `recall_tables`); best effort."""
+    if lake.is_local:
+        return
+    try:
+        path = layout.local_state(lake) / TABLES_NOTE
+        text = json.dumps({"schema": _schema_mark(), "tables": sorted(lake.known_tables)})
+        if path.exists() and path.read_text() == text:
+            return
+        aside = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        aside.write_text(text)
+        os.replace(aside, path)
+    except OSError as exc:  # the next open asks the store again
+        log.debug("could not note the lake's tables: %s", exc)
+
+
 def existing_tables(lake: Location | Path | str) -> set[str]:
     """Names of the tables stored in the lake (one listing, not one request per table).
     The tables outside the schema found (the claims table) become `known_tables` of the
@@ -120,6 +169,7 @@ def has_table(lake: Location, table: str) -> bool:
     (`Location.known_tables`)."""
     if table not in lake.known_tables and table in existing_tables(lake):
         lake.known_tables.add(table)
+        _remember_tables(lake)
     return table in lake.known_tables
 
 
@@ -128,6 +178,7 @@ def ensure_table(lake: Location, table: str, empty: pa.Table) -> None:
     if not has_table(lake, table):
         create_table(lake, table, empty)
         lake.known_tables.add(table)
+        _remember_tables(lake)
 
 
 def create_table(lake: Location | Path | str, table: str, empty: pa.Table) -> None:
@@ -171,6 +222,7 @@ def ensure_tables(lake: Location | Path | str, stored: set[str] | None = None) -
                 retry_commit(f"add columns to {table}", functools.partial(_add_missing_columns, lake, table))
                 del opened[table]  # a new version now
     lake.known_tables.update(schema.TABLES)
+    _remember_tables(lake)
     return opened
 
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +49,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from episodelake.lake.core import claims, committer, layout, schema, spool, tables
-from episodelake.lake.core.errors import EpisodeLakeError, LakeError
+from episodelake.lake.core.errors import EpisodeLakeError, InvalidInput, LakeError
 from episodelake.lake.core.store import Location, StoreUnavailable, location
 
 log = logging.getLogger(__name__)
@@ -305,7 +306,22 @@ def _set_aside(root: Path, table: str, rows: pa.Table, lost: set[str], *, fsync:
     return rows.filter(pc.invert(theirs))
 
 
+def check_spool(lake: Location | Path | str) -> Path:
+    """This machine's spool root for the lake, made if missing; `spool.SpoolWriteError`
+    (naming `ELAKE_SPOOL`) when it cannot be."""
+    loc = location(lake)
+    try:
+        root = layout.spool_root(loc)
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        where = layout.local_spool_base() / loc.key() if not loc.is_local else loc.local / layout.SPOOL_DIR
+        raise spool.SpoolWriteError(where, 4096, exc) from None
+    return root
+
+
 def _size(n: int) -> str:
+    if n < 2**10:
+        return f"{n} bytes"
     return f"{n / 2**20:.0f} MiB" if n >= 2**20 else f"{n / 2**10:.0f} KiB"
 
 
@@ -313,20 +329,22 @@ class LakeWriter:
     def __init__(self, lake: Location | Path | str, options: WriterOptions | None = None):
         self.lake = location(lake)
         self.options = options or WriterOptions()
+        if not self.lake.is_local:
+            tables.recall_tables(self.lake)  # known on this machine: opening asks the store nothing
         tables.ensure_tables(self.lake)
-        try:
-            self.replay = replay_orphans(self.lake)
-        except tables.StorageFull as exc:
-            # another writer's leftovers must not stop this one: they stay for the next
-            # writer or `elake recover`
-            log.warning("left dead writers' spools for later: %s", exc)
-            self.replay = ReplayReport(deferred=[str(exc)])
-        self.replayed = self.replay.rows
-        self._root = layout.spool_root(self.lake)
+        #: dead writers' spools replayed at the open (a lake on an object store: by the
+        #: writer's thread, once the store answers; `replay_done` is set then)
+        self.replay = ReplayReport()
+        self.replay_done = threading.Event()
+        if self.lake.is_local:
+            self._replay_orphans()
+        self._root = check_spool(self.lake)
         self._spool = spool.Spool(self._root, fsync=self.options.durability == "machine")
         self._pending: dict[str, _Pending] = {}
         #: rows handed to the machine's committer, until it has committed them
         self._flights: list[_Flight] = []
+        #: rows `_commit` has taken from pending and not yet committed, offered or put back
+        self._in_hand: dict[str, _Pending] = {}
         self._offers = 0
         self._versions: set[tuple[str, int | None]] = set()  # (table, version) that took offers
         self._lock = threading.Lock()  # guards _pending and _flights
@@ -346,8 +364,35 @@ class LakeWriter:
         self._stop = threading.Event()
         #: set by an append that fills a batch (and by close): commit now, not at the next tick
         self._due = threading.Event()
+        #: flushes waiting (the thread commits everything at each tick meanwhile), failed
+        #: commit attempts so far, and a condition notified after each attempt
+        self._flushing = 0
+        self._failures = 0
+        self._progress = threading.Condition()
+        #: a flush asked for a try now, even during a failure's backoff
+        self._retry_now = False
+        #: commit what is pending at the next tick, however young (`commit_soon`)
+        self._eager = False
+        #: `when_committed` callbacks: (the parts they wait for, the callback)
+        self._waiters: list[tuple[set[int], Callable[[], None]]] = []
         self._ager = threading.Thread(target=self._age_loop, name="lake-writer-commit", daemon=True)
         self._ager.start()
+
+    @property
+    def replayed(self) -> int:
+        return self.replay.rows
+
+    def _replay_orphans(self) -> None:
+        """Replay dead writers' spools (see `replay_orphans`); raises (to be tried again) when
+        the store does not take them."""
+        try:
+            self.replay = replay_orphans(self.lake)
+        except tables.StorageFull as exc:
+            # another writer's leftovers must not stop this one: they stay for the next
+            # writer or `elake recover`
+            log.warning("left dead writers' spools for later: %s", exc)
+            self.replay = ReplayReport(deferred=[str(exc)])
+        self.replay_done.set()
 
     # -- appending ---------------------------------------------------------------------
     def append(self, table: str, row: dict) -> None:
@@ -363,6 +408,12 @@ class LakeWriter:
         if not batches or batches[0].num_rows == 0:
             return
         batch = batches[0]  # one record per call: it is in the spool whole, or not at all
+        if batch.nbytes > self.options.max_backlog_bytes:
+            raise InvalidInput(
+                f"this {table} row ({_size(batch.nbytes)}) is larger than WriterOptions.max_backlog_bytes "
+                f"= {_size(self.options.max_backlog_bytes)}, the most that may wait for the store: no row "
+                "this size could ever be recorded; raise the bound (the default is 512 MiB). The row was "
+                "not recorded, and nothing recorded before is touched")
         self._check_backlog(table)
         opts = self.options
         with self._lock:
@@ -400,55 +451,113 @@ class LakeWriter:
             f"WriterOptions.max_backlog_bytes = {_size(self.options.max_backlog_bytes)})")
 
     # -- committing --------------------------------------------------------------------
-    def flush(self) -> None:
-        """Commit everything appended so far (and wait for the committer to commit what was
-        handed to it); raises `CommitFailed` if the lake does not take it (the rows stay in
-        the spool, retried in the background and by later flushes). Hand-offs go in rounds
-        of at most `MAX_IN_FLIGHT_BATCHES` batches (see `_commit`), so a flush waits for
-        each round before offering the next."""
-        try:
-            with self._lock:
-                wanted = {id(p) for pending in self._pending.values() for p in pending.parts}
-                wanted |= {id(p) for f in self._flights for p in f.parts}
-            self._commit_or_wait()
-            deadline = time.monotonic() + self.options.flush_timeout_s
-            while True:
-                with self._commit_lock:
-                    before = len(self._flights)
-                    back = self._settle_flights()
-                    if len(self._flights) < before:  # the committer moves: wait on from here
-                        deadline = time.monotonic() + self.options.flush_timeout_s
-                with self._lock:
-                    flying = sum(any(id(p) in wanted for p in f.parts) for f in self._flights)
-                    left = any(id(p) in wanted for pending in self._pending.values() for p in pending.parts)
-                if back or (left and not self._flights):  # came back, or the next round is due
-                    self._commit_or_wait()
-                if not flying and not left:
-                    break
-                self._elect()
-                if time.monotonic() > deadline:
-                    raise CommitFailed(
-                        f"the committer of this machine did not commit {flying} hand-off(s) in "
-                        f"{self.options.flush_timeout_s:.0f} s ({self._committer_state()}); the rows stay in "
-                        "this writer's spool and are retried")
-                time.sleep(0.01)
-        except CommitFailed:
-            raise
-        except Exception as exc:
-            raise CommitFailed(f"commit to the lake at {self.lake} failed ({exc}); the rows stay in "
-                               "this writer's spool and are retried") from exc
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until every row appended so far is committed (and let go of its spool
+        segments). The commits run on the writer's thread, never this one: a flush asks it to
+        commit now and waits, so a store that hangs holds the caller no longer than it chose.
 
-    def _commit_or_wait(self) -> None:
-        """`_commit`, but a failure while hand-offs are still with the committer is not the
-        last word: their commit lets go of spool segments (room on a full disk), and the
-        flush tries again once they are settled."""
+        Without `timeout`, raises `CommitFailed` at the first commit that fails after the
+        flush began (the rows stay in the spool, retried in the background and by later
+        flushes), or when the machine's committer makes no progress for
+        `WriterOptions.flush_timeout_s`. With `timeout` (seconds), it waits through failures
+        (an outage) for up to that long, then raises `CommitFailed` saying how much is left.
+        Either way the message says how many rows and bytes still wait, and where."""
+        if self._closed:
+            raise RuntimeError("this LakeWriter is closed")
+        wanted = self._parts_now()
+        if not wanted:
+            self._run_waiters()
+            return
+        started = time.monotonic()
+        failures = self._failures
+        with self._lock:
+            self._flushing += 1
         try:
-            self._commit(only=None)
-        except Exception:
+            self._kick()
+            progress_at, left = started, self._left(wanted)
+            while left[0]:
+                now = time.monotonic()
+                if timeout is None and self._failures > failures:
+                    raise CommitFailed(f"commit to the lake at {self.lake} failed ({self.last_error}); "
+                                       f"{self._left_text(left)}")
+                if timeout is not None and now - started > timeout:
+                    why = f"; last error: {self.last_error}" if self.last_error is not None else ""
+                    raise CommitFailed(f"not committed within {timeout:g} s{why}; {self._left_text(left)}")
+                if timeout is None and now - progress_at > self.options.flush_timeout_s:
+                    raise CommitFailed(
+                        f"the committer of this machine did not commit in {self.options.flush_timeout_s:.0f} s "
+                        f"({self._committer_state()}); {self._left_text(left)}")
+                with self._progress:
+                    self._progress.wait(0.05)
+                now_left = self._left(wanted)
+                if now_left != left:
+                    progress_at, left = time.monotonic(), now_left
+        finally:
             with self._lock:
-                flying = bool(self._flights)
-            if not flying:
-                raise
+                self._flushing -= 1
+        self._run_waiters()
+
+    def _uncommitted(self) -> list[_Part]:
+        """Every spool part whose rows are not known committed: pending, being committed now,
+        or handed off. Call with `_lock` held."""
+        parts = [p for pending in self._pending.values() for p in pending.parts]
+        parts += [p for pending in self._in_hand.values() for p in pending.parts]
+        parts += [p for f in self._flights for p in f.parts]
+        return parts
+
+    def _parts_now(self) -> set[int]:
+        """The spool parts holding every row appended so far and not yet committed."""
+        with self._lock:
+            return {id(p) for p in self._uncommitted()}
+
+    def _left(self, wanted: set[int]) -> tuple[int, int, int]:
+        """(parts, rows, bytes) of `wanted` not yet committed."""
+        parts = rows = nbytes = 0
+        with self._lock:
+            every = self._uncommitted()
+        for part in every:
+            if id(part) in wanted:
+                parts += 1
+                rows += part.rows
+                nbytes += part.bytes
+        return parts, rows, nbytes
+
+    def _left_text(self, left: tuple[int, int, int]) -> str:
+        return (f"{left[1]} row(s) ({_size(left[2])}) stay in this writer's spool ({self._spool.dir}) and "
+                "are retried in the background; a writer that closes with them leaves them for the next "
+                "writer of this lake on this machine, or `elake recover`")
+
+    def _kick(self) -> None:
+        """Have the writer's thread commit now, even while it waits out a failure's backoff."""
+        self._retry_now = True
+        self._due.set()
+
+    def when_committed(self, callback: Callable[[], None]) -> None:
+        """Call `callback` (on the writer's thread, or a flushing caller's) once every row
+        appended so far is committed. Never called if the writer closes first."""
+        wanted = self._parts_now()
+        with self._lock:
+            self._waiters.append((wanted, callback))
+
+    def commit_soon(self) -> None:
+        """Ask the writer's thread to commit what is pending now rather than when it is due."""
+        with self._lock:
+            self._eager = True
+        self._due.set()
+
+    def _run_waiters(self) -> None:
+        """Call the `when_committed` callbacks whose rows are all committed."""
+        with self._lock:
+            if not self._waiters:
+                return
+            live = {id(p) for p in self._uncommitted()}
+            ready = [cb for wanted, cb in self._waiters if not (wanted & live)]
+            self._waiters = [(w, cb) for w, cb in self._waiters if w & live]
+        for callback in ready:
+            try:
+                callback()
+            except Exception:  # a caller's callback must not stop the writer's thread
+                log.exception("a when_committed callback failed")
 
     def _committer_state(self) -> str:
         node = self.node_committer
@@ -476,7 +585,9 @@ class LakeWriter:
             }
             for t in list(chosen):
                 chosen.update(p for p in tables.REFERENCES.get(t, ()) if p in self._pending)
-            return {t: self._pending.pop(t) for t in chosen}
+            taken = {t: self._pending.pop(t) for t in chosen}
+            self._in_hand = taken  # still uncommitted for a flush, until `_commit` is done with them
+            return taken
 
     def _restore(self, taken: dict[str, _Pending], uncertain: str | None = None) -> None:
         """Put rows back in front of those appended since. `uncertain`: the table whose
@@ -573,63 +684,67 @@ class LakeWriter:
         with self._commit_lock:
             self._settle_flights()
             taken = self._take(only, older_than)
-            order = [t for t in tables.COMMIT_ORDER if t in taken]
-            ahead = self._write_ahead(taken, order)
             try:
-                self.claims.place()
-            except BaseException as exc:
-                _abandon(ahead)
-                self._restore(taken)
-                self.last_error = exc
-                raise
-            self._set_aside_lost(taken)
-            opts = self.options
-            held_back = False
-            for i, table in enumerate(order):
-                if held_back:
-                    break
-                pending = taken[table]
-                if table in schema.APPEND_ONLY:
-                    kind = "insert_missing" if opts.dedupe_steps or pending.failed else "append"
-                else:
-                    kind = "upsert"
-                handoff = self._handoff(table, pending)
+                order = [t for t in tables.COMMIT_ORDER if t in taken]
+                ahead = self._write_ahead(taken, order)
                 try:
-                    for parts in _slices(list(pending.parts), opts.batch_rows, opts.batch_bytes):
-                        if handoff and self._in_flight_full():
-                            # the rest waits for the committer: each offer holds its data files
-                            # and its spool segments until committed, so a backlog offered
-                            # whole would need room for all of it twice (a disk with less
-                            # free than the backlog would never drain)
-                            self._restore({t: taken[t] for t in order[i:]})
-                            held_back = True
-                            break
-                        rows = _rows(table, parts)
-                        if handoff:
-                            if ahead is not None and ahead.parts == parts:
-                                fragments, ahead = ahead.future.result(), None
-                            else:
-                                fragments = committer.write(self.lake, table, rows, opts.batch_rows)
-                            self._offers += 1
-                            offer = committer.offer(self._spool.dir, f"{self._offers:08d}-{table}", table,
-                                                    rows.num_rows, fragments)
-                            with self._lock:
-                                self._flights.append(_Flight(table, parts, offer))
-                        else:
-                            tables.commit(self.lake, table, rows, kind)
-                            self.commits += 1
-                            for part in parts:
-                                part.segment.discard()
-                        del pending.parts[:len(parts)]
+                    self.claims.place()
                 except BaseException as exc:
                     _abandon(ahead)
-                    # an upload that failed left nothing in any version: not uncertain
-                    self._restore({t: taken[t] for t in order[i:]}, uncertain=None if handoff else table)
+                    self._restore(taken)
                     self.last_error = exc
                     raise
-            _abandon(ahead)  # held back before its turn (the committer has two batches)
-            if taken:
-                self.last_error = None
+                self._set_aside_lost(taken)
+                opts = self.options
+                held_back = False
+                for i, table in enumerate(order):
+                    if held_back:
+                        break
+                    pending = taken[table]
+                    if table in schema.APPEND_ONLY:
+                        kind = "insert_missing" if opts.dedupe_steps or pending.failed else "append"
+                    else:
+                        kind = "upsert"
+                    handoff = self._handoff(table, pending)
+                    try:
+                        for parts in _slices(list(pending.parts), opts.batch_rows, opts.batch_bytes):
+                            if handoff and self._in_flight_full():
+                                # the rest waits for the committer: each offer holds its data files
+                                # and its spool segments until committed, so a backlog offered
+                                # whole would need room for all of it twice (a disk with less
+                                # free than the backlog would never drain)
+                                self._restore({t: taken[t] for t in order[i:]})
+                                held_back = True
+                                break
+                            rows = _rows(table, parts)
+                            if handoff:
+                                if ahead is not None and ahead.parts == parts:
+                                    fragments, ahead = ahead.future.result(), None
+                                else:
+                                    fragments = committer.write(self.lake, table, rows, opts.batch_rows)
+                                self._offers += 1
+                                offer = committer.offer(self._spool.dir, f"{self._offers:08d}-{table}", table,
+                                                        rows.num_rows, fragments)
+                                with self._lock:
+                                    self._flights.append(_Flight(table, parts, offer))
+                            else:
+                                tables.commit(self.lake, table, rows, kind)
+                                self.commits += 1
+                                for part in parts:
+                                    part.segment.discard()
+                            del pending.parts[:len(parts)]
+                    except BaseException as exc:
+                        _abandon(ahead)
+                        # an upload that failed left nothing in any version: not uncertain
+                        self._restore({t: taken[t] for t in order[i:]}, uncertain=None if handoff else table)
+                        self.last_error = exc
+                        raise
+                _abandon(ahead)  # held back before its turn (the committer has two batches)
+                if taken:
+                    self.last_error = None
+            finally:
+                with self._lock:
+                    self._in_hand = {}
         if self._flights and self.node_committer is not None:
             self.node_committer.wake()
         try:
@@ -657,10 +772,12 @@ class LakeWriter:
         return _Ahead(parts, future)
 
     def _age_loop(self) -> None:
-        """The writer's committer thread: commit full batches as soon as an append says so,
-        and rows that waited `max_age_s`; settle hand-offs; become the machine's committer
-        when there is none. After a failure, retry with growing waits (a full disk, a store
-        that is down) until it works again, however often appends knock meanwhile."""
+        """The writer's committer thread: replay dead writers' spools (a lake on an object
+        store: here, once the store answers, not in the open); commit full batches as soon as
+        an append says so, rows that waited `max_age_s`, and everything while a flush waits;
+        settle hand-offs; become the machine's committer when there is none. After a failure,
+        retry with growing waits (a full disk, a store that is down) until it works again,
+        however often appends knock meanwhile; a flush asks for a try at once."""
         interval = min(self.options.max_age_s / 2, 0.5)
         tick = min(interval, 0.1) if self.options.handoff else interval
         backoff = 0.0  # seconds between tries while commits fail; 0 while they work
@@ -671,6 +788,9 @@ class LakeWriter:
             if self._stop.is_set():
                 return
             self._due.clear()
+            if self._retry_now:
+                self._retry_now = False
+                retry_at = 0.0
             try:
                 self._elect()
             except OSError as exc:
@@ -678,16 +798,22 @@ class LakeWriter:
             if backoff and time.monotonic() < retry_at:
                 continue  # failing: the next try waits its turn
             try:
+                if not self.replay_done.is_set():
+                    self._replay_orphans()
                 if self._flights:
                     with self._commit_lock:
                         back = self._settle_flights()
                     woken = woken or back
                 # an append that saw a full batch may have knocked after this thread took it
                 woken = woken and self._full_batch()
-                if woken or backoff or self._due_by_age(self.options.max_age_s):
-                    self._commit(only=None, older_than=None if woken or backoff else self.options.max_age_s)
+                urgent = self._flushing > 0 or self._eager
+                if urgent or woken or backoff or self._due_by_age(self.options.max_age_s):
+                    self._eager = False
+                    now_all = urgent or woken or backoff
+                    self._commit(only=None, older_than=None if now_all else self.options.max_age_s)
                 backoff = 0.0
             except Exception as exc:
+                self._failures += 1
                 # one line per failure; the traceback once per run of failures, and only for a
                 # failure the lake did not already explain (a store that cannot be reached, 403, 404)
                 first = backoff == 0.0 and not isinstance(exc, EpisodeLakeError)
@@ -695,6 +821,10 @@ class LakeWriter:
                 retry_at = time.monotonic() + backoff
                 log.warning("background commit failed; rows stay in the spool, retrying in %.1f s: %s",
                             backoff, exc, exc_info=first)
+            finally:
+                self._run_waiters()
+                with self._progress:
+                    self._progress.notify_all()
 
     def _full_batch(self) -> bool:
         opts = self.options
@@ -707,20 +837,23 @@ class LakeWriter:
             return any(now - p.since >= age for p in self._pending.values())
 
     # -- lifecycle ---------------------------------------------------------------------
-    def close(self) -> None:
-        """Commit what is left and let go of the spool; if the lake does not take the last
-        rows, they stay in the spool for the next writer (or `elake recover`) to replay. If
-        this process is the machine's committer, it commits what is offered and hands over."""
+    def close(self, timeout: float | None = None) -> None:
+        """Commit what is left (`flush(timeout)`) and let go of the spool; if the lake does
+        not take the last rows, they stay in the spool for the next writer (or `elake
+        recover`) to replay, and the `CommitFailed` says how many. If this process is the
+        machine's committer, it commits what is offered and hands over."""
         if self._closed:
             return
-        self._stop.set()
-        self._due.set()
-        self._ager.join()
         try:
-            self.flush()
+            self.flush(timeout)
         finally:
+            self._stop.set()
+            self._due.set()
+            self._ager.join()
             self._closed = True
             self.claims.closed = True
+            with self._lock:
+                self._waiters.clear()
             with self._elect_lock:
                 node, self.node_committer = self.node_committer, None
             if node is not None:

@@ -29,12 +29,17 @@ def test_a_gone_machines_claims_are_released(s3_lake, monkeypatch, capsys):
         assert claims.take(lake.location, "ep-a1", "writer-a") is not None
         assert claims.take(lake.location, "ep-a2", "writer-a") is not None
     rec = Recorder(lake, anchor=None, image_checks="structure")
-    with pytest.raises(Conflict, match="being recorded by another recorder"):
+    lost = rec.start_episode("t", episode_id="ep-a1")  # asks the store nothing: settled by the writer
+    rec.flush()
+    with pytest.raises(Conflict, match="lost when the claim was settled: recorder writer-a on node-a claimed it first"):
+        lost.log_step(screenshot(0), response())
+    with pytest.raises(Conflict, match="its claim was lost"):  # not again under this recorder
         rec.start_episode("t", episode_id="ep-a1")
 
     # this machine's running writer holds ep-b: releasing this machine's claims is refused
     episode = rec.start_episode("t", episode_id="ep-b")
     episode.log_step(screenshot(0), response())
+    rec.flush()  # its claim settled and its step committed (the claim is held until it finishes)
     assert main(["--lake", s3_lake, "recover", "--release-claims", here]) != 0
     assert "running or left a spool here" in capsys.readouterr().err
     assert [r["episode_id"] for r in claim_rows(lake)] == ["ep-a1", "ep-a2", "ep-b"]
@@ -42,10 +47,11 @@ def test_a_gone_machines_claims_are_released(s3_lake, monkeypatch, capsys):
     assert main(["--lake", s3_lake, "recover", "--release-claims", "node-a"]) == 0
     assert "released 2 claim(s) of node-a on episode(s) ep-a1, ep-a2" in capsys.readouterr().out
     assert claim_rows(lake) == [{"episode_id": "ep-b", "host": here}]
-    with rec.start_episode("t", episode_id="ep-a1") as again:  # free again
-        again.log_step(screenshot(1), response())
     episode.finish(success=True)
     rec.close()
+    with Recorder(lake, anchor=None, image_checks="structure") as other:
+        with other.start_episode("t", episode_id="ep-a1") as again:  # free again
+            again.log_step(screenshot(1), response())
     assert claim_rows(lake) == []
     lake.invalidate()
     assert sorted(lake.sql("SELECT episode_id FROM episodes")["episode_id"].to_pylist()) == ["ep-a1", "ep-b"]
