@@ -31,6 +31,7 @@ const SqlPage = page(() => import("./pages/SqlPage").then((m) => m.SqlPage));
 const StatsPage = page(() => import("./pages/StatsPage").then((m) => m.StatsPage));
 const TrainingPage = page(() => import("./pages/TrainingPage").then((m) => m.TrainingPage));
 const RunPage = page(() => import("./pages/TrainingPage").then((m) => m.RunPage));
+const PeoplePage = page(() => import("./pages/PeoplePage").then((m) => m.PeoplePage));
 
 /** `/`, `/episodes/:id` and `/episodes/:id/steps/:n` share one page (the task tree stays
  * open, the replay keeps its state), so they are children of one layout route. */
@@ -67,6 +68,7 @@ export const routes: RouteObject[] = [
       { path: "reruns/:id", element: withParams<"id">((p) => <RerunPage id={p.id} />) },
       { path: "training", element: <TrainingPage /> },
       { path: "training/:id", element: withParams<"id">((p) => <RunPage id={p.id} />) },
+      { path: "people", element: <PeoplePage /> },
       { path: "*", element: <NotFound /> },
     ],
   },
@@ -100,6 +102,7 @@ const NAV: [string, string][] = [
   ["/exports", "Exports"],
   ["/reruns", "Re-runs"],
   ["/training", "Training"],
+  ["/people", "People"],
 ];
 
 /** The layout every route shares: the top bar, the content, toasts and dialogs. */

@@ -7,11 +7,13 @@ import {
   completions,
   elapsedText,
   HISTORY_MAX,
+  loadHistory,
   remember,
   sortRows,
   sqlFailure,
   stepColumns,
   wordBefore,
+  type HistoryEntry,
 } from "./sqlConsole";
 
 describe("the SQL console", () => {
@@ -40,15 +42,30 @@ describe("the SQL console", () => {
   });
 
   it("remembers queries newest first, once each, up to its size", () => {
-    let h: string[] = [];
+    let h: HistoryEntry[] = [];
     h = remember(h, "select 1");
     h = remember(h, "select 2 ");
     h = remember(h, "select 1");
-    expect(h).toEqual(["select 1", "select 2"]);
+    expect(h.map((e) => e.query)).toEqual(["select 1", "select 2"]);
     expect(remember(h, "   ")).toBe(h);
     for (let i = 0; i < 30; i++) h = remember(h, `select ${i + 10}`);
     expect(h.length).toBe(HISTORY_MAX);
-    expect(h[0]).toBe("select 39");
+    expect(h[0].query).toBe("select 39");
+  });
+
+  it("keeps failed queries too, marked, with the latest outcome of a query run again", () => {
+    let h = remember([], "select nope from nowhere", true);
+    h = remember(h, "select 1");
+    expect(h).toEqual([{ query: "select 1", failed: false }, { query: "select nope from nowhere", failed: true }]);
+    h = remember(h, "select nope from nowhere", false);
+    expect(h[0]).toEqual({ query: "select nope from nowhere", failed: false });
+  });
+
+  it("reads the history earlier builds kept (the queries' text alone)", () => {
+    const kept = new Map<string, string>(); // the browser's storage, in Node
+    globalThis.localStorage = { getItem: (k: string) => kept.get(k) ?? null, setItem: (k: string, v: string) => void kept.set(k, v) } as Storage;
+    localStorage.setItem("elake.sql.history", JSON.stringify(["select 1", { query: "select x", failed: true }, 7]));
+    expect(loadHistory()).toEqual([{ query: "select 1", failed: false }, { query: "select x", failed: true }]);
   });
 
   it("completes the word at the cursor with table and column names", () => {

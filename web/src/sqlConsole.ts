@@ -48,22 +48,35 @@ export function stepColumns(names: string[]): [number, number] | null {
 const HISTORY_KEY = "elake.sql.history";
 export const HISTORY_MAX = 20;
 
-/** The queries run in this browser, newest first, without repeats. */
-export function remember(history: string[], query: string): string[] {
-  const q = query.trim();
-  return q ? [q, ...history.filter((h) => h !== q)].slice(0, HISTORY_MAX) : history;
+/** A query run in this browser, and whether it failed (kept too: a failing query is the one
+ * most worth fixing and running again). */
+export interface HistoryEntry {
+  query: string;
+  failed: boolean;
 }
 
-export function loadHistory(): string[] {
+/** The queries run in this browser, newest first, without repeats; a query run again takes
+ * its latest outcome. */
+export function remember(history: HistoryEntry[], query: string, failed = false): HistoryEntry[] {
+  const q = query.trim();
+  return q ? [{ query: q, failed }, ...history.filter((h) => h.query !== q)].slice(0, HISTORY_MAX) : history;
+}
+
+export function loadHistory(): HistoryEntry[] {
   try {
     const stored = JSON.parse(localStorage.getItem(HISTORY_KEY) ?? "[]");
-    return Array.isArray(stored) ? stored.filter((q): q is string => typeof q === "string") : [];
+    if (!Array.isArray(stored)) return [];
+    // entries of earlier builds were the query's text alone (all of them had succeeded)
+    return stored
+      .map((h) => (typeof h === "string" ? { query: h, failed: false } : h))
+      .filter((h): h is HistoryEntry => typeof h?.query === "string")
+      .map((h) => ({ query: h.query, failed: h.failed === true }));
   } catch {
     return [];
   }
 }
 
-export function saveHistory(history: string[]): void {
+export function saveHistory(history: HistoryEntry[]): void {
   localStorage.setItem(HISTORY_KEY, JSON.stringify(history));
 }
 

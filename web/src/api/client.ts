@@ -29,6 +29,10 @@ export type RunSummary = Schemas["RunSummary"];
 export type RunDetail = Schemas["RunDetail"];
 export type RunArm = Schemas["RunArm"];
 export type SearchHit = Schemas["SearchHit"];
+export type SavedView = Schemas["SavedView"];
+export type SavedQuery = Schemas["SavedQuery"];
+export type UserOut = Schemas["UserOut"];
+export type AuditEntry = Schemas["AuditEntry"];
 export type OcrBox = Schemas["OcrBox"];
 export type EpisodeQuery = NonNullable<paths["/api/episodes"]["get"]["parameters"]["query"]>;
 export type SearchQuery = paths["/api/search"]["get"]["parameters"]["query"];
@@ -68,9 +72,35 @@ export async function call<T>(request: Promise<Result<T>>): Promise<T> {
   if (!result.response.ok) {
     const body = result.error as { error?: { type?: string; message?: string } } | undefined;
     const err = body?.error;
-    throw new ApiError(result.response.status, err ? `${err.type}: ${err.message}` : `HTTP ${result.response.status}`, err?.type);
+    throw new ApiError(result.response.status, err ? errorText(result.response.status, err.type, err.message ?? "") : `HTTP ${result.response.status}`, err?.type);
   }
   return result.data as T;
+}
+
+/** How an error reads in the app. Refusals are said in plain words: who you are, what your
+ * role lacks and who can change it, rather than the API's "Forbidden: ... POST /api/...";
+ * a stale version's message is plain already; the rest keep their type in front. */
+export function errorText(status: number, type: string | undefined, message: string): string {
+  if (status === 401) return "You are not signed in any more (or your token was replaced): reload the page to sign in again.";
+  if (status === 403 && type === "Forbidden") {
+    const role = /^(.+?) is an? (\w+): .* needs the (\w+) role/.exec(message);
+    return role
+      ? `Not allowed: you are signed in as ${role[1]}, a ${role[2]}, and this needs the ${role[3]} role. An admin can change your role.`
+      : `Not allowed: ${message.replace(/ ?(GET|POST|PUT|PATCH|DELETE) \/api\/\S*/g, "")}`;
+  }
+  if (status === 403 || status === 412) return message;
+  return `${type}: ${message}`;
+}
+
+/** The header that makes a change of a set, a saved view or a saved query safe: the version
+ * it was made from (every such change the app sends carries it; the server refuses a stale one). */
+export function ifMatch(version: number): { "If-Match": string } {
+  return { "If-Match": `"${version}"` };
+}
+
+/** Whether `e` is the server's refusal of a change made from an older version (412). */
+export function isStale(e: unknown): boolean {
+  return e instanceof ApiError && e.status === 412;
 }
 
 /** A step image URL, scaled down for thumbnails when `maxSide` is given. */

@@ -27,13 +27,13 @@ export const queryClient = new QueryClient({
 
 /** Keys of the data other writers change while a view is open: recorders (episode lists,
  * details and queues, tasks, groups, stats, the overview), a training run (its curves) and
- * teammates (sets and their members, saved views and queues, the audit log, the exports and
- * re-runs they start). A new ETag from the live poll refetches those on screen; the rest go
+ * teammates (sets and their members, saved views and queues, saved queries, people, the
+ * audit log, the exports and re-runs they start). A new ETag from the live poll refetches those on screen; the rest go
  * stale. */
 export const LIVE_KEYS: QueryKey[] = [
   ["tasks"], ["episodes"], ["episode"], ["queue"], ["overview"], ["groups"], ["stats"],
   ["runs"], ["run"],
-  ["sets"], ["views"], ["audit"], ["exports"], ["reruns"],
+  ["sets"], ["views"], ["audit"], ["exports"], ["reruns"], ["sql-saved"], ["users"],
 ];
 
 /** Refetches the active queries under `keys` (and marks the inactive ones stale). */

@@ -700,7 +700,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get Set */
+        /**
+         * Get Set
+         * @description The set; its version is the ETag, to send back as If-Match with a change.
+         */
         get: operations["get_set_api_sets__set_id__get"];
         put?: never;
         post?: never;
@@ -713,7 +716,8 @@ export interface paths {
         head?: never;
         /**
          * Update Set
-         * @description Rename, describe, change the kind, pin to a tag (null unpins).
+         * @description Rename, describe, change the kind, pin to a tag (null unpins), assign; only the fields
+         *     sent change. With If-Match, a set saved since is refused (412, naming who saved it).
          */
         patch: operations["update_set_api_sets__set_id__patch"];
         trace?: never;
@@ -858,7 +862,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Saved One
+         * @description One saved query; its version is the ETag, to send back as If-Match with a change.
+         */
+        get: operations["saved_one_api_sql_saved__query_id__get"];
         put?: never;
         post?: never;
         /**
@@ -868,7 +876,12 @@ export interface paths {
         delete: operations["delete_saved_api_sql_saved__query_id__delete"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update Saved
+         * @description Rename a saved query or replace its text: its owner's or an admin's to change (403
+         *     otherwise). With If-Match, a query saved since is refused (412, naming who saved it).
+         */
+        patch: operations["update_saved_api_sql_saved__query_id__patch"];
         trace?: never;
     };
     "/api/sql/tables": {
@@ -971,6 +984,30 @@ export interface paths {
         delete: operations["remove_user_api_users__name__delete"];
         options?: never;
         head?: never;
+        /**
+         * Change Role
+         * @description Give a user another role (their token stays); the last admin stays an admin (409).
+         */
+        patch: operations["change_role_api_users__name__patch"];
+        trace?: never;
+    };
+    "/api/users/{name}/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reissue Token
+         * @description Give a user a new token, shown this once; their old token stops working.
+         */
+        post: operations["reissue_token_api_users__name__token_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
         patch?: never;
         trace?: never;
     };
@@ -1005,7 +1042,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get View */
+        /**
+         * Get View
+         * @description The view; its version is the ETag, to send back as If-Match with a change.
+         */
         get: operations["get_view_api_views__view_id__get"];
         put?: never;
         post?: never;
@@ -1016,7 +1056,7 @@ export interface paths {
         /**
          * Update View
          * @description Replace the view's filters with the ones given (a view opened and then changed, kept as
-         *     it is now); its name, id and link stay.
+         *     it is now); its name, id and link stay. With If-Match, a view saved since is refused (412).
          */
         patch: operations["update_view_api_views__view_id__patch"];
         trace?: never;
@@ -1218,6 +1258,10 @@ export interface components {
          * @description One row of the episodes table.
          */
         Episode: {
+            /** Branch Of */
+            branch_of?: string | null;
+            /** Branch Step */
+            branch_step?: number | null;
             /** Created At */
             created_at?: string | null;
             /** Device */
@@ -2458,9 +2502,19 @@ export interface components {
         };
         /**
          * SavedQuery
-         * @description A named SQL query the team shares, with its owner.
+         * @description A named SQL query the team shares, with its owner and its version.
          */
         SavedQuery: {
+            /**
+             * Changed At
+             * @description when this version was saved
+             */
+            changed_at?: string | null;
+            /**
+             * Changed By
+             * @description who saved this version (null: unknown)
+             */
+            changed_by?: string | null;
             /** Created At */
             created_at?: string | null;
             /** Name */
@@ -2471,6 +2525,12 @@ export interface components {
             query?: string | null;
             /** Query Id */
             query_id: string;
+            /**
+             * Version
+             * @description changes of the row's own fields so far (0: made before the audit log); send it back as `If-Match: "<version>"` with a change
+             * @default 0
+             */
+            version: number;
         };
         /** SavedQueryCreate */
         SavedQueryCreate: {
@@ -2480,12 +2540,32 @@ export interface components {
             query: string;
         };
         /**
+         * SavedQueryUpdate
+         * @description A saved query's new name or text; only the fields sent change.
+         */
+        SavedQueryUpdate: {
+            /** Name */
+            name?: string | null;
+            /** Query */
+            query?: string | null;
+        };
+        /**
          * SavedView
-         * @description A named episode filter that everyone on the lake shares.
+         * @description A named episode filter that everyone on the lake shares, with its version.
          */
         SavedView: {
             /** Assigned To */
             assigned_to?: string | null;
+            /**
+             * Changed At
+             * @description when this version was saved
+             */
+            changed_at?: string | null;
+            /**
+             * Changed By
+             * @description who saved this version (null: unknown)
+             */
+            changed_by?: string | null;
             /** Created At */
             created_at?: string | null;
             /** Created By */
@@ -2495,6 +2575,12 @@ export interface components {
             name?: string | null;
             /** Updated At */
             updated_at?: string | null;
+            /**
+             * Version
+             * @description changes of the row's own fields so far (0: made before the audit log); send it back as `If-Match: "<version>"` with a change
+             * @default 0
+             */
+            version: number;
             /** View Id */
             view_id: string;
         };
@@ -2586,11 +2672,22 @@ export interface components {
         };
         /**
          * Set
-         * @description A curated set of episodes, with its live member count.
+         * @description A curated set of episodes, with its live member count and its version (members are
+         *     rows of their own: filing an episode does not make a new version of the set).
          */
         Set: {
             /** Assigned To */
             assigned_to?: string | null;
+            /**
+             * Changed At
+             * @description when this version was saved
+             */
+            changed_at?: string | null;
+            /**
+             * Changed By
+             * @description who saved this version (null: unknown)
+             */
+            changed_by?: string | null;
             /** Created At */
             created_at?: string | null;
             /** Created By */
@@ -2612,6 +2709,12 @@ export interface components {
             set_id: string;
             /** Updated At */
             updated_at?: string | null;
+            /**
+             * Version
+             * @description changes of the row's own fields so far (0: made before the audit log); send it back as `If-Match: "<version>"` with a change
+             * @default 0
+             */
+            version: number;
         };
         /** SetCreate */
         SetCreate: {
@@ -2976,6 +3079,17 @@ export interface components {
             created_by?: string | null;
             /** Name */
             name: string;
+            /**
+             * Role
+             * @enum {string}
+             */
+            role: "viewer" | "curator" | "admin";
+        };
+        /**
+         * UserUpdate
+         * @description A user's new role.
+         */
+        UserUpdate: {
             /**
              * Role
              * @enum {string}
@@ -6551,7 +6665,10 @@ export interface operations {
     delete_set_api_sets__set_id__delete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the ETag a GET of this row answered (`"3"`): the change is refused with a 412 if the row was saved since; left out, the change applies to whatever version is stored (scripts; the web app always sends it) */
+                "If-Match"?: string | null;
+            };
             path: {
                 /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 set_id: string;
@@ -6612,6 +6729,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description If-Match named an older version: the message says who saved the newer one and when */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Request Entity Too Large */
             413: {
                 headers: {
@@ -6635,7 +6761,10 @@ export interface operations {
     update_set_api_sets__set_id__patch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the ETag a GET of this row answered (`"3"`): the change is refused with a 412 if the row was saved since; left out, the change applies to whatever version is stored (scripts; the web app always sends it) */
+                "If-Match"?: string | null;
+            };
             path: {
                 /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 set_id: string;
@@ -6695,6 +6824,15 @@ export interface operations {
             };
             /** @description Conflict */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description If-Match named an older version: the message says who saved the newer one and when */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7514,10 +7652,99 @@ export interface operations {
             };
         };
     };
-    delete_saved_api_sql_saved__query_id__delete: {
+    saved_one_api_sql_saved__query_id__get: {
         parameters: {
             query?: never;
             header?: never;
+            path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
+                query_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SavedQuery"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_saved_api_sql_saved__query_id__delete: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description the ETag a GET of this row answered (`"3"`): the change is refused with a 412 if the row was saved since; left out, the change applies to whatever version is stored (scripts; the web app always sends it) */
+                "If-Match"?: string | null;
+            };
             path: {
                 /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 query_id: string;
@@ -7571,6 +7798,117 @@ export interface operations {
             };
             /** @description Conflict */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description If-Match named an older version: the message says who saved the newer one and when */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    update_saved_api_sql_saved__query_id__patch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description the ETag a GET of this row answered (`"3"`): the change is refused with a 412 if the row was saved since; left out, the change applies to whatever version is stored (scripts; the web app always sends it) */
+                "If-Match"?: string | null;
+            };
+            path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
+                query_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SavedQueryUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SavedQuery"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description If-Match named an older version: the message says who saved the newer one and when */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8159,6 +8497,182 @@ export interface operations {
             };
         };
     };
+    change_role_api_users__name__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UserUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    reissue_token_api_users__name__token_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserCreated"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     list_views_api_views_get: {
         parameters: {
             query?: never;
@@ -8418,7 +8932,10 @@ export interface operations {
     delete_view_api_views__view_id__delete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the ETag a GET of this row answered (`"3"`): the change is refused with a 412 if the row was saved since; left out, the change applies to whatever version is stored (scripts; the web app always sends it) */
+                "If-Match"?: string | null;
+            };
             path: {
                 /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 view_id: string;
@@ -8479,6 +8996,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description If-Match named an older version: the message says who saved the newer one and when */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Request Entity Too Large */
             413: {
                 headers: {
@@ -8502,7 +9028,10 @@ export interface operations {
     update_view_api_views__view_id__patch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the ETag a GET of this row answered (`"3"`): the change is refused with a 412 if the row was saved since; left out, the change applies to whatever version is stored (scripts; the web app always sends it) */
+                "If-Match"?: string | null;
+            };
             path: {
                 /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 view_id: string;
@@ -8569,6 +9098,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description If-Match named an older version: the message says who saved the newer one and when */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Request Entity Too Large */
             413: {
                 headers: {
@@ -8592,7 +9130,10 @@ export interface operations {
     assign_view_api_views__view_id__assignee_put: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the ETag a GET of this row answered (`"3"`): the change is refused with a 412 if the row was saved since; left out, the change applies to whatever version is stored (scripts; the web app always sends it) */
+                "If-Match"?: string | null;
+            };
             path: {
                 /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 view_id: string;
@@ -8659,6 +9200,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description If-Match named an older version: the message says who saved the newer one and when */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Request Entity Too Large */
             413: {
                 headers: {
@@ -8682,7 +9232,10 @@ export interface operations {
     unassign_view_api_views__view_id__assignee_delete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the ETag a GET of this row answered (`"3"`): the change is refused with a 412 if the row was saved since; left out, the change applies to whatever version is stored (scripts; the web app always sends it) */
+                "If-Match"?: string | null;
+            };
             path: {
                 /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
                 view_id: string;
@@ -8738,6 +9291,15 @@ export interface operations {
             };
             /** @description Conflict */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description If-Match named an older version: the message says who saved the newer one and when */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };

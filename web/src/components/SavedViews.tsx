@@ -7,15 +7,18 @@
 // its episodes), so a curator can assign it to a person (PUT/DELETE
 // /api/views/{id}/assignee); the list names each view's assignee, the signed-in person's
 // queues come first, and "assigned to me" leaves only those (`mine=1` in the address, so a
-// reload or a shared link keeps it).
+// reload or a shared link keeps it). Every change sends the version of the view it was made
+// from (If-Match): a teammate's newer version of an open, modified view shows beside the
+// address bar's filters (take theirs / keep mine) instead of being overwritten unseen.
 import { useEffect, useState, type FormEvent } from "react";
 import { useQuery } from "@tanstack/react-query";
-import { api, call, type Schemas } from "../api/client";
+import { api, call, ifMatch, isStale, type Schemas } from "../api/client";
 import { invalidate, queries } from "../api/queries";
 import { useAction, useAddressValue } from "../hooks";
 import { navigate, useLocation, withQuery } from "../router";
 import { ask } from "./Dialogs";
 import { filtersFromQuery, queryFromFilters, sameFilters } from "./filters";
+import { ChangedMeanwhile } from "./Merge";
 import { useAssignable, useMay } from "./Role";
 import { ActionError } from "./Status";
 import { toast } from "./Toasts";
@@ -57,10 +60,13 @@ function ViewAssignee({ view }: { view: SavedView }) {
   }
   const change = (person: string) =>
     assign.run(async () => {
-      const path = { params: { path: { view_id: view.view_id } } };
-      const updated = await call(person ? api.PUT("/api/views/{view_id}/assignee", { ...path, body: { assigned_to: person } }) : api.DELETE("/api/views/{view_id}/assignee", path));
-      await invalidate(["views"], ["audit"]);
-      toast(updated.assigned_to ? `Assigned “${updated.name}” to ${updated.assigned_to}.` : `“${updated.name}” is assigned to nobody now.`);
+      const path = { params: { path: { view_id: view.view_id }, header: ifMatch(view.version ?? 0) } };
+      try {
+        const updated = await call(person ? api.PUT("/api/views/{view_id}/assignee", { ...path, body: { assigned_to: person } }) : api.DELETE("/api/views/{view_id}/assignee", path));
+        toast(updated.assigned_to ? `Assigned “${updated.name}” to ${updated.assigned_to}.` : `“${updated.name}” is assigned to nobody now.`);
+      } finally {
+        await invalidate(["views"], ["audit"]); // a refusal (a teammate's newer version) shows theirs
+      }
     });
   return (
     <>
@@ -91,7 +97,15 @@ export function SavedViews() {
   };
   const [naming, setNaming] = useState(false);
   const save = useAction();
+  const may = useMay();
   const current = views.data?.find((v) => v.view_id === query.get("view"));
+  // The open view as it was opened (or last merged): the address bar's filters are an edit
+  // of these, so a teammate's newer filters are told apart from the user's own changes.
+  const [opened, setOpened] = useState<{ id: string; filters: Record<string, unknown> } | null>(null);
+  const base = opened && current && opened.id === current.view_id ? opened.filters : (current?.filters as Record<string, unknown> | undefined);
+  useEffect(() => {
+    if (current && opened?.id !== current.view_id) setOpened({ id: current.view_id, filters: current.filters as Record<string, unknown> });
+  }, [current?.view_id]); // eslint-style: follows the open view's id only
   const split = splitByAssignee(views.data ?? [], me);
   const mine = split.mine;
   // "assigned to me" leaves out the others, but not the view that is open
@@ -99,6 +113,21 @@ export function SavedViews() {
   // the address bar's filter, as the API takes it (the flags it has always named)
   const shown = { unjudged: false, zero_step_reward: false, ...filtersFromQuery(query) };
   const modified = current !== undefined && !sameFilters(current.filters as Record<string, unknown>, shown);
+  const saved = current?.filters as Record<string, unknown> | undefined;
+  // their filters differ from what the user's are an edit of, and from the user's own
+  const clash = current !== undefined && base !== undefined && saved !== undefined && !sameFilters(saved, base) && !sameFilters(saved, shown);
+  const untouched = base !== undefined && sameFilters(base, shown);
+  // a teammate's newer filters of the open view: the address follows them unless the user changed the filters
+  useEffect(() => {
+    if (!current || !saved || !base || sameFilters(saved, base)) return;
+    if (untouched) navigate(viewHref(path, current, query), { replace: true });
+    if (untouched || sameFilters(saved, shown)) setOpened({ id: current.view_id, filters: saved });
+  }, [current?.version]); // the address is read here, not followed
+  const takeTheirs = (view: SavedView) => {
+    setOpened({ id: view.view_id, filters: view.filters as Record<string, unknown> });
+    navigate(viewHref(path, view, query), { replace: true });
+  };
+  const keepMine = (view: SavedView) => setOpened({ id: view.view_id, filters: view.filters as Record<string, unknown> });
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const name = String(new FormData(e.currentTarget).get("name") ?? "").trim();
@@ -112,15 +141,24 @@ export function SavedViews() {
   };
   const update = (view: SavedView) =>
     save.run(async () => {
-      const updated = await call(api.PATCH("/api/views/{view_id}", { params: { path: { view_id: view.view_id } }, body: { filters: shown } }));
-      await invalidate(["views"]);
-      toast(`Updated the view “${updated.name}”.`);
+      try {
+        const updated = await call(
+          api.PATCH("/api/views/{view_id}", { params: { path: { view_id: view.view_id }, header: ifMatch(view.version ?? 0) }, body: { filters: shown } }),
+        );
+        setOpened({ id: updated.view_id, filters: updated.filters as Record<string, unknown> });
+        toast(`Updated the view “${updated.name}”.`);
+      } catch (e) {
+        if (!isStale(e)) throw e;
+        toast(`Not saved: someone saved “${view.name}” meanwhile. Their filters are shown beside yours; take theirs or keep yours, then update.`, "error");
+      } finally {
+        await invalidate(["views"]);
+      }
     });
   const remove = async (view: SavedView) => {
     const yes = await ask({ title: `Delete the view “${view.name}”?`, body: "Everyone on this lake loses it. The episodes stay as they are.", confirm: "Delete view", danger: true });
     if (!yes) return;
     try {
-      await call(api.DELETE("/api/views/{view_id}", { params: { path: { view_id: view.view_id } } }));
+      await call(api.DELETE("/api/views/{view_id}", { params: { path: { view_id: view.view_id }, header: ifMatch(view.version ?? 0) } }));
       const q = new URLSearchParams(query);
       q.delete("view");
       navigate(withQuery(path, q), { replace: true });
@@ -128,6 +166,7 @@ export function SavedViews() {
       toast(`Deleted the view “${view.name}”.`);
     } catch (err) {
       toast((err as Error).message, "error");
+      void invalidate(["views"]);
     }
   };
   return (
@@ -175,14 +214,20 @@ export function SavedViews() {
             <a href={`/views/${current.view_id}`} title="this view's link, to share" className="link">
               link
             </a>
-            <button type="button" className="link danger" onClick={() => void remove(current)}>
-              delete view
-            </button>
+            {may("curator") && (
+              <button type="button" className="link danger" onClick={() => void remove(current)}>
+                delete view
+              </button>
+            )}
           </>
-        ) : (
+        ) : may("curator") ? (
           <button type="button" className="link" onClick={() => setNaming(!naming)} aria-expanded={naming}>
             save view…
           </button>
+        ) : (
+          <span className="muted" data-testid="save-view-role-note" title="a curator or an admin can save views">
+            saving views needs the curator role
+          </span>
         )}
       </div>
       {modified && (
@@ -190,18 +235,28 @@ export function SavedViews() {
           <span className="view-modified" data-testid="view-modified" title={`the filters differ from “${current.name}” as saved`}>
             modified
           </span>
-          <button type="button" onClick={() => update(current)} disabled={save.busy} title={`replace “${current.name}”'s filters with these, for everyone`}>
-            Update view
-          </button>
-          <button type="button" onClick={() => setNaming(!naming)} aria-expanded={naming}>
-            Save as…
-          </button>
+          {may("curator") && (
+            <>
+              <button
+                type="button"
+                onClick={() => update(current)}
+                disabled={save.busy || clash}
+                title={clash ? "take their filters or keep yours first" : `replace “${current.name}”'s filters with these, for everyone`}
+              >
+                Update view
+              </button>
+              <button type="button" onClick={() => setNaming(!naming)} aria-expanded={naming}>
+                Save as…
+              </button>
+            </>
+          )}
           <button type="button" className="link" onClick={() => navigate(viewHref(path, current, query))}>
             revert
           </button>
         </div>
       )}
-      {naming && (!current || modified) && (
+      {clash && current && saved && base && <ViewConflict view={current} theirs={saved} mine={shown} onTakeTheirs={() => takeTheirs(current)} onKeepMine={() => keepMine(current)} />}
+      {naming && may("curator") && (!current || modified) && (
         <form onSubmit={submit} className="filter-row">
           <label className="field">
             view name
@@ -216,6 +271,43 @@ export function SavedViews() {
         </form>
       )}
       <ActionError message={save.error} testid="view-error" />
+    </div>
+  );
+}
+
+/** A teammate saved the open view with other filters while the user changed them: each
+ * filter that differs, theirs beside the user's, and the choice. */
+function ViewConflict({ view, theirs, mine, onTakeTheirs, onKeepMine }: { view: SavedView; theirs: Record<string, unknown>; mine: Record<string, unknown>; onTakeTheirs: () => void; onKeepMine: () => void }) {
+  const a = queryFromFilters(theirs);
+  const b = queryFromFilters(mine);
+  const fields = [...new Set([...a.keys(), ...b.keys()])].filter((k) => a.get(k) !== b.get(k)).sort();
+  return (
+    <div className="view-conflict" data-testid="view-conflict">
+      <ChangedMeanwhile stored={view} count={fields.length} what="view" />
+      <table className="theirs-table">
+        <thead>
+          <tr>
+            <th scope="col">filter</th>
+            <th scope="col">theirs</th>
+            <th scope="col">yours</th>
+          </tr>
+        </thead>
+        <tbody>
+          {fields.map((k) => (
+            <tr key={k}>
+              <th scope="row">{k}</th>
+              <td data-testid={`theirs-${k}`}>{a.get(k) ?? "—"}</td>
+              <td>{b.get(k) ?? "—"}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <button type="button" onClick={onTakeTheirs}>
+        take theirs
+      </button>{" "}
+      <button type="button" onClick={onKeepMine}>
+        keep mine
+      </button>
     </div>
   );
 }

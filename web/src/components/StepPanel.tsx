@@ -7,6 +7,7 @@ import { invalidate } from "../api/queries";
 import { useAction } from "../hooks";
 import { useLeaveGuard } from "../router";
 import { FoundSummary, Highlighted, type Found } from "./Found";
+import { RoleNote, useMay } from "./Role";
 import { SimilarScreens } from "./SimilarScreens";
 import { ActionError } from "./Status";
 import { Time } from "./Time";
@@ -15,6 +16,7 @@ import { toast } from "./Toasts";
 const fmt = (v: number | null | undefined) => (v === null || v === undefined ? "—" : Number(v.toFixed(4)).toString());
 
 export function StepPanel({ step, detail, found }: { step: Step; detail: EpisodeDetail; found?: Found | null }) {
+  const may = useMay();
   const notes = detail.annotations.filter((a) => a.step === step.step);
   const hits = found?.steps.get(step.step);
   return (
@@ -70,13 +72,15 @@ export function StepPanel({ step, detail, found }: { step: Step; detail: Episode
           <li key={a.annotation_id}>
             {a.label && <strong>{a.label} </strong>}
             {a.note}
-            <button type="button" className="link" onClick={() => deleteAnnotation(a)} aria-label={`delete annotation ${a.label ?? a.note ?? ""}`}>
-              delete
-            </button>
+            {may("curator") && (
+              <button type="button" className="link" onClick={() => deleteAnnotation(a)} aria-label={`delete annotation ${a.label ?? a.note ?? ""}`}>
+                delete
+              </button>
+            )}
           </li>
         ))}
       </ul>
-      <AnnotationForm step={step} />
+      {may("curator") ? <AnnotationForm step={step} /> : <RoleNote need="curator" what="Annotating steps" testid="annotate-role-note" />}
     </div>
   );
 }

@@ -2,7 +2,7 @@
 // (paged by cursor), each marked success ✓, failure ✗ or unjudged ?. A lake of many tasks
 // draws only the tasks in view (@tanstack/react-virtual). A curator ticks episodes (shift-click
 // for a range, across open tasks in the order shown) and files them into a set together.
-import { useCallback, useEffect, useLayoutEffect, useReducer, useRef, useState, type ReactNode } from "react";
+import { Fragment, useCallback, useEffect, useLayoutEffect, useReducer, useRef, useState, type ReactNode } from "react";
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import type { Episode, EpisodeQuery, TaskNode } from "../api/client";
@@ -51,7 +51,7 @@ export function TaskTree({ currentEpisode, currentTask }: { currentEpisode?: str
           aria-expanded={open.has(name)}
         >
           <span className="caret">{open.has(name) ? "▾" : "▸"}</span>
-          <span className="task-name">{name}</span>
+          <span className="task-name">{breakable(name)}</span>
           <span className="counts">
             <span className="ok">{t.successes}✓</span> <span className="bad">{t.failures}✗</span>
             {t.unjudged > 0 && <span> {t.unjudged}?</span>}
@@ -200,6 +200,17 @@ function PanelList<T>({ items, itemKey, estimate, render, className, itemClass, 
   );
 }
 
+/** A task name that wraps only after its separators (`send_message` as `send_` `message`),
+ * never inside a word. */
+export function breakable(name: string) {
+  return name.split(/(?<=[_\-./:])/).map((part, i) => (
+    <Fragment key={i}>
+      {i > 0 && <wbr />}
+      {part}
+    </Fragment>
+  ));
+}
+
 function TaskEpisodes({ task, filters, current, ticking }: { task: string; filters: EpisodeQuery; current?: string; ticking?: Ticking }) {
   const { query } = useLocation();
   const list = useInfiniteQuery(queries.taskEpisodes(task, filters));
@@ -224,7 +235,7 @@ function TaskEpisodes({ task, filters, current, ticking }: { task: string; filte
             </span>
             <span className="muted">
               {count(e.episode_length, "step")}
-              {e.policy_version && <span title="policy version"> · {e.policy_version}</span>}
+              {e.policy_version && <span title="the policy version that ran it"> · policy {e.policy_version}</span>}
             </span>
           </Link>
         );

@@ -1,5 +1,5 @@
-// Feedback where the user is looking: a fixed stack in the window's lower right corner, by
-// the curation controls and in view whatever the page's scroll. Successes fade after a few seconds, errors after 15 s or when the next toast comes; a toast can
+// Feedback where the user is looking: a fixed stack at the top of the window, under the top bar and clear of
+// the curation controls and the note box, in view whatever the page's scroll. Successes fade after a few seconds, errors after 15 s or when the next toast comes; a toast can
 // carry one action (Undo). Announced to screen readers (status for news, alert for errors).
 import { useSyncExternalStore } from "react";
 

@@ -9,6 +9,7 @@ import { ask } from "../components/Dialogs";
 import { JobState } from "../components/JobState";
 import { ListTable } from "../components/ListTable";
 import { Options } from "../components/Options";
+import { RoleNote, useMay } from "../components/Role";
 import { ActionError, Async } from "../components/Status";
 import { Time } from "../components/Time";
 import { toast } from "../components/Toasts";
@@ -71,6 +72,7 @@ export function ExportsPage() {
   const sets = useQuery(queries.sets());
   const health = useQuery(queries.health());
   const action = useAction();
+  const may = useMay();
   useTitle("Exports");
   const remove = async (e: ExportSummary) => {
     const yes = await ask({
@@ -182,10 +184,15 @@ export function ExportsPage() {
         <label className="check">
           <input name="good_steps_only" type="checkbox" /> only steps with step reward 1
         </label>
-        <button type="submit" disabled={action.busy || !formats.data}>
+        <button type="submit" disabled={action.busy || !formats.data || !may("curator")} aria-describedby={may("curator") ? undefined : "export-role-note"}>
           {action.busy ? "Starting…" : "Start export"}
         </button>
       </form>
+      {!may("curator") && (
+        <div id="export-role-note">
+          <RoleNote need="curator" what="Starting an export" testid="export-role-note" />
+        </div>
+      )}
       <ActionError message={action.error} testid="export-error" />
       <Async state={exports} what="exports">
         {(list) => (
@@ -221,7 +228,7 @@ export function ExportsPage() {
                       download zip
                     </a>
                   )}{" "}
-                  {e.status !== "running" && e.status !== "queued" && e.status !== "deleted" && (
+                  {may("admin") && e.status !== "running" && e.status !== "queued" && e.status !== "deleted" && (
                     <button type="button" onClick={() => void remove(e)} disabled={action.busy} data-testid="delete-export" aria-label={`delete export ${e.export_id}`}>
                       delete
                     </button>

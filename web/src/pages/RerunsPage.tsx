@@ -8,6 +8,7 @@ import { invalidate, queries } from "../api/queries";
 import { JobState, pct } from "../components/JobState";
 import { ListTable } from "../components/ListTable";
 import { Options } from "../components/Options";
+import { RoleNote, useMay } from "../components/Role";
 import { ActionError, Async } from "../components/Status";
 import { useAction, useTitle } from "../hooks";
 import { Time } from "../components/Time";
@@ -45,6 +46,7 @@ export function RerunsPage() {
   // so a re-run that defaulted to it would report fixes no model made.
   const [policy, setPolicy] = useState<string>("");
   const action = useAction();
+  const may = useMay();
   const start = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const body = requestFromForm(new FormData(e.currentTarget));
@@ -78,10 +80,11 @@ export function RerunsPage() {
         <input name="n" type="number" min={1} max={100} placeholder="episodes per task" aria-label="n" />
         <input name="max_steps" type="number" min={1} max={100} placeholder="max steps" aria-label="max_steps" />
         <input name="seed" type="number" min={0} placeholder="seed" aria-label="seed" />
-        <button type="submit" disabled={action.busy}>
+        <button type="submit" disabled={action.busy || !may("curator")}>
           {action.busy ? "Starting…" : "Re-run on the simulated phone"}
         </button>
       </form>
+      {!may("curator") && <RoleNote need="curator" what="Starting a re-run" testid="rerun-role-note" />}
       <ActionError message={action.error} />
       <Async state={reruns} what="re-runs">
         {(list) => (

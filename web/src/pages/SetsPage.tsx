@@ -2,10 +2,12 @@
 // failing steps and notes.
 import { useState, type FormEvent } from "react";
 import { useQuery } from "@tanstack/react-query";
-import { api, call, FAILURE_CATEGORIES, type FailureCategory, type Member, type SetRow } from "../api/client";
+import { api, call, FAILURE_CATEGORIES, ifMatch, isStale, type AuditEntry, type FailureCategory, type Member, type SetRow } from "../api/client";
 import { invalidate, queries, queryClient } from "../api/queries";
 import { ask } from "../components/Dialogs";
 import { ListTable } from "../components/ListTable";
+import { fieldChanges } from "../components/auditDiff";
+import { ChangedMeanwhile, Theirs, useMerge } from "../components/Merge";
 import { Options } from "../components/Options";
 import { ActionError, Async } from "../components/Status";
 import { mark } from "../components/TaskTree";
@@ -16,7 +18,7 @@ import { NONE_TICKED, tick, type Ticked } from "../components/selection";
 import { TickBox } from "../components/TickBox";
 import { toast } from "../components/Toasts";
 import { useAction, useTitle } from "../hooks";
-import { Link, enc, navigate } from "../router";
+import { Link, enc, navigate, useLeaveGuard } from "../router";
 
 const KINDS = ["failure", "regression", "sft", "eval"] as const;
 type Kind = (typeof KINDS)[number];
@@ -92,9 +94,28 @@ export function SetPage({ id }: { id: string }) {
   const [ticked, setTicked] = useState<Ticked>(NONE_TICKED);
   const onTick = (episode: string, shift: boolean) =>
     setTicked((before) => tick((members.data ?? []).map((m) => m.episode_id), before, episode, shift));
-  const update = (body: Partial<Pick<SetRow, "name" | "kind" | "description" | "pinned_tag" | "assigned_to">>) =>
+  // The form's fields keep what the user typed while the set as stored arrives (a teammate's
+  // save, live); a save sends only the fields changed here, from the version shown.
+  const merge = useMerge(set.data, id);
+  useLeaveGuard(merge.dirty ? `Your changes to the set ${set.data?.name ?? id}` : null);
+  const field = (name: keyof SetRow) => String(merge.value(name) ?? "");
+  const [stale, setStale] = useState<string | null>(null);
+  const update = () =>
     action.run(async () => {
-      await call(api.PATCH("/api/sets/{set_id}", { params: { path: { set_id: id } }, body: body as never }));
+      const body = merge.changes() as Partial<Pick<SetRow, "name" | "kind" | "description" | "pinned_tag" | "assigned_to">>;
+      setStale(null);
+      try {
+        const saved = await call(api.PATCH("/api/sets/{set_id}", { params: { path: { set_id: id }, header: ifMatch(merge.version) }, body: body as never }));
+        queryClient.setQueryData(queries.set(id).queryKey, saved);
+        merge.clear();
+        toast(`Saved the set ${saved.name}`);
+      } catch (e) {
+        if (!isStale(e)) throw e;
+        // a teammate saved first: show their version, the user's edits kept beside it
+        await invalidate(["sets", id]);
+        setStale("Not saved: a teammate saved this set meanwhile. The form shows their version, your changes kept; check them and save again.");
+        return;
+      }
       void invalidate(["sets"], ["episode"], ["audit"]); // the episodes' memberships name the set
     });
   const deleteSet = async () => {
@@ -142,35 +163,52 @@ export function SetPage({ id }: { id: string }) {
         {(s) => (
           <div className="set-head">
             <h2>{s.name}</h2>
+            <ChangedMeanwhile stored={s} count={merge.conflicts.length} what="set" />
             <form
-              className="inline-form"
-              key={s.updated_at}
+              className="inline-form set-form"
+              data-version={s.version}
               onSubmit={(e) => {
                 e.preventDefault();
-                const f = new FormData(e.currentTarget);
-                void update({
-                  name: String(f.get("name")),
-                  kind: String(f.get("kind")) as Kind,
-                  description: String(f.get("description") || "") || null,
-                  pinned_tag: String(f.get("pinned_tag") || "") || null,
-                  assigned_to: String(f.get("assigned_to") || "") || null,
-                });
+                update();
               }}
             >
-              <input name="name" defaultValue={s.name ?? ""} aria-label="name" />
-              <select name="kind" defaultValue={s.kind ?? "failure"} aria-label="kind">
-                <Options values={KINDS} />
-              </select>
-              <input name="description" defaultValue={s.description ?? ""} placeholder="description" aria-label="description" />
-              <select name="pinned_tag" defaultValue={s.pinned_tag ?? ""} aria-label="pinned tag">
-                <option value="">not pinned</option>
-                <Options values={tags.data?.tags} />
-              </select>
-              <select name="assigned_to" defaultValue={s.assigned_to ?? ""} aria-label="assigned to">
-                <option value="">nobody assigned</option>
-                <Options values={assignable} />
-              </select>
-              {may("curator") && <button type="submit">Save</button>}
+              <span className="merge-field">
+                <input name="name" value={field("name")} onChange={(e) => merge.set("name", e.target.value)} aria-label="name" required />
+                <Theirs merge={merge} field="name" label="name" />
+              </span>
+              <span className="merge-field">
+                <select name="kind" value={field("kind") || "failure"} onChange={(e) => merge.set("kind", e.target.value)} aria-label="kind">
+                  <Options values={KINDS} />
+                </select>
+                <Theirs merge={merge} field="kind" label="kind" />
+              </span>
+              <span className="merge-field">
+                <input name="description" value={field("description")} onChange={(e) => merge.set("description", e.target.value || null)} placeholder="description" aria-label="description" />
+                <Theirs merge={merge} field="description" label="description" />
+              </span>
+              <span className="merge-field">
+                <select name="pinned_tag" value={field("pinned_tag")} onChange={(e) => merge.set("pinned_tag", e.target.value || null)} aria-label="pinned tag">
+                  <option value="">not pinned</option>
+                  <Options values={[...new Set([...(tags.data?.tags ?? []), ...(field("pinned_tag") ? [field("pinned_tag")] : [])])]} />
+                </select>
+                <Theirs merge={merge} field="pinned_tag" label="pinned tag" />
+              </span>
+              <span className="merge-field">
+                <select name="assigned_to" value={field("assigned_to")} onChange={(e) => merge.set("assigned_to", e.target.value || null)} aria-label="assigned to">
+                  <option value="">nobody assigned</option>
+                  <Options values={[...new Set([...assignable, ...(field("assigned_to") ? [field("assigned_to")] : [])])]} />
+                </select>
+                <Theirs merge={merge} field="assigned_to" label="assignee" />
+              </span>
+              {may("curator") && (
+                <button
+                  type="submit"
+                  disabled={action.busy || !merge.dirty || merge.conflicts.length > 0}
+                  title={merge.conflicts.length > 0 ? "take theirs or keep yours for each field first" : !merge.dirty ? "nothing changed" : undefined}
+                >
+                  Save
+                </button>
+              )}
               {may("admin") && (
                 <button type="button" className="danger" onClick={() => void deleteSet()}>
                   Delete set
@@ -180,11 +218,16 @@ export function SetPage({ id }: { id: string }) {
             <p className="muted">
               {s.members} members · <Link to={`/?set_id=${enc(id)}`}>browse them</Link> · set id <span className="mono">{s.set_id}</span>
               {s.created_by && ` · made by ${s.created_by}`}
+              {s.changed_at && (
+                <>
+                  {" · "}version {s.version}, saved by {s.changed_by ?? "someone"} <Time value={s.changed_at} />
+                </>
+              )}
             </p>
           </div>
         )}
       </Async>
-      <ActionError message={action.error} />
+      <ActionError message={stale ?? action.error} testid="set-save-error" />
       {may("curator") && ticked.ids.size > 0 && (
         <SelectionBar episodes={[...ticked.ids]} hidden={0} onClear={() => setTicked(NONE_TICKED)} />
       )}
@@ -232,7 +275,25 @@ export function SetPage({ id }: { id: string }) {
   );
 }
 
-/** The set's last changes (its own and its members'), from the audit log: who did what, when. */
+/** What one audit row changed: "field: before → after" for each field that differs. */
+function ChangeCell({ change }: { change: AuditEntry }) {
+  const fields = fieldChanges(change.before, change.after);
+  if (fields.length === 0) return <span className="muted">—</span>;
+  return (
+    <ul className="field-changes">
+      {fields.map((f) => (
+        <li key={f.field}>
+          <span className="muted">{f.field}:</span> {f.before !== "" && <del>{f.before}</del>}
+          {f.before !== "" && f.after !== "" && " → "}
+          {f.after !== "" && <ins>{f.after}</ins>}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+/** The set's last changes (its own and its members'), from the audit log: who did what, when,
+ * and each field before and after. */
 function SetChanges({ setId }: { setId: string }) {
   const changes = useQuery(queries.audit(setId));
   return (
@@ -242,7 +303,7 @@ function SetChanges({ setId }: { setId: string }) {
         {(list) => (
           <ListTable
             testid="set-changes"
-            columns={["when", "who", "what", "episode"]}
+            columns={["when", "who", "what", "episode", "before → after"]}
             items={list}
             row={(c) => (
               <tr key={c.audit_id}>
@@ -252,6 +313,9 @@ function SetChanges({ setId }: { setId: string }) {
                 <td>{c.who ?? "—"}</td>
                 <td>{c.action}</td>
                 <td className="mono">{c.episode_id ?? ""}</td>
+                <td>
+                  <ChangeCell change={c} />
+                </td>
               </tr>
             )}
           />
@@ -262,18 +326,23 @@ function SetChanges({ setId }: { setId: string }) {
 }
 
 /** A member's review: its state, each reviewer's label side by side, and the signed-in
- * person's own review (a category; the failing step is the member's). */
+ * person's own review: a category and the failing step, the member's unless they pick
+ * another (a reviewer may disagree on where the episode went wrong). */
 function ReviewCell({ setId, member, canReview }: { setId: string; member: Member; canReview: boolean }) {
   const reviews = member.reviews ?? [];
+  const me = useQuery(queries.me()).data?.name;
+  const mine = reviews.find((r) => r.reviewer === me);
+  const [step, setStep] = useState<string>(String(mine?.failing_step ?? member.failing_step ?? ""));
   const save = async (category: string) => {
+    const failingStep = step.trim() === "" ? null : Number(step);
     try {
       await call(
         api.PUT("/api/sets/{set_id}/members/{episode_id}/review", {
           params: { path: { set_id: setId, episode_id: member.episode_id } },
-          body: { failure_category: (category || null) as FailureCategory | null, failing_step: member.failing_step ?? null },
+          body: { failure_category: (category || null) as FailureCategory | null, failing_step: failingStep },
         }),
       );
-      toast(`Reviewed ${member.episode_id}: ${category || "no category"}`);
+      toast(`Reviewed ${member.episode_id}: ${category || "no category"}${failingStep != null ? `, failing step ${failingStep}` : ""}`);
     } catch (e) {
       toast(`Could not review ${member.episode_id}: ${(e as Error).message}`, "error");
     }
@@ -290,12 +359,23 @@ function ReviewCell({ setId, member, canReview }: { setId: string; member: Membe
         </span>
       ))}
       {canReview && (
-        <select value="" onChange={(e) => void save(e.target.value)} aria-label={`your review of ${member.episode_id}`}>
-          <option value="" disabled>
-            my review…
-          </option>
-          <Options values={FAILURE_CATEGORIES} />
-        </select>
+        <span className="review-mine">
+          <input
+            type="number"
+            min={0}
+            className="review-step"
+            value={step}
+            onChange={(e) => setStep(e.target.value)}
+            aria-label={`failing step in your review of ${member.episode_id}`}
+            title="the step where it went wrong, in your view (the member's, unless you change it)"
+          />
+          <select value="" onChange={(e) => void save(e.target.value)} aria-label={`your review of ${member.episode_id}`}>
+            <option value="" disabled>
+              my review…
+            </option>
+            <Options values={FAILURE_CATEGORIES} />
+          </select>
+        </span>
       )}
     </div>
   );

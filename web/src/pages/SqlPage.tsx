@@ -45,14 +45,16 @@ export function SqlPage() {
   const sql = useQuery({ ...queries.sql(urlQuery ?? ""), enabled: !!urlQuery });
   const tables = useQuery(queries.sqlTables());
   const [history, setHistory] = useState(loadHistory);
+  // Every query run is kept, a failed one too (marked): it is the one most worth fixing.
   useEffect(() => {
-    if (!urlQuery || !sql.data) return;
+    if (!urlQuery || (!sql.data && !sql.error) || sql.isFetching) return;
+    const failed = sql.isError;
     setHistory((h) => {
-      const next = remember(h, urlQuery);
+      const next = remember(h, urlQuery, failed);
       saveHistory(next);
       return next;
     });
-  }, [urlQuery, sql.data]);
+  }, [urlQuery, sql.data, sql.error, sql.isFetching, sql.isError]);
   const editor = useRef<HTMLTextAreaElement>(null);
   // Completion of the word at the cursor from the tables' and columns' names: Tab takes the
   // first, a click any; Escape (or moving on) hides them.
@@ -215,10 +217,16 @@ export function SqlPage() {
             <h3>History</h3>
             <ol className="sql-history" data-testid="sql-history">
               {history.map((h) => (
-                <li key={h}>
-                  <button type="button" className="link mono" title={h} onClick={() => setText(h)}>
-                    {h.length > 80 ? `${h.slice(0, 80)}…` : h}
+                <li key={h.query} className={h.failed ? "failed" : undefined}>
+                  <button type="button" className="link mono" title={h.query} onClick={() => setText(h.query)}>
+                    {h.query.length > 80 ? `${h.query.slice(0, 80)}…` : h.query}
                   </button>
+                  {h.failed && (
+                    <span className="history-failed" data-testid="history-failed">
+                      {" "}
+                      failed
+                    </span>
+                  )}
                 </li>
               ))}
             </ol>
