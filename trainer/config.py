@@ -26,6 +26,7 @@ Engine = Literal["auto", "deepspeed", "torch"]
 Generator = Literal["auto", "vllm", "transformers"]
 Dtype = Literal["auto", "bfloat16", "float16", "float32"]
 RolloutBackend = Literal["process", "ray"]
+Branching = Literal["none", "failing"]
 
 #: The DeepSpeed config shipped with the package (ZeRO stage 2).
 DEFAULT_DEEPSPEED_CONFIG = Path(__file__).parent / "configs" / "zero2.json"
@@ -85,6 +86,14 @@ class TrainConfig(SpecModel):
         "actors, each writing to the lake itself; the lake must be storage every node reaches)")
     ray_address: str | None = Field(None, description="the Ray cluster of --rollout-backend ray "
                                     "(default: start one here)")
+    branch: Branching = Field(
+        "none", description="failing: each iteration, play group_size - branch_n rollouts of each "
+        "task, then branch_n more of the group from its failed episodes, each replayed to the step "
+        "the judge first scored low and continued by the policy (docs/branching.md); the same "
+        "episodes per group, so the same episode budget. A group with no failed episode plays "
+        "branch_n fresh rollouts instead")
+    branch_n: int = Field(2, ge=1, description="with --branch failing: the episodes of each group "
+                          "played as branches of its failed episodes")
     holdout: float = Field(0.3, ge=0.0, lt=1.0, description="fraction of the tasks never "
                            "trained on; evaluation uses them")
     eval_repeats: int = Field(4, ge=0, description="evaluation episodes per held-out task after "
@@ -151,6 +160,10 @@ class TrainConfig(SpecModel):
         if self.group_size < 2:
             raise ConfigError(f"group_size: {self.group_size} leaves every episode without a "
                               "baseline (its advantage is always 0); use --group-size 2 or more")
+        if self.branch != "none" and self.branch_n >= self.group_size:
+            raise ConfigError(f"branch_n: {self.branch_n} branches leave no fresh rollout to branch "
+                              f"from in a group of {self.group_size}; use --branch-n below "
+                              "--group-size")
         if self.eval_repeats and self.holdout == 0.0:
             raise ConfigError("eval_repeats: evaluation runs on held-out tasks but --holdout "
                               "is 0; set --holdout (e.g. 0.3) or --eval-repeats 0")

@@ -5,6 +5,9 @@
 1. samples `tasks` training tasks (seeded by the run's seed and the iteration);
 2. runs `group_size` rollouts of each on the simulated phone with the current weights,
    recorded into the lake (run_id, policy_version = the iteration, one group_id per task);
+   with ``--branch failing``, `group_size - branch_n` of them, then `branch_n` branches of
+   each group's failed episodes at their failing steps (same budget: `group_size` episodes
+   per group; :func:`rollout_iteration`);
 3. computes the advantages of those episodes' steps with one SQL query
    (:func:`episodelake.trainer.advantages.compute_advantages`) and joins them back to the
    recorded steps (goal, screenshot, earlier responses, the response);
@@ -41,8 +44,15 @@ import duckdb
 import torch
 from tqdm import tqdm
 
+from episodelake.collectors.envs.base import Task
 from episodelake.collectors.envs.suites import get_suite
-from episodelake.collectors.jobs.rollout import RolloutReport, RolloutSpec, run_rollouts
+from episodelake.collectors.jobs.branch import failing_branches
+from episodelake.collectors.jobs.rollout import (
+    RolloutReport,
+    RolloutSpec,
+    group_id_for,
+    run_rollouts,
+)
 from episodelake.collectors.record.derived import enrich_anchor_keys
 from episodelake.lake import Lake
 from episodelake.lake.core.layout import check_id, local_state
@@ -103,9 +113,10 @@ def train(config: TrainConfig, lake: Lake, *, progress: bool = True) -> TrainRes
         with timer("sample"):
             task_ids = sample_tasks(train_tasks, config, iteration)
         with timer("rollout"):
-            report = rollout(lake, policy, task_ids, config, run_id=run_id,
-                             version=str(iteration), batch=f"it{iteration}",
-                             seed=derive(config.seed, "rollout", iteration), progress=progress)
+            report, branching = rollout_iteration(
+                lake, policy, task_ids, config, run_id=run_id, version=str(iteration),
+                batch=f"it{iteration}", seed=derive(config.seed, "rollout", iteration),
+                progress=progress)
             generation = policy.stats()
         with timer("advantages"):
             batch = step_advantages(lake, report, config, policy.history_length)
@@ -118,7 +129,8 @@ def train(config: TrainConfig, lake: Lake, *, progress: bool = True) -> TrainRes
                                   progress=progress)
         with timer("checkpoint"):
             save_checkpoint(root, iteration, policy, engine, config, run_id)
-        metrics = iteration_metrics(report, batch, update_stats, evaluation, generation, timer)
+        metrics = iteration_metrics(report, batch, update_stats, evaluation, generation, timer,
+                                    branching)
         record_metrics(lake, run_id, iteration, config, metrics)
         result.metrics.append(metrics)
         log.info("run %s iteration %d: success %.1f%%, held-out %s, loss %.4f, %.0f s", run_id,
@@ -253,16 +265,57 @@ def sample_tasks(train_ids: list[str], config: TrainConfig, iteration: int) -> l
 
 def rollout(lake: Lake, policy: TrainablePolicy, task_ids: list[str], config: TrainConfig, *,
             run_id: str, version: str, batch: str, seed: int, progress: bool,
-            group_size: int | None = None) -> RolloutReport:
+            group_size: int | None = None, tasks: list[Task] | None = None) -> RolloutReport:
     """`group_size` episodes of every task with the policy's current weights, recorded
-    (through the same episode loop and batch runner as every other rollout)."""
-    spec = RolloutSpec(
+    (through the same episode loop and batch runner as every other rollout); or, given
+    `tasks` (branches, more rollouts of some groups), those with the same settings."""
+    spec = rollout_spec(task_ids, config, run_id=run_id, version=version, batch=batch, seed=seed,
+                        group_size=group_size)
+    policy.module.eval()
+    return run_rollouts(lake, spec, policy.agent(), workers=config.workers, progress=progress,
+                        backend=config.rollout_backend, ray_address=config.ray_address, tasks=tasks)
+
+
+def rollout_spec(task_ids: list[str], config: TrainConfig, *, run_id: str, version: str, batch: str,
+                 seed: int, group_size: int | None = None) -> RolloutSpec:
+    return RolloutSpec(
         task_ids=tuple(task_ids), group_size=group_size or config.group_size,
         max_steps=config.max_steps, run_id=run_id, policy_version=version, seed=seed,
         batch=batch, image_checks="structure")  # the sim rendered them; no need to decode them
-    policy.module.eval()
-    return run_rollouts(lake, spec, policy.agent(), workers=config.workers, progress=progress,
-                        backend=config.rollout_backend, ray_address=config.ray_address)
+
+
+def rollout_iteration(lake: Lake, policy: TrainablePolicy, task_ids: list[str], config: TrainConfig,
+                      *, run_id: str, version: str, batch: str, seed: int,
+                      progress: bool) -> tuple[RolloutReport, dict[str, int] | None]:
+    """The iteration's rollouts, and what branching did (None without ``--branch``).
+
+    With ``--branch failing`` each group plays `group_size - branch_n` fresh rollouts (the
+    seeds the same run without branching gives them), then `branch_n` branches of its failed
+    episodes, each at the step the judge first scored low (`failing_branches`: replayed
+    there, then played by the policy); a group with nothing to branch plays its remaining
+    `branch_n` rollouts fresh, with the seeds it would have had. Every group ends with
+    `group_size` episodes, as without branching, unless a branch is refused (counted)."""
+    if config.branch == "none":
+        return rollout(lake, policy, task_ids, config, run_id=run_id, version=version,
+                       batch=batch, seed=seed, progress=progress), None
+    fresh = config.group_size - config.branch_n
+    first = rollout(lake, policy, task_ids, config, run_id=run_id, version=version, batch=batch,
+                    seed=seed, progress=progress, group_size=fresh)
+    plan = failing_branches(lake, first.episodes, config.branch_n, derive(seed, "branch"))
+    spec = rollout_spec(task_ids, config, run_id=run_id, version=version, batch=batch, seed=seed)
+    without = set(plan.groups_without_failure)
+    fill = [Task(task_id, group_id=group_id_for(spec, task_id), seed=derive(seed, "rollout", index, k))
+            for index, task_id in enumerate(task_ids) if group_id_for(spec, task_id) in without
+            for k in range(fresh, config.group_size)]
+    second = rollout(lake, policy, task_ids, config, run_id=run_id, version=version, batch=batch,
+                     seed=seed, progress=progress, tasks=plan.tasks + fill)
+    report = RolloutReport(run_id, first.episodes + second.episodes, first.seconds + second.seconds)
+    branches = [e for e in second.episodes if e.branch_of is not None]
+    recorded = [e for e in branches if e.status != "skipped"]
+    return report, {"planned": len(plan.tasks), "recorded": len(recorded),
+                    "refused": len(branches) - len(recorded), "fresh_instead": len(fill),
+                    "groups_without_failure": len(without), "unbranched": len(plan.unbranched),
+                    "replayed_steps": sum(e.branch_step or 0 for e in recorded)}
 
 
 # --- 3. advantages ---------------------------------------------------------------------------
@@ -451,10 +504,12 @@ def evaluate(lake: Lake, policy: TrainablePolicy, eval_tasks: list[str], config:
 
 def iteration_metrics(report: RolloutReport, batch: LearningBatch,
                       update_stats: dict[str, float], evaluation: RolloutReport | None,
-                      generation: dict[str, float], timer: PhaseTimer) -> dict[str, Any]:
+                      generation: dict[str, float], timer: PhaseTimer,
+                      branching: dict[str, int] | None = None) -> dict[str, Any]:
     advantages = batch.advantages
     rewards = advantages.table.group_by("episode_id").aggregate([("reward", "sum")])
     anchor_sizes = advantages.anchor_group_sizes.to_pylist()
+    groups = sum(row["anchor_groups"] for row in anchor_sizes)
     return {
         "episodes": len(report.episodes),
         "steps": report.steps,
@@ -470,6 +525,10 @@ def iteration_metrics(report: RolloutReport, batch: LearningBatch,
         "credit": None if batch.credit is None else dataclasses.asdict(batch.credit),
         "anchor_group_sizes": {str(row["anchor_group_size"]): row["steps"]
                                for row in anchor_sizes},
+        # the share of GiGPO's step groups (anchor states) with two or more members
+        "shared_anchor_groups": (sum(row["anchor_groups"] for row in anchor_sizes
+                                     if row["anchor_group_size"] >= 2) / groups if groups else 0.0),
+        "branching": branching,
         "update": update_stats,
         "update_tokens_per_second": (update_stats["tokens"] * update_stats["epochs"]
                                      / max(timer.seconds["update"], 1e-9)),

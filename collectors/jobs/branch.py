@@ -30,8 +30,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import pyarrow as pa
-
 from episodelake.collectors.envs.base import Branch, DeviceSpec, ReplayStep, Task
 from episodelake.collectors.envs.devices import rerun_device, rerun_envs
 from episodelake.collectors.jobs.batch import AgentSpec, RunSettings, run_batch
@@ -127,21 +125,24 @@ class BranchReport:
 
 
 # -- the parent ----------------------------------------------------------------------------------
-def failing_step(lake: Lake, episode_id: str, steps: pa.Table, *, set_id: str | None = None) -> int:
+def failing_step(lake: Lake | None, episode_id: str, steps: list[dict], *,
+                 set_id: str | None = None) -> int:
     """The parent's failing step: a curator's ``failing_step`` (of `set_id`'s member when
-    given), else the first step whose judge step reward is below `LOW_STEP_REWARD`."""
-    query = ("SELECT failing_step FROM set_members WHERE episode_id = ? AND failing_step IS NOT NULL "
-             "AND NOT coalesce(removed, false)")
-    params: list[Any] = [episode_id]
-    if set_id is not None:
-        query += " AND set_id = ?"
-        params.append(set_id)
-    curated = lake.sql(query + " ORDER BY added_at DESC NULLS LAST LIMIT 1", params).to_pylist()
-    if curated:
-        return int(curated[0]["failing_step"])
-    for step, reward in zip(steps["step"].to_pylist(), steps["step_reward"].to_pylist(), strict=True):
-        if reward is not None and reward < LOW_STEP_REWARD:
-            return int(step)
+    given; not looked up without `lake`), else the first step whose judge step reward is below
+    `LOW_STEP_REWARD`."""
+    if lake is not None:
+        query = ("SELECT failing_step FROM set_members WHERE episode_id = ? AND failing_step IS NOT NULL "
+                 "AND NOT coalesce(removed, false)")
+        params: list[Any] = [episode_id]
+        if set_id is not None:
+            query += " AND set_id = ?"
+            params.append(set_id)
+        curated = lake.sql(query + " ORDER BY added_at DESC NULLS LAST LIMIT 1", params).to_pylist()
+        if curated:
+            return int(curated[0]["failing_step"])
+    for row in sorted(steps, key=lambda r: r["step"]):
+        if row["step_reward"] is not None and row["step_reward"] < LOW_STEP_REWARD:
+            return int(row["step"])
     raise InvalidInput(f"episode {episode_id}: no failing step to branch at: no set member names its "
                        f"failing_step and the judge gave no step a reward below {LOW_STEP_REWARD}; "
                        "give the step (--at K)")
@@ -154,12 +155,11 @@ def parent_seed(episode: dict) -> int | None:
     return int(seed) if isinstance(seed, int) and not isinstance(seed, bool) else None
 
 
-def replay_steps(lake: Lake | None, episode_id: str, steps: pa.Table, at: int) -> tuple[ReplayStep, ...]:
+def replay_steps(lake: Lake | None, episode_id: str, rows: list[dict], at: int) -> tuple[ReplayStep, ...]:
     """The parent's steps 0..`at` as a branch replays them. Refused, naming the episode and the
     step: `at` beyond the recorded steps, a step missing, a step before `at` without a recorded
     action. A step with neither a UI-tree hash nor a perceptual hash gets the perceptual hash of
     its stored screenshot (read from `lake`)."""
-    rows = steps.to_pylist()
     recorded = [r["step"] for r in rows]
     if not rows:
         raise InvalidInput(f"episode {episode_id}: no recorded steps to branch from")
@@ -219,18 +219,28 @@ def branch_point(lake: Lake, episode_id: str, at: int | None, *, set_id: str | N
     reset to its task (no re-run mapping), steps that cannot be replayed, a branch step the
     step limit leaves no room after."""
     episode = lake.episode(episode_id)
-    env = episode.get("env")
+    _check_parent(episode)
+    steps = lake.steps(episode_id, columns=_REPLAY_COLUMNS).to_pylist()
+    step = failing_step(lake, episode_id, steps, set_id=set_id) if at is None else at
+    return _point(lake, episode, steps, step, max_steps)
+
+
+def _check_parent(episode: dict) -> None:
+    episode_id, env = episode["episode_id"], episode.get("env")
     if env not in rerun_envs():
         raise InvalidInput(f"episode {episode_id}: env {env!r} cannot be reset to the episode's task; "
                            f"branches run on {', '.join(rerun_envs())}")
     if not episode.get("task_name"):
         raise InvalidInput(f"episode {episode_id}: no task_name, so there is no task to reset to")
-    steps = lake.steps(episode_id, columns=_REPLAY_COLUMNS)
-    step = failing_step(lake, episode_id, steps, set_id=set_id) if at is None else at
+
+
+def _point(lake: Lake | None, episode: dict, steps: list[dict], step: int,
+           max_steps: int | None = None) -> BranchPoint:
+    episode_id = episode["episode_id"]
     replayed = replay_steps(lake, episode_id, steps, step)
     if max_steps is not None and step >= max_steps:
         raise InvalidInput(f"episode {episode_id}: a branch at step {step} needs --max-steps above {step}")
-    return BranchPoint(episode_id, step, env, episode["task_name"], episode.get("task_goal"),
+    return BranchPoint(episode_id, step, episode["env"], episode["task_name"], episode.get("task_goal"),
                        parent_seed(episode), episode.get("group_id") or f"{episode_id}.b{step}", replayed)
 
 
@@ -352,18 +362,22 @@ def failing_branches(lake: Lake, episodes: Sequence[EpisodeSummary], per_group: 
     order they were played. A group with no failed episode that can be branched gets none:
     `groups_without_failure` names it, for the caller to spend that budget otherwise."""
     plan = FailingBranches()
-    groups: dict[str, list[EpisodeSummary]] = {}
+    groups: dict[str, list[str]] = {}
     for e in episodes:
         if e.group_id is not None:
             groups.setdefault(e.group_id, [])
             if e.episode_id is not None and e.status == "finished" and e.success is False:
-                groups[e.group_id].append(e)
-    for group_id, failed in groups.items():
+                groups[e.group_id].append(e.episode_id)
+    failed = [episode_id for ids in groups.values() for episode_id in ids]
+    rows, steps = _parents(lake, failed)
+    for group_id, ids in groups.items():
         points = []
-        for e in failed:
-            try:
-                points.append(branch_point(lake, str(e.episode_id), None))
-            except (InvalidInput, NotFound) as exc:
+        for episode_id in ids:
+            try:  # the judge's failing step: a fresh rollout has no curator's
+                _check_parent(rows[episode_id])
+                at = failing_step(None, episode_id, steps.get(episode_id, []))
+                points.append(_point(None, rows[episode_id], steps.get(episode_id, []), at))
+            except (InvalidInput, KeyError) as exc:
                 plan.unbranched.append(str(exc))
         if not points:
             plan.groups_without_failure.append(group_id)
@@ -374,4 +388,16 @@ def failing_branches(lake: Lake, episodes: Sequence[EpisodeSummary], per_group: 
                                    Branch(point.episode_id, point.step, point.steps,
                                           derive(seed, "branch", group_id, k), threshold)))
     return plan
+
+
+def _parents(lake: Lake, ids: list[str]) -> tuple[dict[str, dict], dict[str, list[dict]]]:
+    """The episodes' rows and their steps' replay columns, in one read of each table."""
+    if not ids:
+        return {}, {}
+    episodes, steps = lake.episode_batch(ids)
+    rows = {r["episode_id"]: r for r in episodes.to_pylist()}
+    by_episode: dict[str, list[dict]] = {}
+    for row in steps.select(["episode_id", *_REPLAY_COLUMNS]).to_pylist():
+        by_episode.setdefault(row.pop("episode_id"), []).append(row)
+    return rows, by_episode
 

@@ -95,14 +95,15 @@ def rollout_tasks(spec: RolloutSpec) -> list[Task]:
 
 def run_rollouts(lake: Lake | Path | str, spec: RolloutSpec, agent: AgentSpec, *,
                  workers: int = 1, progress: bool = True, backend: str = "process",
-                 ray_address: str | None = None) -> RolloutReport:
+                 ray_address: str | None = None, tasks: Sequence[Task] | None = None) -> RolloutReport:
     """Run every group of `spec` with `agent` and return what was recorded (flushed when
     this returns). `backend` "ray" runs the workers as Ray actors (on the cluster at
-    `ray_address`, else one started here), each writing to the lake itself."""
+    `ray_address`, else one started here), each writing to the lake itself. `tasks` runs
+    these tasks (branches, say) with the spec's settings instead of its groups."""
     settings = RunSettings(spec.run_id, max_steps=spec.max_steps,
                            policy_version=spec.policy_version, image_checks=spec.image_checks,
                            judge=SimJudge)
-    tasks = rollout_tasks(spec)
+    tasks = rollout_tasks(spec) if tasks is None else list(tasks)
     report = RolloutReport(spec.run_id)
     started = time.perf_counter()
     with tqdm(total=len(tasks), desc="rollouts", unit="episode", disable=not progress) as bar:

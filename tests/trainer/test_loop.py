@@ -160,3 +160,37 @@ def test_target_kl_stops_the_epochs_and_the_optimizer_runs_at_the_scheduled_rate
         assert stats["samples_scored"] >= 8 and stats["stopped_early"]
         assert stats["optimizer_steps"] == 2  # one measured at the start (KL 0), one past it
     assert [s["lr"] for s in runs["stop"]] == [3e-3, 1.5e-3]
+
+
+def test_branch_mode_keeps_the_episode_budget_and_learns_only_from_acted_steps(lake):
+    """--branch failing: 2 of each group's 4 episodes are branches of its failed ones (a fresh
+    tiny policy fails most), or fresh rollouts where nothing failed; 4 per group either way."""
+    config = small(tasks=3, group_size=4, branch="failing", branch_n=2, iterations=1, max_steps=4,
+                   eval_repeats=0, run_id="tb")
+    result = loop.train(config, lake, progress=False)
+    metrics = result.metrics[0]
+    branching = metrics["branching"]
+    assert branching["planned"] + branching["fresh_instead"] == 2 * 3
+    assert branching["recorded"] == branching["planned"] > 0 and branching["refused"] == 0
+    groups = lake.sql("SELECT group_id, count(*) AS n, count(branch_of) AS branches FROM episodes "
+                      "WHERE run_id = 'tb' GROUP BY ALL").to_pylist()
+    assert len(groups) == 3 and all(g["n"] == 4 for g in groups) and metrics["episodes"] == 12
+    branches = lake.sql(
+        "SELECT b.branch_step, b.group_id = p.group_id AS same_group, p.success AS parent_success, "
+        "(SELECT min(step) FROM steps s WHERE s.episode_id = p.episode_id AND s.step_reward < 0.5) AS failing "
+        "FROM episodes b JOIN episodes p ON b.branch_of = p.episode_id WHERE b.run_id = 'tb'").to_pylist()
+    assert len(branches) == branching["recorded"]
+    assert all(b["same_group"] and b["parent_success"] is False and b["branch_step"] == b["failing"]
+               for b in branches)
+    replayed = lake.sql("SELECT count(*) AS n FROM steps s JOIN episodes e USING (episode_id) "
+                        "WHERE e.run_id = 'tb' AND json_extract(s.info, '$.replayed') IS NOT NULL").to_pylist()[0]["n"]
+    assert replayed == branching["replayed_steps"]
+    # the replayed steps are the parents': learnt from once, in the parents' rows
+    assert metrics["advantages"]["steps"] == metrics["steps"] - replayed
+    assert metrics["update"]["samples"] == metrics["advantages"]["steps"]
+    assert 0.0 <= metrics["shared_anchor_groups"] <= 1.0
+
+
+def test_branch_n_must_leave_fresh_rollouts():
+    with pytest.raises(ConfigError, match="branch_n: 4 branches leave no fresh rollout"):
+        small(group_size=4, branch="failing", branch_n=4)
