@@ -86,7 +86,7 @@ export function PeoplePage() {
           <p>
             <strong>{issued.name}</strong>: {issued.why}. Their token, shown this once (only its hash is kept): hand it over.
           </p>
-          <code className="mono token" aria-label={`${issued.name}'s token`}>
+          <code className="mono token" aria-label={`token issued to ${issued.name}`}>
             {issued.token}
           </code>{" "}
           <button type="button" onClick={() => void navigator.clipboard?.writeText(issued.token).then(() => toast("Copied the token"))}>

@@ -366,7 +366,7 @@ function ReviewCell({ setId, member, canReview }: { setId: string; member: Membe
             className="review-step"
             value={step}
             onChange={(e) => setStep(e.target.value)}
-            aria-label={`failing step in your review of ${member.episode_id}`}
+            aria-label={`failing step, as you see it, of ${member.episode_id}`}
             title="the step where it went wrong, in your view (the member's, unless you change it)"
           />
           <select value="" onChange={(e) => void save(e.target.value)} aria-label={`your review of ${member.episode_id}`}>
