@@ -25,7 +25,14 @@ from episodelake.api.deps import authorize
 from episodelake.api.jobs import Jobs
 from episodelake.api.maintenance import AutoCompactor, background_enricher
 from episodelake.api.routes import ROUTERS, docs, exports, web
-from episodelake.api.security import AllowedHosts, Authentication, BodyLimit, SecurityHeaders
+from episodelake.api.security import (
+    APP_HEADER,
+    AllowedHosts,
+    Authentication,
+    BodyLimit,
+    SameOrigin,
+    SecurityHeaders,
+)
 from episodelake.api.settings import Settings
 from episodelake.lake.core.lake import Lake
 from episodelake.lake.core.users import Directory
@@ -71,12 +78,14 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     # add_middleware wraps: the last added runs first
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(Authentication, token=settings.token)
+    app.add_middleware(SameOrigin, trusted=settings.cors_origins)
     names = settings.host_names()
     if names is not None:
         app.add_middleware(AllowedHosts, names=names)
     if settings.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
                            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
-                           allow_headers=["Authorization", "Content-Type"], allow_credentials=True)
+                           allow_headers=["Authorization", "Content-Type", APP_HEADER.decode()],
+                           allow_credentials=True)
     app.add_middleware(SecurityHeaders)
     return app

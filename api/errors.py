@@ -62,6 +62,10 @@ class Forbidden(NotAllowed):
     """A signed-in person whose role does not allow what they asked."""
 
 
+class CrossOrigin(Forbidden):
+    """A write sent by a page of another origin (or, signed in by cookie, with no origin)."""
+
+
 class PayloadTooLarge(EpisodeLakeError):
     """A request body over the server's limit."""
 
@@ -107,6 +111,7 @@ STATUS: dict[type[EpisodeLakeError], int] = {
     # the API's own
     Unauthorized: 401,
     Forbidden: 403,
+    CrossOrigin: 403,
     NotAllowed: 403,
     PayloadTooLarge: 413,
     BadHost: 400,

@@ -23,7 +23,14 @@ from urllib.parse import parse_qs, urlsplit
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from episodelake.api.errors import BadHost, PayloadTooLarge, Unauthorized, error_json, status_of
+from episodelake.api.errors import (
+    BadHost,
+    CrossOrigin,
+    PayloadTooLarge,
+    Unauthorized,
+    error_json,
+    status_of,
+)
 from episodelake.lake.core.errors import EpisodeLakeError
 from episodelake.lake.core.users import Directory, Principal, token_hash
 
@@ -43,7 +50,10 @@ SECURITY_HEADERS = [
     (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
     (b"x-frame-options", b"DENY"),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    # same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` with the
+    # app's own writes, and `SameOrigin` could not tell them from a foreign page's; other
+    # sites still get no Referer at all
+    (b"referrer-policy", b"same-origin"),
 ]
 
 
@@ -94,6 +104,67 @@ class AllowedHosts:
         if host_name(header) not in self.names:
             return await _reply(send, BadHost(f"Host {header!r} is not this server's name: open it as "
                                               f"http://127.0.0.1 or http://localhost"))
+        await self.app(scope, receive, send)
+
+
+#: Methods that change something; the others only read.
+WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+#: A header the web app sends with every API call. A page of another origin cannot add it
+#: without a CORS preflight, which this server grants only to `cors_origins`.
+APP_HEADER = b"x-episodelake-app"
+
+
+def origin_of(url: str) -> str | None:
+    """`scheme://host[:port]` of a URL (an Origin or Referer header), lower-cased, the default
+    port left out; None for `null` or anything that is not an http(s) URL."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    default = {"http": 80, "https": 443}[parts.scheme]
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}" + (f":{port}" if port not in (None, default) else "")
+
+
+class SameOrigin:
+    """Refuse a write (POST, PUT, PATCH, DELETE: sign-in and sign-out included) that a page of
+    another origin sent.
+
+    The sign-in cookie is SameSite=Strict, but a page on another port of the same host is the
+    same *site*, so its requests carry the cookie: a write is let through only when its
+    `Origin` (else its `Referer`) is this server's own (the scheme and the Host the request
+    was sent to; the Host is checked by `AllowedHosts`) or one of `cors_origins`. A write with
+    neither header that carries the cookie must carry `APP_HEADER`; one without the cookie
+    (a script with a bearer token, a client of a server without tokens) goes on, since a
+    browser always sends `Origin` with a cross-origin write.
+    """
+
+    def __init__(self, app: ASGIApp, trusted: Sequence[str] = ()):
+        self.app = app
+        self.trusted = {o for o in (origin_of(t) for t in trusted) if o}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in WRITES:
+            return await self.app(scope, receive, send)
+        headers = dict(scope["headers"])
+        sent = headers.get(b"origin") or headers.get(b"referer")
+        if sent is None:
+            if COOKIE in SimpleCookie(headers.get(b"cookie", b"").decode("latin-1")) \
+                    and not headers.get(b"authorization") and APP_HEADER not in headers:
+                return await _reply(send, CrossOrigin(
+                    f"{scope['method']} {scope['path']} refused: a write signed in by cookie must come from this "
+                    "app's pages (it sent neither Origin nor Referer); scripts send `Authorization: Bearer <token>`"))
+            return await self.app(scope, receive, send)
+        own = origin_of(f"{scope.get('scheme', 'http')}://{headers.get(b'host', b'').decode('latin-1')}")
+        origin = origin_of(sent.decode("latin-1"))
+        if origin is None or (origin != own and origin not in self.trusted):
+            shown = sent.decode("latin-1")[:200]
+            return await _reply(send, CrossOrigin(
+                f"{scope['method']} {scope['path']} refused: it came from {shown!r}, not from this server's "
+                f"pages ({own}); open the app at {own} (or list the other origin in cors_origins)"))
         await self.app(scope, receive, send)
 
 
@@ -166,6 +237,15 @@ SIGN_IN_PAGE = """<!doctype html>
        style="width: 100%; padding: .4rem; margin: .3rem 0 1rem">
 <button type="submit">Sign in</button>
 </form></main></body></html>
+"""
+#: What `GET /signout` shows: signing out is a POST (a form's button), never a link.
+SIGN_OUT_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign out - EpisodeLake</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<body style="font-family: system-ui, sans-serif; max-width: 28rem; margin: 4rem auto; padding: 0 1rem">
+<main><h1>EpisodeLake</h1>
+<form method="post" action="/signout"><button type="submit">Sign out</button></form>
+<p><a href="/">Back to the app</a></p></main></body></html>
 """
 #: Most bytes a sign-in form may send.
 MAX_SIGN_IN_BODY = 4096
@@ -250,8 +330,10 @@ class Authentication:
         path, method = scope["path"], scope["method"]
         if path == "/signin" and method == "POST":
             return await self._sign_in(scope, receive, send)
-        if path == "/signout":
-            return await _redirect(send, "/", clear_cookie=True)
+        if path == "/signout":  # a POST, so an image or a link elsewhere cannot sign anyone out
+            if method == "POST":
+                return await _redirect(send, "/", clear_cookie=True)
+            return await _page(send, 405, SIGN_OUT_PAGE, [(b"allow", b"POST")])
         headers = dict(scope["headers"])
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         if "token" in query:
@@ -323,9 +405,10 @@ async def _redirect(send: Send, location: str, *, cookie: str | None = None, cle
     await send({"type": "http.response.body", "body": b""})
 
 
-async def _page(send: Send, status: int, html: str) -> None:
+async def _page(send: Send, status: int, html: str, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
     body = html.encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"text/html; charset=utf-8"),
-                            (b"content-length", str(len(body)).encode()), (b"cache-control", b"no-store")]})
+                            (b"content-length", str(len(body)).encode()), (b"cache-control", b"no-store"),
+                            *headers]})
     await send({"type": "http.response.body", "body": body})

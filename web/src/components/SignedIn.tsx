@@ -1,5 +1,6 @@
 // Who is signed in, in the top bar: the name and role the server knows this browser by, and
-// a way out. On a server that needs no token (a lake without users, on loopback) it shows
+// a way out (a form's POST: the server signs nobody out on a GET, so no image or link on
+// another page can). On a server that needs no token (a lake without users, on loopback) it shows
 // nothing: everyone on the machine may do everything there.
 import { useQuery } from "@tanstack/react-query";
 import { queries } from "../api/queries";
@@ -17,7 +18,9 @@ export function SignedIn() {
   return (
     <span className="signed-in" data-testid="signed-in" title={ROLE_HELP[role]}>
       {name} <span className="role">({role})</span>{" "}
-      <a href="/signout">Sign out</a>
+      <form method="post" action="/signout" className="sign-out">
+        <button type="submit" className="link">Sign out</button>
+      </form>
     </span>
   );
 }
