@@ -19,6 +19,11 @@ episodes have the same outcome, when the judge gave the chosen step a higher `st
 other step's response, taken at the same screen. Failed episodes are only read with
 ``--include-failed`` (add ``--include-invalid`` to pair against actions that did not parse).
 
+Branches (`elake branch`) pair by construction: a branch's step K was taken on its parent's
+screen at K, in the parent's group, so it pairs with the parent's step K and the other
+branches'. Its replayed steps before K are the parent's and pair with nothing (the parent's
+own rows do).
+
 Only step samples pair (``--granularity step``); a step without an anchor key (`elake enrich
 --what phash` fills them) pairs with nothing. With ``--redact``, the text and images are
 masked as in every other format.
@@ -43,7 +48,8 @@ def step_facts(ctx: WriteContext, episode_id: str) -> tuple[dict, dict[int, dict
     action by step number), read from the export's lake view."""
     episode = ctx.source.episode(episode_id)
     steps = {row["step"]: row for row in ctx.source.steps(episode_id, columns=FACT_COLUMNS).to_pylist()}
-    return {"group_id": episode["group_id"], "success": episode["success"]}, steps
+    return {"group_id": episode["group_id"], "success": episode["success"],
+            "branch_step": episode.get("branch_step")}, steps
 
 
 def parts(content: str | list[dict]) -> list[dict]:
@@ -132,6 +138,8 @@ class DpoWriter:
         episode, step = self.facts.of(sample)
         if not step["anchor_key"] or not episode["group_id"]:
             return
+        if episode["branch_step"] is not None and step["step"] < episode["branch_step"]:
+            return  # a branch's replayed step: the parent's own row pairs
         self._candidates.setdefault(split, []).append(Candidate(
             sample.task, sample.episode_id, step["step"], episode["group_id"], step["anchor_key"],
             bool(episode["success"]), float(step["step_reward"] or 0.0),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+from datetime import UTC, datetime
 
 import lance
 import pyarrow as pa
@@ -247,3 +248,33 @@ def test_an_episodes_table_made_before_branches_gains_the_columns(tmp_path):
     assert again.episode("e-old")["branch_of"] is None
     # a parent made before: judged nothing, but it can be branched at a step
     assert Task("wifi_on").branch is None
+
+
+def test_dpo_pairs_branches_at_their_step_and_never_their_replayed_rows(lake, tmp_path):
+    """p and its sibling s fail (another first action on the same screen); b branches p at
+    step 1 and succeeds. The one pair is b1 over p1: b's replayed step 0 is p's action, whose
+    outcome was p's, so it must not be chosen over s0 for b's success."""
+    from episodelake.collectors.record.recorder import build_step_row
+
+    click = response("click", coordinate=[100, 200])
+    other = response("click", coordinate=[700, 900])
+    episodes = {"p": (False, None, [("home", click), ("list", click)]),
+                "s": (False, None, [("home", other)]),
+                "b": (True, 1, [("home", click), ("list", other)])}
+    with lake.writer() as w:
+        for minute, (episode_id, (success, branch_step, steps)) in enumerate(episodes.items()):
+            w.append("episodes", {"episode_id": episode_id, "task_name": "t", "task_goal": "do t", "group_id": "g",
+                                  "created_at": datetime(2026, 1, 1, 0, minute, tzinfo=UTC),
+                                  "status": "finished", "success": success, "branch_step": branch_step,
+                                  "branch_of": "p" if branch_step is not None else None})
+            for k, (anchor, text) in enumerate(steps):
+                # a replayed screenshot is not byte-equal to the parent's (the status-bar clock)
+                image = screenshot(k + (10 if episode_id == "b" else 0))
+                row = build_step_row(episode_id, k, image, text, step_reward=1.0)
+                w.append("steps", {**row, "anchor_key": anchor})
+    lake.invalidate()
+    run_export(lake, ExportSpec(format="dpo", out=tmp_path / "dpo", include_failed=True, val_fraction=0))
+    pairs = [json.loads(line) for path in (tmp_path / "dpo").glob("*.jsonl") for line in path.read_text().splitlines()]
+    found = sorted((p["chosen_from"]["episode_id"], p["chosen_from"]["step"], p["rejected_from"]["episode_id"],
+                    p["rejected_from"]["step"]) for p in pairs)
+    assert found == [("b", 1, "p", 1)]
