@@ -1,14 +1,14 @@
 """Train straight from the lake: `sft_dataset`, a PyTorch `IterableDataset` of SFT samples.
 
 ```python
-from torch.utils.data import DataLoader
 from episodelake.lake import Lake
 from episodelake.trainer.data import sft_dataset
 
 ds = sft_dataset(Lake("elake-data"), set="good-runs", history_images=2, version="v1",
                  rank=rank, world_size=world_size, seed=0)
-for sample in DataLoader(ds, batch_size=None):   # one sample at a time (images are PIL)
-    sample["messages"], sample["images"]
+for batch in ds.loader(batch_size=4, num_workers=2):   # a DataLoader; batch["samples"]
+    ...
+    state = ds.state_dict()   # exact, workers or not
 ```
 
 What it yields is exactly what the SFT exports write (`episodelake.lake.export`): the
@@ -25,26 +25,38 @@ read when the sample is emitted and pixels decoded when first used), `image_sha2
 processor's tensors for the whole conversation instead, with `labels` that train only the
 last assistant turn (the step's response; for an episode sample, its last step).
 
-What Lance and LanceDB do here, and what they do not:
-- the ranks' shares: a LanceDB permutation (`lancedb.permutation.permutation_builder`) over
-  the `episodes` table at the version read, filtered to the selected episodes, split by a
-  hash of `episode_id` into `world_size` splits and shuffled with `seed`. Splits are
-  disjoint and cover every episode, and stay the same for a seed and lake version (an
-  episode keeps its rank as the lake grows, since the split is a hash of its id). Hash
-  splits are not exactly even: ranks get different numbers of samples (a DDP loop should
-  stop all ranks at the smallest `len(ds)`, or pad).
-  Not LanceDB's `StreamingDataset` nor `split_random(fixed=N)`: both drop the rows past a
-  multiple of the split count, so some episodes would never be read. The permutation's
-  plain `iter()` also drops a last partial batch; it is read with `skip_last_batch=False`.
-- screenshots: `LanceDataset.take_blobs` on the steps version read, only for the samples
-  emitted, never a table scan. Not `lance.torch.data.LanceDataset`: it shards by fragment or
-  batch of rows, and a sample needs its whole episode (history), so shards must be episodes.
-- shuffling and resuming: a buffer of sample positions (not of decoded samples) in this
-  module, so `state_dict()` is a few integers and the random state, and `load_state_dict`
-  continues with exactly the samples not yet yielded.
+With `images="rgb"` the images are decoded, read-only RGB numpy arrays instead of lazy PIL
+images (see `trainer/data_read.py`: a screenshot shown by several samples is decoded once
+while it stays in the cache).
 
-DataLoader workers split the rank's episodes among them (each worker its own buffer);
-`state_dict` describes the iteration in this process, so resume with `num_workers=0`.
+What Lance does here, and what this module does itself:
+- the ranks' shares: the selected episodes, split by a hash of `episode_id` (sha256) into
+  `world_size` splits and shuffled with `seed`. Splits are disjoint and cover every
+  episode, and an episode keeps its rank as the lake grows (the split is a hash of its id).
+  Hash splits are not exactly even: ranks get different numbers of samples (a DDP loop
+  should stop all ranks at the smallest `len(ds)`, or pad). Not a LanceDB permutation any
+  more: importing LanceDB took 2.3 s of every dataset's first batch, its bundled Lance
+  logged a warning per use for key indexes written by this Lance (a newer index version
+  than it reads), and the split and shuffle of a few thousand ids take microseconds here.
+  Not LanceDB's `StreamingDataset` nor `split_random(fixed=N)` either: both drop the rows
+  past a multiple of the split count, so some episodes would never be read.
+- screenshots: `LanceDataset.take_blobs` on the steps version read, one call per block of
+  upcoming samples, only for the samples emitted, never a table scan (`data_read.py`). Not
+  `lance.torch.data.LanceDataset`: it shards by fragment or batch of rows, and a sample
+  needs its whole episode (history), so shards must be episodes.
+- order and resuming: one order of sample positions per (seed, epoch, rank) — a shuffle
+  buffer of `shuffle_buffer` positions drawn at random — computed up front, so a position
+  in it is the whole state: `state_dict()` is a few integers and `load_state_dict` continues
+  with exactly the samples not yet yielded, in the same order.
+
+DataLoader workers: `ds.loader(batch_size=..., num_workers=N)` (a `torch.utils.data.DataLoader`)
+deals the order out in batches, batch k to worker k mod N, which is the order in which the
+DataLoader hands batches back, so the batches arrive in exactly the order of a single
+process; it counts the batches that reached the training loop, so `state_dict()` is exact
+with workers (it also lists each worker's position), and a resume may use another number
+of workers or batch size. A plain `DataLoader(ds, num_workers=N)` also yields every sample
+once, but this process cannot see the workers' positions: `state_dict()` then refuses, and
+so does resuming a saved position into more than one plain worker.
 """
 
 from __future__ import annotations
@@ -53,6 +65,7 @@ import hashlib
 import io
 import json
 import logging
+import os
 import random
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Mapping
@@ -69,20 +82,25 @@ from episodelake.lake import Lake
 from episodelake.lake.core import lineage as lineage_mod
 from episodelake.lake.core import tables
 from episodelake.lake.core.errors import InvalidInput, NotFound
-from episodelake.lake.core.sql import sql_in
 from episodelake.lake.export.formats import checked
 from episodelake.lake.export.samples import Sample, samples
 from episodelake.lake.export.selection import EpisodeSteps, select
 from episodelake.lake.export.spec import ExportSpec
 from episodelake.lake.export.split import Dedup, split_of
+from episodelake.trainer.data_read import (
+    BLOCK,
+    BlobReader,
+    ImageCache,
+    decode_rgb,
+    prefetched,
+    rgb_array,
+)
 
 log = logging.getLogger(__name__)
 
 Granularity = Literal["step", "episode"]
 #: Episodes whose built samples are kept in memory while the buffer draws from them.
 EPISODE_CACHE = 256
-#: Episodes per permutation read.
-_READ_BATCH = 1024
 
 
 @dataclass(frozen=True)
@@ -181,58 +199,45 @@ def plan(lake: Lake, spec: ExportSpec, *, version: str | int | None = None,
                 selection.versions, spec.tag, selection.recorded(), dict(sorted(skipped.items())))
 
 
-def _open_table(lake: Lake, dataset: lance.LanceDataset):
-    """The LanceDB table over the same Lance dataset, at the same version."""
-    import lancedb
-
-    loc = lake.location
-    db = lancedb.connect(str(loc.local) if loc.is_local else loc.uri,
-                         storage_options=None if loc.is_local else loc.storage_options)
-    table = db.open_table("episodes")
-    table.checkout(dataset.version)
-    return table
+def split_of_episode(episode_id: str, world_size: int) -> int:
+    """The rank (of `world_size`) that reads `episode_id`: a hash of the id alone, so an
+    episode keeps its rank as the lake grows."""
+    return int.from_bytes(hashlib.sha256(episode_id.encode("utf-8")).digest()[:8], "big") % world_size
 
 
-def rank_order(lake: Lake, plan_: Plan, rank: int, world_size: int, seed: int) -> list[str]:
-    """This rank's episodes, in the order it reads them (see the module docstring)."""
-    from lancedb.permutation import Permutation, permutation_builder
-
-    ids = [e.episode.episode_id for e in plan_.episodes]
-    table = _open_table(lake, plan_.episodes_dataset)
-    permutation = (permutation_builder(table).filter(sql_in("episode_id", ids))
-                   .split_hash(["episode_id"], [1] * world_size, discard_weight=0)
-                   .shuffle(seed=seed).execute())
-    splits = permutation.to_arrow().column("split_id").to_pylist()
-    if rank not in splits:  # LanceDB refuses to read an empty split
-        return []
-    reader = Permutation.from_tables(table, permutation, rank).select_columns(["episode_id"])
-    order: list[str] = []
-    for batch in reader.iter(_READ_BATCH, skip_last_batch=False):
-        rows: list[dict[str, Any]] = batch  # type: ignore[assignment]  # typed as one row; a batch is a list of them
-        order += [row["episode_id"] for row in rows]
-    if len(set(order)) != len(order):
+def rank_order(plan_: Plan, rank: int, world_size: int, seed: int) -> list[str]:
+    """This rank's episodes, in the order it reads them: the selected episodes shuffled with
+    `seed`, those whose hash split is `rank`."""
+    ids = sorted(e.episode.episode_id for e in plan_.episodes)
+    if len(set(ids)) != len(ids):
         raise InvalidInput("the episodes table holds an episode twice; run `elake optimize`")
-    return order
+    random.Random(f"episodes:{seed}").shuffle(ids)
+    return [eid for eid in ids if split_of_episode(eid, world_size) == rank]
 
 
-class LazyImages:
-    """Reads a planned episode's screenshots from the blob column, by sha256, on demand."""
+def sample_order(count: int, shuffle_buffer: int, rng: random.Random) -> list[int]:
+    """Positions 0..count-1 in the order a buffer of `shuffle_buffer` of them, refilled in
+    reading order and drawn from at random, yields them (1: reading order)."""
+    buffer = list(range(min(shuffle_buffer, count)))
+    position = len(buffer)
+    out = []
+    while buffer:
+        pick = rng.randrange(len(buffer))
+        out.append(buffer[pick])
+        if position < count:
+            buffer[pick] = position
+            position += 1
+        else:
+            buffer[pick] = buffer[-1]
+            buffer.pop()
+    return out
 
-    def __init__(self, steps: lance.LanceDataset):
-        self.steps = steps
 
-    def read(self, episode: EpisodeSteps, shas: list[str]) -> list[bytes]:
-        rowid: dict[str, int] = {}
-        for rid, row in zip(episode.rowids, episode.steps, strict=True):
-            rowid.setdefault(row["image_sha256"], rid)
-        ids = [rowid[sha] for sha in shas]
-        out = []
-        for sha, blob in zip(shas, self.steps.take_blobs("image", ids=ids), strict=True):
-            if blob is None:
-                raise NotFound(f"episode {episode.episode_id}: screenshot {sha} has no bytes in the lake")
-            with blob:
-                out.append(blob.read())
-        return out
+def worker_share(start: int, count: int, chunk: int, worker: int, workers: int) -> list[int]:
+    """The order's positions from `start` that DataLoader worker `worker` of `workers` reads:
+    chunks of `chunk` (the batch size) dealt in turn, chunk k to worker k mod `workers`, the
+    order in which a DataLoader hands back its workers' batches."""
+    return [p for p in range(start, count) if ((p - start) // chunk) % workers == worker]
 
 
 def _pil(data: bytes) -> Image.Image:
@@ -260,7 +265,7 @@ def processed(processor: Any, sample: Sample, images: list[Image.Image]) -> dict
     try:
         full = _one(processor.apply_chat_template(messages, tokenize=False))
         prompt = _one(processor.apply_chat_template(messages[:-1], tokenize=False, add_generation_prompt=True))
-        pictures = [image.convert("RGB") for image in images]
+        pictures = [image if image.mode == "RGB" else image.convert("RGB") for image in images]
         encoded = processor(text=[full], images=pictures or None, return_tensors="pt")
         tokenizer = getattr(processor, "tokenizer", processor)
         answer = tokenizer(full[len(prompt):], add_special_tokens=False)["input_ids"]
@@ -281,27 +286,47 @@ def processed(processor: Any, sample: Sample, images: list[Image.Image]) -> dict
     return out
 
 
+#: The layout of `state_dict()`; a state of another layout is refused by `load_state_dict`.
+STATE_FORMAT = 2
+ImageMode = Literal["pil", "rgb"]
+
+
 class LakeSftDataset(IterableDataset):
     """One rank's SFT samples (see the module docstring); build it with `sft_dataset`."""
 
     def __init__(self, plan_: Plan, order: list[str], *, rank: int, world_size: int, seed: int,
-                 shuffle_buffer: int, processor: Any = None):
+                 shuffle_buffer: int, processor: Any = None, images: ImageMode = "pil",
+                 prefetch: int = 16, image_cache: int = 16, decode_threads: int = 2):
         by_id = {e.episode.episode_id: e for e in plan_.episodes}
         self.plan = plan_
         self.episodes = [by_id[i] for i in order]
         self.rank, self.world_size, self.seed = rank, world_size, seed
         self.shuffle_buffer = max(1, shuffle_buffer)
         self.processor = processor
+        self.images = images
+        self.prefetch, self.image_cache, self.decode_threads = prefetch, image_cache, decode_threads
         self.epoch = 0
         #: (episode position, kept position) of every sample of this rank, in reading order
         self.refs = [(e, k) for e, planned in enumerate(self.episodes) for k in range(len(planned.kept))]
-        self._images = LazyImages(plan_.steps)
         self._built: OrderedDict[int, list[Sample]] = OrderedDict()
-        self._state: dict[str, Any] | None = None
+        self._order_of: tuple[int, list[int]] | None = None
+        #: where the training loop stands: samples of `epoch`'s order it has received
+        self._position: dict[str, Any] = {"epoch": 0, "yielded": 0, "workers": None}
         self._resume: dict[str, Any] | None = None
+        #: set by `ds.loader(...)` while it starts a pass: where the pass starts, its batch size
+        self._pass: dict[str, int] | None = None
+        #: set to 1 by a plain DataLoader's worker: positions this process cannot see
+        self._unseen = torch.zeros(1, dtype=torch.int64).share_memory_()
+        self.reader: BlobReader | None = None  # made in the process that reads (a worker makes its own)
 
     def __len__(self) -> int:
         return len(self.refs)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["reader"] = None  # threads and caches stay with their process
+        state["_built"] = OrderedDict()
+        return state
 
     def collate(self, batch: list[dict[str, Any]]) -> dict[str, Any]:
         """A DataLoader `collate_fn` for processed samples: per-token tensors right-padded
@@ -323,63 +348,151 @@ class LakeSftDataset(IterableDataset):
                 out[key] = torch.cat(values)
         return out
 
+    def loader(self, batch_size: int | None = 1, num_workers: int = 0, **kwargs: Any):
+        """A `torch.utils.data.DataLoader` over this dataset whose workers keep the order of a
+        single process and whose batches are counted, so `state_dict()` is exact with
+        workers (`episodelake.trainer.data_loader.LakeLoader`). `collate_fn` defaults to
+        `collate`; other DataLoader arguments pass through."""
+        from episodelake.trainer.data_loader import LakeLoader
+
+        return LakeLoader(self, batch_size=batch_size, num_workers=num_workers, **kwargs)
+
     def set_epoch(self, epoch: int) -> None:
-        """Another shuffle of the buffer for the next pass (the episodes' ranks stay)."""
+        """Another shuffle for the next pass (the episodes' ranks stay)."""
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise InvalidInput(f"epoch: a whole number from 0, not {epoch!r}")
         self.epoch = epoch
 
     # -- resuming ---------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """Where the iteration stands: after `load_state_dict`, a new iteration yields exactly
-        the samples not yet yielded, in the same order. JSON-serialisable."""
-        if self._state is None:
-            return {"epoch": self.epoch, "position": 0, "buffer": [], "rng": None, "yielded": 0,
-                    **self._identity()}
-        state = self._state
-        return {**state, "buffer": list(state["buffer"]), "rng": _rng_json(state["rng"].getstate())}
+        """Where the training loop stands: after `load_state_dict`, a new pass yields exactly
+        the samples not yet yielded, in the same order. JSON-serialisable. With DataLoader
+        workers, iterate through `loader(...)`; the positions of a plain DataLoader's workers
+        are not visible here, and saving them is refused."""
+        if int(self._unseen[0]):
+            raise InvalidInput(
+                "num_workers: this dataset was iterated by the workers of a plain DataLoader, whose "
+                "positions this process cannot see, so no exact state can be saved; iterate it with "
+                "`ds.loader(batch_size=..., num_workers=N)` (it counts what reached the training loop) "
+                "or with num_workers=0")
+        position = self._position
+        return {"format": STATE_FORMAT, "epoch": position["epoch"], "yielded": position["yielded"],
+                "workers": position["workers"], **self._identity()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        if {k: state.get(k) for k in self._identity()} != self._identity():
-            raise InvalidInput("state: it was saved by a dataset of another selection, rank, seed "
-                               "or lake version; resume with the same arguments")
-        self.epoch = state["epoch"]
-        self._resume = dict(state)
+        """Continue from `state` (a `state_dict()` of a dataset of the same selection, lake
+        version, rank, world size, seed and shuffle buffer): the next pass starts after the
+        samples it counts. Anything else is refused, naming the argument that differs."""
+        if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
+            found = state.get("format") if isinstance(state, Mapping) else type(state).__name__
+            raise InvalidInput(f"state: not a saved position of this sft_dataset (format {STATE_FORMAT}, "
+                               f"got {found!r}); save it with ds.state_dict()")
+        mine = self._identity()
+        for name in ("seed", "rank", "world_size", "shuffle_buffer"):
+            if state.get(name) != mine[name]:
+                raise InvalidInput(f"{name}: the state was saved by a dataset with {name}={state.get(name)!r}, "
+                                   f"this one has {name}={mine[name]!r}; build the dataset with "
+                                   f"{name}={state.get(name)!r} to resume")
+        if state.get("plan") != mine["plan"]:
+            raise InvalidInput("state: it was saved by a dataset of another selection or lake version "
+                               "(where, set, version, split or sample options differ); resume with the "
+                               "same arguments, at the same tag or version")
+        yielded, epoch = state.get("yielded"), state.get("epoch")
+        if not (isinstance(yielded, int) and isinstance(epoch, int) and 0 <= yielded <= len(self) and epoch >= 0):
+            raise InvalidInput(f"state: its position ({epoch!r}, {yielded!r}) is not one of this dataset "
+                               f"(epoch >= 0, 0..{len(self)} samples)")
+        self.epoch = epoch
+        self._position = {"epoch": epoch, "yielded": yielded, "workers": state.get("workers")}
+        self._resume = {"epoch": epoch, "yielded": yielded}
 
     def _identity(self) -> dict[str, Any]:
         digest = hashlib.sha256(json.dumps([self.plan.versions, self.plan.recorded, len(self.refs)],
                                            sort_keys=True, default=str).encode()).hexdigest()[:16]
-        return {"rank": self.rank, "world_size": self.world_size, "seed": self.seed, "plan": digest}
+        return {"rank": self.rank, "world_size": self.world_size, "seed": self.seed,
+                "shuffle_buffer": self.shuffle_buffer, "plan": digest}
+
+    def _start(self) -> int:
+        """Where the next pass of `self.epoch` starts: a loaded state's position once, else 0."""
+        resume, self._resume = self._resume, None
+        if resume is None:
+            return 0
+        if resume["epoch"] != self.epoch:
+            raise InvalidInput(f"epoch: the loaded state is in epoch {resume['epoch']} and this pass is "
+                               f"epoch {self.epoch}; call ds.set_epoch({resume['epoch']}) before the "
+                               "resumed pass (load_state_dict sets it)")
+        return resume["yielded"]
+
+    def order(self, epoch: int | None = None) -> list[int]:
+        """The pass's order: positions in `refs` (the same for a seed, epoch and rank)."""
+        epoch = self.epoch if epoch is None else epoch
+        if self._order_of is None or self._order_of[0] != epoch:
+            rng = random.Random(f"{self.seed}:{epoch}:{self.rank}")
+            self._order_of = (epoch, sample_order(len(self.refs), self.shuffle_buffer, rng))
+        return self._order_of[1]
 
     # -- iterating --------------------------------------------------------------------------
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        refs = self.refs
         worker = get_worker_info()
-        rng = random.Random(f"{self.seed}:{self.epoch}:{self.rank}")
-        if worker is not None and worker.num_workers > 1:
-            refs = [r for r in refs if r[0] % worker.num_workers == worker.id]
-            rng = random.Random(f"{self.seed}:{self.epoch}:{self.rank}:{worker.id}")
-        state: dict[str, Any] = {"epoch": self.epoch, "position": 0, "buffer": [], "rng": rng,
-                                 "yielded": 0, **self._identity()}
-        if self._resume is not None:
-            resume, self._resume = self._resume, None
-            state.update(position=resume["position"], buffer=list(resume["buffer"]),
-                         yielded=resume["yielded"])
-            if resume["rng"] is not None:
-                rng.setstate(_rng_state(resume["rng"]))
-        self._state = state
-        buffer: list[int] = state["buffer"]
-        while True:
-            if state["position"] < len(refs) and len(buffer) < self.shuffle_buffer:
-                buffer.append(state["position"])
-                state["position"] += 1
-                continue
-            if not buffer:
-                return
-            pick = rng.randrange(len(buffer))
-            index = buffer[pick]
-            buffer[pick] = buffer[-1]
-            buffer.pop()
-            state["yielded"] += 1
-            yield self._sample(*refs[index])
+        wid, workers = (0, 1) if worker is None else (worker.id, worker.num_workers)
+        run = self._pass
+        if run is not None:  # a pass of `loader(...)`: it says where to start and counts
+            start, chunk = run["start"], run["chunk"]
+        else:
+            if worker is not None:
+                self._unseen[0] = 1
+            start, chunk = self._start(), 1
+            if start and workers > 1:
+                raise InvalidInput(
+                    f"num_workers: a resumed position cannot be kept by {workers} workers of a plain "
+                    "DataLoader (they would interleave the rest in another order); iterate with "
+                    "`ds.loader(batch_size=..., num_workers=N)` or num_workers=0")
+        order = self.order()
+        share = [order[p] for p in worker_share(start, len(order), chunk, wid, workers)]
+        counting = run is None and worker is None  # this process is the training loop's
+        if counting:
+            self._position = {"epoch": self.epoch, "yielded": start, "workers": None}
+        return self._emit(share, start if counting else None)
+
+    def _emit(self, share: list[int], counted_from: int | None) -> Iterator[dict[str, Any]]:
+        if self.reader is None or self.reader.pid != os.getpid():
+            decode = None if self.processor is None and self.images == "pil" else \
+                rgb_array if self.processor is None else decode_rgb
+            cache = ImageCache(max(self.image_cache, 1) if decode is not None else 256)
+            self.reader = BlobReader(self.plan.steps, cache, decode, self.decode_threads)
+        blocks = (share[i:i + BLOCK] for i in range(0, len(share), BLOCK))
+        # a DataLoader worker is itself a prefetcher (prefetch_factor batches): it reads on
+        # its own thread, and starts no thread of its own in a process that may be a fork
+        ahead = 0 if get_worker_info() is not None else self.prefetch
+        for n, item in enumerate(prefetched(blocks, self._build, ahead), 1):
+            if counted_from is not None:
+                self._position = {"epoch": self.epoch, "yielded": counted_from + n, "workers": None}
+            yield item
+
+    def _build(self, block: list[int]) -> list[dict[str, Any]]:
+        """The block's samples (positions in `refs`), their screenshots read together."""
+        built = []
+        wanted: dict[str, tuple[int, str]] = {}
+        for index in block:
+            position, kept = self.refs[index]
+            sample = self._samples_of(position)[kept]
+            episode = self.episodes[position].episode
+            rowid = {row["image_sha256"]: rid for rid, row in zip(episode.rowids, episode.steps, strict=True)}
+            shas = [sha for sha in sample.images if sha is not None]
+            for sha in shas:
+                wanted.setdefault(sha, (rowid[sha], f"episode {episode.episode_id}"))
+            built.append((sample, shas))
+        assert self.reader is not None
+        values = self.reader.read(wanted)
+        return [self._item(sample, [values[sha] for sha in shas]) for sample, shas in built]
+
+    def _item(self, sample: Sample, images: list[Any]) -> dict[str, Any]:
+        if self.processor is not None:
+            return processed(self.processor, sample, images)
+        shown = [_pil(data) for data in images] if self.images == "pil" else images
+        return {"messages": _plain_parts(sample.messages), "images": shown,
+                "image_sha256": [sha for sha in sample.images if sha is not None],
+                "episode_id": sample.episode_id, "step": sample.step, "task": sample.task,
+                "key": sample.key}
 
     def _samples_of(self, position: int) -> list[Sample]:
         built = self._built.get(position)
@@ -394,25 +507,6 @@ class LakeSftDataset(IterableDataset):
             self._built.move_to_end(position)
         return built
 
-    def _sample(self, position: int, kept: int) -> dict[str, Any]:
-        sample = self._samples_of(position)[kept]
-        episode = self.episodes[position].episode
-        shas = [sha for sha in sample.images if sha is not None]
-        images = [_pil(data) for data in self._images.read(episode, shas)]
-        if self.processor is not None:
-            return processed(self.processor, sample, images)
-        return {"messages": _plain_parts(sample.messages), "images": images, "image_sha256": shas,
-                "episode_id": sample.episode_id, "step": sample.step, "task": sample.task,
-                "key": sample.key}
-
-
-def _rng_json(state: tuple) -> list:
-    return [state[0], list(state[1]), state[2]]
-
-
-def _rng_state(value: list) -> tuple:
-    return (value[0], tuple(value[1]), value[2])
-
 
 def sft_dataset(lake: Lake | str | Path, *, where: str | None = None, set: str | None = None,
                 granularity: Granularity = "step", history_images: int = 3,
@@ -422,7 +516,8 @@ def sft_dataset(lake: Lake | str | Path, *, where: str | None = None, set: str |
                 good_steps_only: bool = False, include_invalid: bool = False,
                 style: str = "mai-ui", max_images: int | None = None, dedup: bool = True,
                 split: str | None = None, val_fraction: float = 0.1, split_seed: int = 0,
-                lineage: str | None = None,
+                lineage: str | None = None, images: ImageMode = "pil", prefetch: int = 16,
+                image_cache: int = 16, decode_threads: int = 2,
                 on_plan: Callable[[Plan], None] | None = None) -> LakeSftDataset:
     """This rank's SFT samples of the lake, built as the exports build them.
 
@@ -437,14 +532,24 @@ def sft_dataset(lake: Lake | str | Path, *, where: str | None = None, set: str |
     (order of episodes, shuffle buffer of `shuffle_buffer` samples; 1 reads in order).
     `lineage`: a name for this dataset; when given, rank 0 records in `lineage` what the
     whole dataset reads, every rank's episodes (the lake must be writable; `elake lineage
-    NAME` prints it).
+    NAME` prints it). Reading (`trainer/data_read.py`): `images` ("pil": lazily opened PIL
+    images; "rgb": decoded read-only uint8 arrays; with a processor the dataset decodes them
+    for it), `prefetch` (samples built ahead on a thread; 0: none), `image_cache` (decoded
+    screenshots kept by sha256, for the samples that show them again), `decode_threads`.
     """
     if isinstance(lake, str | Path):
         lake = Lake(lake, create=False)
     for name, value in (("rank", rank), ("world_size", world_size), ("seed", seed),
-                        ("shuffle_buffer", shuffle_buffer)):
+                        ("shuffle_buffer", shuffle_buffer), ("prefetch", prefetch), ("image_cache", image_cache),
+                        ("decode_threads", decode_threads)):
         if isinstance(value, bool) or not isinstance(value, int):
             raise InvalidInput(f"{name}: must be an integer, not {value!r}")
+    for name, value, least in (("prefetch", prefetch, 0), ("image_cache", image_cache, 1),
+                               ("decode_threads", decode_threads, 1)):
+        if value < least:
+            raise InvalidInput(f"{name}: must be at least {least}, not {value}")
+    if images not in ("pil", "rgb"):
+        raise InvalidInput(f"images: 'pil' (lazily opened PIL images) or 'rgb' (decoded arrays), not {images!r}")
     if world_size < 1:
         raise InvalidInput(f"world_size: must be at least 1, not {world_size}")
     if not 0 <= rank < world_size:
@@ -467,9 +572,10 @@ def sft_dataset(lake: Lake | str | Path, *, where: str | None = None, set: str |
     plan_ = plan(lake, spec, version=version, split=split)
     if on_plan is not None:
         on_plan(plan_)
-    order = rank_order(lake, plan_, rank, world_size, seed)
+    order = rank_order(plan_, rank, world_size, seed)
     dataset = LakeSftDataset(plan_, order, rank=rank, world_size=world_size, seed=seed,
-                             shuffle_buffer=shuffle_buffer, processor=processor)
+                             shuffle_buffer=shuffle_buffer, processor=processor, images=images,
+                             prefetch=prefetch, image_cache=image_cache, decode_threads=decode_threads)
     if not dataset.refs:
         log.warning("rank %s of %s: no sample (%s episodes for %s ranks)", rank, world_size,
                     len(plan_.episodes), world_size)

@@ -226,3 +226,113 @@ def test_a_processor_that_refuses_an_image_is_named(lake, tiny_vlm):
     ds = sft_dataset(lake, where="episode_id = 'ep-003'", processor=Refusing(tiny_vlm))
     with pytest.raises(InvalidInput, match="processor: Refusing refused the sample of episode ep-003"):
         next(iter(ds))
+
+
+# -- workers, resuming, reading -----------------------------------------------------------------
+def _keys(batches) -> list[str]:
+    return [s["key"] for batch in batches for s in batch["samples"]]
+
+
+def test_loader_workers_keep_the_single_process_order(lake):
+    ds = sft_dataset(lake, include_failed=True, seed=2, shuffle_buffer=16)
+    single = [s["key"] for s in ds]
+    assert _keys(ds.loader(batch_size=3, num_workers=2)) == single  # worker k mod 2 reads batch k
+    assert _keys(ds.loader(batch_size=5)) == single
+    state = ds.state_dict()
+    assert state["yielded"] == len(single) == len(ds)
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_resuming_with_two_workers_yields_exactly_the_rest(lake, context):
+    full = [s["key"] for s in sft_dataset(lake, include_failed=True, seed=3, shuffle_buffer=16)]
+    ds = sft_dataset(lake, include_failed=True, seed=3, shuffle_buffer=16)
+    head = []
+    for k, batch in enumerate(ds.loader(batch_size=3, num_workers=2, multiprocessing_context=context)):
+        head += [s["key"] for s in batch["samples"]]
+        if k == 3:  # the workers have prefetched further: the state counts what reached this loop
+            break
+    state = json.loads(json.dumps(ds.state_dict()))  # survives a checkpoint file
+    assert state["yielded"] == 12 and state["workers"]["yielded"] == [6, 6]
+    again = sft_dataset(lake, include_failed=True, seed=3, shuffle_buffer=16)
+    again.load_state_dict(state)
+    rest = _keys(again.loader(batch_size=3, num_workers=2, multiprocessing_context=context))
+    assert head + rest == full
+    # the position does not depend on the workers: resume with none, another batch size
+    once_more = sft_dataset(lake, include_failed=True, seed=3, shuffle_buffer=16)
+    once_more.load_state_dict(state)
+    assert head + _keys(once_more.loader(batch_size=4)) == full
+
+
+def test_a_plain_dataloaders_workers_cannot_save_or_resume_a_position(lake):
+    ds = sft_dataset(lake, include_failed=True, seed=2)
+    for _ in DataLoader(ds, batch_size=3, num_workers=2, collate_fn=ds.collate):
+        break
+    with pytest.raises(InvalidInput, match="num_workers: this dataset was iterated by the workers of a plain"):
+        ds.state_dict()
+    fresh = sft_dataset(lake, include_failed=True, seed=2)
+    it = iter(fresh)
+    next(it)
+    state = fresh.state_dict()
+    resumed = sft_dataset(lake, include_failed=True, seed=2)
+    resumed.load_state_dict(state)
+    with pytest.raises(InvalidInput, match="num_workers: a resumed position cannot be kept by 2 workers"):
+        next(iter(DataLoader(resumed, batch_size=3, num_workers=2, collate_fn=resumed.collate)))
+
+
+def test_a_state_of_another_dataset_seed_or_epoch_is_refused_naming_it(lake):
+    ds = sft_dataset(lake, seed=3, shuffle_buffer=16)
+    it = iter(ds)
+    next(it)
+    state = ds.state_dict()
+    with pytest.raises(InvalidInput, match="seed: the state was saved by a dataset with seed=3"):
+        sft_dataset(lake, seed=4, shuffle_buffer=16).load_state_dict(state)
+    with pytest.raises(InvalidInput, match="shuffle_buffer: the state was saved"):
+        sft_dataset(lake, seed=3, shuffle_buffer=8).load_state_dict(state)
+    with pytest.raises(InvalidInput, match="state: it was saved by a dataset of another selection"):
+        sft_dataset(lake, seed=3, shuffle_buffer=16, include_failed=True).load_state_dict(state)
+    with pytest.raises(InvalidInput, match="state: not a saved position"):
+        sft_dataset(lake, seed=3, shuffle_buffer=16).load_state_dict({"position": 3, "buffer": []})
+    later = sft_dataset(lake, seed=3, shuffle_buffer=16)
+    later.load_state_dict(state)
+    later.set_epoch(1)
+    with pytest.raises(InvalidInput, match=r"epoch: the loaded state is in epoch 0 .* ds.set_epoch\(0\)"):
+        iter(later)
+    with pytest.raises(InvalidInput, match="persistent_workers"):
+        ds.loader(batch_size=2, num_workers=2, persistent_workers=True)
+
+
+def test_rgb_images_are_decoded_once_per_screenshot_and_read_in_blocks(lake):
+    from episodelake.trainer.data_read import BLOCK
+
+    ds = sft_dataset(lake, include_failed=True, history_images=2, shuffle_buffer=1, images="rgb")
+    got = list(ds)
+    shas = {sha for s in got for sha in s["image_sha256"]}
+    shown = sum(len(s["images"]) for s in got)
+    assert shown > len(shas)  # history: screenshots shown again
+    assert ds.reader.cache.misses == len(shas)  # each decoded once
+    assert ds.reader.calls <= -(-len(got) // BLOCK)  # one take_blobs per block of samples
+    sample = next(s for s in got if s["episode_id"] == "ep-003" and s["step"] == 2)
+    data, _ = lake.image("ep-003", 2)
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    expected = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+    assert sample["images"][-1].shape == (240, 108, 3) and (sample["images"][-1] == expected).all()
+    assert not sample["images"][-1].flags.writeable  # shared by the samples that show it
+
+
+def test_constructing_a_dataset_logs_no_index_warning(tmp_path, capfd):
+    from episodelake.lake.core import tables
+
+    lake = build_lake(tmp_path / "lake", episodes_per_task=1, steps=2)
+    for table in ("episodes", "steps"):  # key indexes, as `elake optimize` builds them
+        tables.index_keys(lake.location, table)
+    lake.invalidate()
+    capfd.readouterr()
+    for _ in range(2):
+        ds = sft_dataset(lake, rank=0, world_size=2)
+        list(ds)
+    captured = capfd.readouterr()
+    assert "not supported" not in captured.err + captured.out and "episode_id_idx" not in captured.err
