@@ -78,7 +78,7 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-from episodelake.lake.core import layout, spool, tables
+from episodelake.lake.core import group_commit, layout, spool, tables
 from episodelake.lake.core.errors import Conflict, InvalidInput
 from episodelake.lake.core.sql import sql_in, sql_string
 from episodelake.lake.core.store import Location, StoreSilent, location, store_errors
@@ -208,17 +208,33 @@ class CommitClaim(Claim):
         self.released = True
 
 
-def _append(lake: Location, rows: pa.Table):
+def _append(lake: Location, rows: pa.Table, *, folder: Path | None = None):
     """Append claim rows to the claims table (made when missing) in one commit; the dataset
-    handle the append returned."""
+    handle the append returned. `folder`: the writer's spool folder, to share the commit
+    with the other writers of this machine placing theirs (`group_commit.together`; returns
+    None then)."""
+    with store_errors(lake):
+        tables.ensure_table(lake, layout.CLAIMS_TABLE, CLAIMS_SCHEMA.empty_table())
+    if folder is not None:
+        group_commit.together(_claims_lock(lake), folder, layout.CLAIMS_TABLE, "place", rows,
+                              lambda merged: _append_locked(lake, merged))
+        return None
+    with tables.one_at_a_time(lake, layout.CLAIMS_TABLE):
+        return _append_locked(lake, rows)
+
+
+def _append_locked(lake: Location, rows: pa.Table):
     import lance
 
     path = layout.table_path(lake, layout.CLAIMS_TABLE)
     with store_errors(lake):
-        tables.ensure_table(lake, layout.CLAIMS_TABLE, CLAIMS_SCHEMA.empty_table())
-    with tables.one_at_a_time(lake, layout.CLAIMS_TABLE), store_errors(lake):
         return tables.retry_commit(f"claim {rows.num_rows} episode(s)", lambda: lance.write_dataset(
             rows, str(path), mode="append", storage_options=lake.storage_options))
+
+
+def _claims_lock(lake: Location) -> Path:
+    """The lock `tables.one_at_a_time` takes for the claims table."""
+    return layout.lock_path(lake, f"commit-{layout.CLAIMS_TABLE}")
 
 
 def _append_claims(lake: Location, rows: pa.Table) -> list[dict]:
@@ -398,8 +414,11 @@ class ClaimBook:
     rows (`place`), and deleted in one commit after they are released (`drop_released`).
     Both run on the writer's committer thread (or in `flush`), never in `start_episode`."""
 
-    def __init__(self, lake: Location):
+    def __init__(self, lake: Location, folder: Path | None = None):
         self.lake = lake
+        #: the writer's spool folder: its claim rows and deletes share commits with the other
+        #: writers of this machine (`group_commit.together`); None: committed alone
+        self.folder = folder
         self._lock = threading.Lock()
         self._waiting: dict[str, DeferredClaim] = {}  # by token: not yet in the lake
         self._placed: set[str] = set()  # tokens in the lake, still held
@@ -499,7 +518,8 @@ class ClaimBook:
             waiting = dict(self._waiting)
         if not waiting:
             return 0
-        _append(self.lake, pa.Table.from_pylist([c.row for c in waiting.values()], schema=CLAIMS_SCHEMA))
+        _append(self.lake, pa.Table.from_pylist([c.row for c in waiting.values()], schema=CLAIMS_SCHEMA),
+                folder=self.folder)
         with self._lock:
             for token in waiting:
                 if self._waiting.pop(token, None) is not None:
@@ -534,16 +554,34 @@ class ClaimBook:
             tokens = sorted(self._releasing)
         if not tokens:
             return 0
-        _delete(self.lake, sql_in("token", tokens), f"release {len(tokens)} claim(s)")
+        if self.folder is not None and self.folder.exists():
+            lake = self.lake
+
+            def delete(merged: pa.Table) -> None:
+                every = sorted(set(merged.column("token").to_pylist()))
+                _delete_locked(lake, sql_in("token", every), f"release {len(every)} claim(s)")
+
+            group_commit.together(_claims_lock(lake), self.folder, layout.CLAIMS_TABLE, "release",
+                                  pa.table({"token": tokens}, schema=_TOKENS), delete)
+        else:
+            _delete(self.lake, sql_in("token", tokens), f"release {len(tokens)} claim(s)")
         with self._lock:
             self._releasing.difference_update(tokens)
         return len(tokens)
 
 
 def _delete(lake: Location, where: str, what: str) -> None:
+    with tables.one_at_a_time(lake, layout.CLAIMS_TABLE):
+        _delete_locked(lake, where, what)
+
+
+def _delete_locked(lake: Location, where: str, what: str) -> None:
     path = layout.table_path(lake, layout.CLAIMS_TABLE)
-    with tables.one_at_a_time(lake, layout.CLAIMS_TABLE), store_errors(lake):
+    with store_errors(lake):
         tables.retry_commit(what, lambda: tables.dataset(path).delete(where))
+
+
+_TOKENS = pa.schema([pa.field("token", pa.string(), nullable=False)])
 
 
 def take(lake: Location | Path | str, episode_id: str, holder: str, *,

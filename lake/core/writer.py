@@ -48,7 +48,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from episodelake.lake.core import claims, committer, layout, schema, spool, tables
+from episodelake.lake.core import claims, committer, group_commit, layout, schema, spool, tables
 from episodelake.lake.core.errors import EpisodeLakeError, InvalidInput, LakeError
 from episodelake.lake.core.store import Location, StoreUnavailable, location
 
@@ -238,9 +238,10 @@ def replay_orphans(lake: Location | Path | str, spool_dir: Path | None = None, *
                                            "replayed by the next writer or `elake recover`")
                     continue
                 settled = committer.settle_dead(folder)
+            settled += group_commit.withdraw(folder, lambda table: layout.lock_path(loc, f"commit-{table}"))
             if settled:
-                log.info("spool %s: %d hand-off(s) to the committer withdrawn; its rows are merged by key",
-                         folder.name, settled)
+                log.info("spool %s: %d hand-off(s) and shared-commit request(s) withdrawn; its rows are "
+                         "merged by key", folder.name, settled)
             lost = claims.settle_noted(loc, folder)  # before any row: see `claims`
             for path in spool.segments(folder):
                 _replay_segment(loc, path, report, lost)
@@ -354,7 +355,7 @@ class LakeWriter:
         self._uploader: ThreadPoolExecutor | None = None
         self._closed = False
         #: deferred claims of the episodes this writer's recorder minted (`claims.ClaimBook`)
-        self.claims = claims.ClaimBook(self.lake)
+        self.claims = claims.ClaimBook(self.lake, self._spool.dir if self.options.handoff else None)
         #: the machine's committer, when this process is it (`committer.NodeCommitter`)
         self.node_committer: committer.NodeCommitter | None = None
         #: the last commit failure, until a commit succeeds again
@@ -728,7 +729,10 @@ class LakeWriter:
                                 with self._lock:
                                     self._flights.append(_Flight(table, parts, offer))
                             else:
-                                tables.commit(self.lake, table, rows, kind)
+                                if kind == "upsert" and opts.handoff:
+                                    self._upsert_together(table, rows)
+                                else:
+                                    tables.commit(self.lake, table, rows, kind)
                                 self.commits += 1
                                 for part in parts:
                                     part.segment.discard()
@@ -751,6 +755,14 @@ class LakeWriter:
             self.claims.drop_released()
         except Exception as exc:  # the claims stay held a little longer; tried again next time
             log.warning("releasing finished episodes' claims failed; retried at the next commit: %s", exc)
+
+    def _upsert_together(self, table: str, rows: pa.Table) -> None:
+        """Upsert `rows` in one commit with every other writer of this machine upserting into
+        `table` now (`group_commit.together`): one merge for all of them, not one each
+        queued behind the others."""
+        lake = self.lake
+        group_commit.together(layout.lock_path(lake, f"commit-{table}"), self._spool.dir, table, "upsert", rows,
+                              lambda merged: tables.commit(lake, table, merged, "upsert", locked=True))
 
     def _write_ahead(self, taken: dict[str, _Pending], order: list[str]) -> _Ahead | None:
         """Start writing the data files of the first hand-off slice on the uploader thread,

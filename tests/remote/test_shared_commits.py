@@ -1,0 +1,113 @@
+"""Writer processes of one machine share their commits of `episodes` and `_claims`
+(`group_commit.together`): one writer's round commits every request waiting, each request
+lands exactly once, and a failed round leaves the others' requests to their writers. Then a
+fleet on S3: many writer processes, every row once, nothing left in the spool."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from episodelake.lake import Lake
+from episodelake.lake.core import group_commit, layout, tables
+from tests.factories import child_env
+
+
+def _writers(root: Path, n: int) -> list[Path]:
+    folders = [root / f"writer-{k}" for k in range(n)]
+    for f in folders:
+        f.mkdir(parents=True)
+    return folders
+
+
+def test_requests_waiting_together_go_in_one_commit_each_exactly_once(tmp_path):
+    folders = _writers(tmp_path / "spool", 6)
+    lock = tmp_path / "locks" / "commit-t.lock"
+    commits: list[list[int]] = []
+    ready = threading.Barrier(len(folders))
+
+    def commit(rows: pa.Table) -> None:
+        commits.append(rows.column("v").to_pylist())
+        time.sleep(0.3)  # a commit's round trips: the others arrive meanwhile
+
+    def write(k: int) -> None:
+        ready.wait()
+        group_commit.together(lock, folders[k], "t", "upsert", pa.table({"v": [k]}), commit)
+
+    threads = [threading.Thread(target=write, args=(k,)) for k in range(len(folders))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(v for c in commits for v in c) == list(range(len(folders)))  # each once
+    assert len(commits) <= 2, commits  # one round, or one and the rest that queued behind it
+    assert not [p for f in folders for p in f.iterdir()]  # no request left behind
+
+
+def test_a_failed_round_leaves_the_other_writers_requests_to_them(tmp_path):
+    a, b = _writers(tmp_path / "spool", 2)
+    lock = tmp_path / "locks" / "commit-t.lock"
+    stored: list[int] = []
+    # b's request waits (as if b were queued behind the lock) when a's round fails
+    waiting = b / f"00000000000000000001-1-abcdef.t.upsert{group_commit.REQUEST_SUFFIX}"
+    with pa.OSFile(str(waiting), "wb") as sink, pa.ipc.new_stream(sink, pa.schema([("v", pa.int64())])) as out:
+        out.write_table(pa.table({"v": [2]}))
+
+    def failing(rows: pa.Table) -> None:
+        raise OSError("the store went away")
+
+    with pytest.raises(OSError, match="went away"):
+        group_commit.together(lock, a, "t", "upsert", pa.table({"v": [1]}), failing)
+    assert list(a.iterdir()) == [] and waiting.exists()  # a's rows stay in a's spool; b's request stays
+    group_commit.together(lock, a, "t", "upsert", pa.table({"v": [1]}),
+                          lambda rows: stored.extend(rows.column("v").to_pylist()))
+    assert sorted(stored) == [1, 2] and not waiting.exists()
+
+
+def test_a_dead_writers_requests_are_withdrawn_under_the_lock(tmp_path):
+    (dead,) = _writers(tmp_path / "spool", 1)
+    request = dead / f"00000000000000000001-1-abcdef._claims.place{group_commit.REQUEST_SUFFIX}"
+    request.write_bytes(b"")
+    locks = []
+    assert group_commit.withdraw(dead, lambda table: locks.append(table) or tmp_path / f"{table}.lock") == 1
+    assert locks == ["_claims"] and not request.exists()
+
+
+FLEET_WRITER = textwrap.dedent("""
+    from tests.factories import response, screenshot
+    from episodelake.collectors.record.recorder import Recorder
+    from episodelake.lake import WriterOptions
+    with Recorder({lake!r}, image_checks="structure", anchor=None,
+                  options=WriterOptions(batch_rows=6, max_age_s=0.2)) as rec:
+        for e in range({episodes}):
+            with rec.start_episode("t", episode_id=f"w{index}-{{e}}" if e % 2 else None) as ep:
+                for s in range(3):
+                    ep.log_step(screenshot(s), response())
+    print("closed", flush=True)
+""")
+
+
+def test_a_fleet_of_writer_processes_stores_every_row_once_and_leaves_no_spool(s3_lake, s3_env):
+    Lake(s3_lake)
+    procs = [subprocess.Popen([sys.executable, "-c", FLEET_WRITER.format(lake=s3_lake, episodes=8, index=k)],
+                              env=child_env(s3_env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for k in range(4)]
+    for proc in procs:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0 and out.strip() == "closed", err
+    lake = Lake(s3_lake)
+    rows = lake.sql("select count(*) n, count(distinct (episode_id, step)) d from steps").to_pylist()[0]
+    assert rows == {"n": 4 * 8 * 3, "d": 4 * 8 * 3}
+    episodes = lake.sql("select status, count(*) n from episodes group by 1").to_pylist()
+    assert episodes == [{"status": "finished", "n": 32}]
+    claims = tables.dataset(layout.table_path(lake.location, layout.CLAIMS_TABLE)).count_rows()
+    assert claims == 0  # placed before the rows, released once they were committed
+    root = layout.spool_root(lake.location)
+    assert [p.name for p in root.iterdir() if not p.name.startswith(".")] == []  # every writer's spool let go
