@@ -42,7 +42,9 @@ import contextlib
 import multiprocessing as mp
 import os
 import random
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -218,106 +220,222 @@ def log_step_ms(uri: str, screens: list[bytes], seconds: float, proxy: TcpProxy 
     return times, starts, len(times), once
 
 
-def _fleet_writer(uri: str, index: int, steps: int, handoff: bool, start, out) -> None:
-    """One recorder process: `steps` steps in episodes of 20, ids minted by the recorder."""
-    with Recorder(uri, run_id=f"w{index}", anchor=None, image_checks="structure",
-                  options=WriterOptions(handoff=handoff)) as rec:
-        screens = [phone_screen(index * 10 + k, (540, 1200)) for k in range(4)]
-        out.put("ready")
-        start.wait()
-        begun, cpu = time.perf_counter(), time.process_time()
-        ep = None
-        for n in range(steps):
-            if n % 20 == 0:
-                if ep is not None:
-                    ep.finish(success=True)
-                ep = rec.start_episode("fleet", "Goal")
-            ep.log_step(screens[n % 4], RESPONSE)
-        ep.finish(success=True)
-        acknowledged = time.perf_counter()
+def _fleet_writer(uri: str, index: int, steps: int, handoff: bool, env: dict[str, str], start, out) -> None:
+    """One recorder process: `steps` steps in episodes of 20, ids minted by the recorder
+    (every other episode's id given by the caller with `--fleet-given-ids`). `env`: the
+    machine it plays (its spool root and machine id) and the store's endpoint."""
+    os.environ.update(env)
+    from episodelake.lake.core import tables  # noqa: PLC0415  (after the environment is set)
+
+    given = env.get("BENCH_GIVEN_IDS") == "1"
+    slowest = {"open": 0.0, "start": 0.0, "log_step": 0.0, "finish": 0.0}
+
+    def timed(kind: str, fn, *args, **kwargs):
+        t = time.perf_counter()
+        value = fn(*args, **kwargs)
+        slowest[kind] = max(slowest[kind], (time.perf_counter() - t) * 1000)
+        return value
+
+    screens = [phone_screen(index * 10 + k, (540, 1200)) for k in range(4)]
+    out.put("ready")
+    start.wait()
+    begun, cpu = time.perf_counter(), time.process_time()
+    acks: list[tuple[str, int, float]] = []
+    rec = timed("open", Recorder, uri, run_id=f"w{index}", anchor=None, image_checks="structure",
+                options=WriterOptions(handoff=handoff))
+    ep = None
+    for n in range(steps):
+        if n % 20 == 0:
+            if ep is not None:
+                timed("finish", ep.finish, success=True)
+            episode_id = f"w{index}-{n // 20:04d}" if given and (n // 20) % 2 else None
+            ep = timed("start", rec.start_episode, "fleet", "Goal", episode_id=episode_id)
+        timed("log_step", ep.log_step, screens[n % 4], RESPONSE)
+        acks.append((ep.episode_id, n % 20, time.time()))
+    timed("finish", ep.finish, success=True)
+    acknowledged = time.perf_counter()
+    rec.close()
     # closed: every step committed; the CPU seconds of all the process's threads (its uploads
     # and, where it was elected, the machine's committer) since the start
-    out.put((begun, acknowledged, time.perf_counter(), time.process_time() - cpu))
+    out.put({"begun": begun, "acknowledged": acknowledged, "closed": time.perf_counter(),
+             "cpu_s": time.process_time() - cpu, "slowest_ms": slowest, "acks": acks,
+             "commits": tables.commit_counts["commits"], "conflict_retries": tables.commit_counts["conflict_retries"]})
 
 
 def _versions(uri: str) -> dict[str, int]:
     lake = Lake(uri)
     lake.invalidate()
-    return {t: lake.dataset(t).version for t in ("steps", "episodes")}
+    found = {t: lake.dataset(t).version for t in ("steps", "episodes")}
+    from episodelake.lake.core import layout, tables
+
+    claims_table = layout.table_path(lake.location, layout.CLAIMS_TABLE)
+    try:
+        found["_claims"] = tables.dataset(claims_table).version
+    except tables.DatasetMissing:
+        found["_claims"] = 0
+    return found
 
 
-def fleet(uri: str, writers: int, steps: int, handoff: bool = True,
-          store_pid: int | None = None) -> tuple[float, float, float, dict[str, float]]:
-    """(aggregate steps/s, steps-table commits per 1,000 steps, all commits per 1,000 steps,
-    measures of the run: CPU use while they wrote (`CpuUse`, the store's server being
-    `store_pid`), `cpu_ms_per_step` (the CPU the writer processes and the store's server
-    spent per step: the work the fleet costs, whatever else the machine runs) and
-    `acknowledged_share`, the share of the run's time until the last step was
-    acknowledged (the rest is the writers' close: committing what they hold and releasing
-    their episodes' claims)) of `writers` recorder processes writing `steps` steps each at
-    once."""
+class Reader:
+    """A reader polling the lake during a run, as a trainer reading what collectors just wrote
+    would: when each step first became visible to `Lake.sql`, and how many were visible when."""
+
+    def __init__(self, uri: str, every_s: float):
+        self.lake = Lake(uri)
+        self.every_s = every_s
+        self.seen: dict[tuple[str, int], float] = {}  # key -> wall time first seen
+        self.counts: list[tuple[float, int]] = []  # (perf_counter, rows visible)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            try:
+                count = self.lake.sql("select count(*) n from steps")[0][0].as_py()
+                now_wall, now = time.time(), time.perf_counter()
+                if count > len(self.seen):
+                    rows = self.lake.sql("select episode_id, step from steps").to_pylist()
+                    for r in rows:
+                        self.seen.setdefault((r["episode_id"], r["step"]), now_wall)
+                self.counts.append((now, count))
+            except Exception as exc:  # the store busy: the next poll tries again
+                print(f"reader: {exc}", file=sys.stderr)
+
+    def all_visible_at(self, total: int) -> float:
+        """When the reader first saw `total` rows (perf_counter); inf if it never did."""
+        return min((t for t, n in self.counts if n >= total), default=float("inf"))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def fleet(uri: str, writers: int, steps: int, handoff: bool = True, store_pid: int | None = None,
+          endpoint: str | None = None, machines: int = 1, spool_base: Path | None = None,
+          given_ids: bool = False) -> dict[str, float]:
+    """One fleet run: `writers` recorder processes writing `steps` steps each at once,
+    reaching the store at `endpoint` (a delaying proxy, or moto itself), played as
+    `machines` machines (writer i on machine i % machines: its own spool root under
+    `spool_base` and machine id). Returns the run's measures (see `measure_fleet`)."""
     Lake(uri)  # the tables exist before the writers start
     before = _versions(uri)
     context = mp.get_context("spawn")  # Lance is not fork-safe
     start, out = context.Event(), context.Queue()
-    procs = [context.Process(target=_fleet_writer, args=(uri, i, steps, handoff, start, out))
+    envs = []
+    for i in range(writers):
+        env = {"BENCH_GIVEN_IDS": "1" if given_ids else "0"}
+        if endpoint:
+            env["AWS_ENDPOINT_URL"] = endpoint
+        if machines > 1:
+            assert spool_base is not None
+            env["ELAKE_SPOOL"] = str(spool_base / f"machine-{i % machines}")
+            env["ELAKE_MACHINE_ID"] = f"bench-machine-{i % machines}"
+        envs.append(env)
+    procs = [context.Process(target=_fleet_writer, args=(uri, i, steps, handoff, envs[i], start, out))
              for i in range(writers)]
     for p in procs:
         p.start()
     for _ in procs:
         assert out.get(timeout=600) == "ready"
+    reader = Reader(uri, 0.2)
     cpu = CpuUse(store_pid)
     start.set()
-    results = [out.get(timeout=1200) for _ in procs]
+    results = [out.get(timeout=1800) for _ in procs]
     used = cpu.read()
+    deadline = time.monotonic() + 30
+    while reader.all_visible_at(writers * steps) == float("inf") and time.monotonic() < deadline:
+        time.sleep(0.1)  # closed: every row committed, so the reader's next poll sees them all
+    reader.stop()
     for p in procs:
         p.join()
-    wall = max(r[2] for r in results) - min(r[0] for r in results)
-    used["acknowledged_share"] = (max(r[1] for r in results) - min(r[0] for r in results)) / wall
-    after = _versions(uri)
+    begun = min(r["begun"] for r in results)
+    acked = max(r["acknowledged"] for r in results)
+    wall = max(r["closed"] for r in results) - begun
     total = writers * steps
-    used["cpu_ms_per_step"] = (sum(r[3] for r in results) + used.get("store_cpu_s", 0.0)) * 1000 / total
-    steps_commits = after["steps"] - before["steps"]
-    all_commits = sum(after[t] - before[t] for t in after)
-    return total / wall, steps_commits * 1000 / total, all_commits * 1000 / total, used
+    after = _versions(uri)
+    delays = [reader.seen[(e, n)] - at for r in results for e, n, at in r["acks"] if (e, n) in reader.seen]
+    commits = sum(r["commits"] for r in results)
+    return {
+        "steps_s": total / wall,
+        "acknowledged_steps_s": total / (acked - begun),
+        "committed_steps_s": total / (reader.all_visible_at(total) - begun),
+        "steps_commits_per_1000": (after["steps"] - before["steps"]) * 1000 / total,
+        "all_commits_per_1000": sum(after[t] - before[t] for t in after) * 1000 / total,
+        "cpu_ms_per_step": (sum(r["cpu_s"] for r in results) + used.get("store_cpu_s", 0.0)) * 1000 / total,
+        "machine_busy": used["machine_busy"],
+        "store_cpu_s_per_s": used.get("store_cpu_s_per_s", 0.0),
+        "fresh_p50_ms": p50(delays) * 1000 if delays else float("nan"),
+        "fresh_p99_ms": percentile(delays, 99) * 1000 if delays else float("nan"),
+        "conflict_retries_per_1000_commits": sum(r["conflict_retries"] for r in results) * 1000 / max(commits, 1),
+        **{f"max_{k}_ms": max(r["slowest_ms"][k] for r in results) for k in ("open", "start", "log_step", "finish")},
+    }
 
 
-def _median_run(runs: list[tuple]) -> tuple:
-    """The run with the median steps/s, with its own measures (a fleet run lasts about a
-    second, so one run says little on a shared machine)."""
-    return sorted(runs, key=lambda r: r[0])[len(runs) // 2]
+def _median_run(runs: list[dict]) -> dict:
+    """The run with the median committed steps/s, with its own measures (one run says little
+    on a shared machine)."""
+    return sorted(runs, key=lambda r: r["committed_steps_s"])[len(runs) // 2]
 
 
-def measure_fleet(args, tmp: Path, bucket, store_pid: int) -> None:
-    """The fleet rows (module docstring). Each S3 row says how busy the machine's cores were
-    and how much CPU the S3 server took meanwhile: on a machine whose cores are all busy,
-    more writers cannot add throughput, whatever the product does. `s3_cpu_ms_per_step`
-    against one writer's says what the fleet's coordination costs: near 1x, each step costs
-    the same work however many writers share the lake, and throughput is bounded by the
-    cores, not by the writers' contention."""
-    counts = (1, 2, 4, 8)
-    runs = {w: [] for w in counts}, {w: [] for w in counts}, {w: [] for w in (1, 8)}
-    for r in range(args.fleet_repeat):  # interleaved, so a slow spell of the machine hits every row
-        for w in counts:
-            runs[0][w].append(fleet(bucket(), w, args.fleet_steps, store_pid=store_pid))
-            runs[1][w].append(fleet(str(tmp / f"fleet-{w}-{r}"), w, args.fleet_steps))
-        for w in runs[2]:
-            runs[2][w].append(fleet(bucket(), w, args.fleet_steps, handoff=False))
-    s3, local, direct = ({w: _median_run(rs) for w, rs in kind.items()} for kind in runs)
-    for w in counts:
-        line(f"fleet, {w} writer process(es), {args.fleet_steps} steps each (540x1200 PNG)",
-             s3_steps_s=s3[w][0], local_steps_s=local[w][0], s3_vs_local=s3[w][0] / local[w][0],
-             s3_vs_1_writer=s3[w][0] / s3[1][0], s3_steps_commits_per_1000=s3[w][1],
-             s3_all_commits_per_1000=s3[w][2], local_steps_commits_per_1000=local[w][1],
-             s3_machine_busy=s3[w][3]["machine_busy"], s3_store_cpu_s_per_s=s3[w][3]["store_cpu_s_per_s"],
-             s3_acknowledged_share=s3[w][3]["acknowledged_share"], local_machine_busy=local[w][3]["machine_busy"],
-             s3_cpu_ms_per_step=s3[w][3]["cpu_ms_per_step"],
-             s3_cpu_per_step_vs_1_writer=s3[w][3]["cpu_ms_per_step"] / s3[1][3]["cpu_ms_per_step"],
-             local_cpu_ms_per_step=local[w][3]["cpu_ms_per_step"])
-    for w in (1, 8):
-        line(f"fleet baseline, {w} writer(s) committing their own batches (handoff=False), S3",
-             steps_s=direct[w][0], steps_commits_per_1000=direct[w][1], all_commits_per_1000=direct[w][2],
-             committer_vs_baseline=s3[w][0] / direct[w][0])
+def _proxy(target_port: int, latency_ms: float) -> tuple[subprocess.Popen, str]:
+    """A delaying proxy in its own process (tests/remote/proxy.py)."""
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-m", "tests.remote.proxy", str(target_port), str(latency_ms)],
+                            cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    return proc, f"http://127.0.0.1:{proc.stdout.readline().strip()}"
+
+
+def measure_fleet(args, tmp: Path, bucket, server: S3Server) -> None:
+    """The fleet rows: committed steps/s (the steps over the time until a reader polling
+    `Lake.sql` every 0.2 s saw every one of them) beside acknowledged steps/s (over the time
+    until the last `log_step` returned);
+    commits per 1,000 steps; CPU per step (the writer processes' and the S3 server's CPU over
+    the steps: the work the fleet costs, whatever the cores allow); freshness (p50/p99 from a
+    step's `log_step` returning to a reader seeing it); the slowest recorder call of any
+    writer. With `--store-latency-ms`, every writer reaches the store through a proxy that
+    delays each request (a bucket tens of milliseconds away); moto itself answers in about a
+    millisecond. Rows: writers in one process group (one machine: one committer), then
+    `--machines` machines of 2 writers (own spool roots and machine ids, one committer each),
+    then the baseline of writers committing their own batches (handoff=False)."""
+    latencies = [0.0] + ([args.store_latency_ms] if args.store_latency_ms else [])
+    counts = [int(w) for w in args.fleet_writers.split(",")]
+    for latency in latencies:
+        proxy, endpoint = _proxy(server.port, latency) if latency else (None, None)
+        try:
+            configs = [("one machine", w, 1, True) for w in counts]
+            if args.machines > 1:
+                configs.append((f"{args.machines} machines x 2", args.machines * 2, args.machines, True))
+            configs += [("handoff=False", w, 1, False) for w in (counts[0], counts[-1])]
+            runs: dict[tuple, list[dict]] = {c: [] for c in configs}
+            for r in range(args.fleet_repeat):  # interleaved: a slow spell of the machine hits every row
+                for c in configs:
+                    _, w, machines, handoff = c
+                    runs[c].append(fleet(bucket(), w, args.fleet_steps, handoff, server.proc.pid, endpoint,
+                                         machines, tmp / f"spools-{latency}-{r}-{w}-{machines}",
+                                         args.fleet_given_ids))
+            one = _median_run(runs[configs[0]])
+            for c in configs:
+                what, w, machines, handoff = c
+                m = _median_run(runs[c])
+                line(f"fleet {latency:.0f} ms store, {what}, {w} writer(s), {args.fleet_steps} steps each",
+                     committed_steps_s=m["committed_steps_s"], acknowledged_steps_s=m["acknowledged_steps_s"],
+                     committed_vs_1_writer=m["committed_steps_s"] / one["committed_steps_s"],
+                     steps_s_to_close=m["steps_s"],
+                     commits_per_1000_steps=m["all_commits_per_1000"],
+                     steps_commits_per_1000=m["steps_commits_per_1000"],
+                     commits_vs_1_writer=m["all_commits_per_1000"] / one["all_commits_per_1000"],
+                     cpu_ms_per_step=m["cpu_ms_per_step"],
+                     cpu_per_step_vs_1_writer=m["cpu_ms_per_step"] / one["cpu_ms_per_step"],
+                     machine_busy=m["machine_busy"], store_cpu_s_per_s=m["store_cpu_s_per_s"],
+                     fresh_p50_ms=m["fresh_p50_ms"], fresh_p99_ms=m["fresh_p99_ms"],
+                     conflict_retries_per_1000_commits=m["conflict_retries_per_1000_commits"],
+                     max_open_ms=m["max_open_ms"], max_start_ms=m["max_start_ms"],
+                     max_log_step_ms=m["max_log_step_ms"], max_finish_ms=m["max_finish_ms"])
+        finally:
+            if proxy is not None:
+                proxy.stdin.close()
+                proxy.wait(30)
 
 
 def main() -> None:
@@ -331,6 +449,13 @@ def main() -> None:
     ap.add_argument("--fleet-steps", type=int, default=400, help="steps per writer process in the fleet rows")
     ap.add_argument("--fleet-repeat", type=int, default=3,
                     help="runs of each fleet row; the row prints the median run")
+    ap.add_argument("--fleet-writers", default="1,2,4,8", help="writer counts of the one-machine fleet rows")
+    ap.add_argument("--store-latency-ms", type=float, default=0.0,
+                    help="also run the fleet rows through a proxy that delays each request this long")
+    ap.add_argument("--machines", type=int, default=4,
+                    help="the many-machines row: this many machines of 2 writers each (0: no such row)")
+    ap.add_argument("--fleet-given-ids", action="store_true",
+                    help="every other fleet episode with an id the caller gives (claimed provisionally)")
     ap.add_argument("--only-outage", action="store_true", help="measure the log_step rows only")
     ap.add_argument("--only-fleet", action="store_true", help="measure the fleet rows only")
     ap.add_argument("--quick", action="store_true", help="10 s outages, 150 steps per fleet writer")
@@ -351,7 +476,7 @@ def main() -> None:
             if not (args.only_outage or args.only_fleet):
                 measure_store(args, tmp, bucket, screens, rounds)
             if not args.only_outage:
-                measure_fleet(args, tmp, bucket, server.proc.pid)
+                measure_fleet(args, tmp, bucket, server)
             if not args.only_fleet:
                 outage(args, bucket, screens, server)
         finally:

@@ -65,10 +65,15 @@ class _RequestParser:
 
 
 class TcpProxy:
-    """Forwards 127.0.0.1:<port> to a target port; `blocked()` makes the target unreachable."""
+    """Forwards 127.0.0.1:<port> to a target port; `blocked()` makes the target unreachable.
 
-    def __init__(self, target_port: int):
+    `delay_s`: each request waits that long before it is sent on (a store that answers in
+    `delay_s` plus its own time, as a real bucket's round trip does; each connection waits
+    on its own, so concurrent requests overlap as they would over a network)."""
+
+    def __init__(self, target_port: int, delay_s: float = 0.0):
         self.target_port = target_port
+        self.delay_s = delay_s
         self._listener = socket.socket()
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._listener.bind(("127.0.0.1", 0))
@@ -128,6 +133,8 @@ class TcpProxy:
                     deny = self._deny
                     if deny is not None and any(deny(method, target) for method, target in began):
                         break  # cut before the store sees it
+                    if began and self.delay_s:
+                        time.sleep(self.delay_s)  # the round trip of a store farther away
                 dst.sendall(data)
         except OSError:
             pass
@@ -210,3 +217,19 @@ def flush_once_back(recorder, timeout_s: float = 120.0) -> None:
             return False
 
     wait_for(flushed, timeout_s, every_s=1, what="the store to take a commit")
+
+
+def main() -> None:
+    """`python -m tests.remote.proxy TARGET_PORT DELAY_MS`: a delaying proxy in a process of
+    its own (the remote benchmark's store latency, away from the measuring process's GIL);
+    prints its port, runs until stdin closes."""
+    import sys
+
+    proxy = TcpProxy(int(sys.argv[1]), delay_s=float(sys.argv[2]) / 1000)
+    print(proxy.port, flush=True)
+    sys.stdin.read()
+    proxy.close()
+
+
+if __name__ == "__main__":
+    main()
