@@ -17,7 +17,7 @@ from episodelake.api.settings import Settings, default_static_dir
 from episodelake.lake.core import users
 from episodelake.lake.curation import curation, saved_queries
 from tests.api.webapp_support import ServerThread, build_lake
-from tests.browser.conftest import ARGS, CHROMIUM, shot
+from tests.browser.conftest import ARGS, CHROMIUM, axe_violations, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -112,8 +112,9 @@ def test_two_people_edit_one_set_and_the_conflict_is_shown(person, team_server, 
     expect(conflict).to_contain_text("bob saved a newer version of this set (version 2)")
     expect(alice.get_by_role("button", name="Save", exact=True)).to_be_disabled()
     shot(alice, "team-set-conflict")
+    assert axe_violations(alice) == []
     # she keeps hers and saves: her description, bob's name
-    alice.get_by_role("button", name="keep my description").click()
+    alice.get_by_role("button", name="keep mine (description)").click()
     expect(conflict).to_have_count(0)
     alice.get_by_role("button", name="Save", exact=True).click()
     alice.get_by_test_id("toast").get_by_text("Saved the set triage (bob)").wait_for()
@@ -140,7 +141,7 @@ def test_a_save_from_an_older_version_is_refused_and_shown(person, team_server, 
     expect(alice.get_by_label("description", exact=True)).to_have_value("alice's older edit")
     expect(alice.get_by_test_id("conflict")).to_contain_text("bob saved")
     assert stored_set(team_lake, made["set_id"])["description"] == "bob's newer words"  # not overwritten
-    alice.get_by_role("button", name="take their description").click()
+    alice.get_by_role("button", name="take theirs (description)").click()
     expect(alice.get_by_label("description", exact=True)).to_have_value("bob's newer words")
     expect(alice.get_by_role("button", name="Save", exact=True)).to_be_disabled()  # nothing of hers left to save
     assert stored_set(team_lake, made["set_id"])["version"] == 2
@@ -165,6 +166,7 @@ def test_two_people_edit_one_view_and_the_conflict_is_shown(person, team_server,
     assert "task=set_alarm" in alice.url
     expect(alice.get_by_role("button", name="Update view")).to_be_disabled()
     shot(alice, "team-view-conflict")
+    assert axe_violations(alice) == []
     conflict.get_by_role("button", name="keep mine").click()
     alice.get_by_role("button", name="Update view").click()
     alice.get_by_test_id("toast").get_by_text("Updated the view “wifi queue”.").wait_for()

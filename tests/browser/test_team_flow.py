@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 
 from episodelake.lake.core import users
 from episodelake.lake.curation import curation
+from tests.browser.conftest import axe_violations
 from tests.browser.test_team_edits import chromium, person, team_lake, team_server  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -148,10 +149,11 @@ def test_an_admin_manages_people(person, team_server, team_lake):  # noqa: F811
     assert first.startswith("elk_")
     carol.get_by_label("role of dana").select_option("viewer")
     carol.get_by_test_id("toast").get_by_text("dana is a viewer now").wait_for()
-    carol.get_by_role("button", name="reissue dana's token").click()
+    carol.get_by_role("button", name="reissue token of dana").click()
     carol.get_by_role("dialog").get_by_role("button", name="Reissue").click()
     expect(carol.get_by_label("token issued to dana")).not_to_have_text(first)
     second = carol.get_by_label("token issued to dana").inner_text().strip()
+    assert axe_violations(carol) == []
     assert second.startswith("elk_") and second != first
     assert users.Directory(team_lake, refresh_s=0).authenticate(first) is None
     assert users.Directory(team_lake, refresh_s=0).authenticate(second) == users.Principal("dana", "viewer")

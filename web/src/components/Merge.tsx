@@ -61,10 +61,10 @@ export function Theirs({ merge, field, label, render = text }: { merge: Merge; f
   return (
     <span className="theirs" role="group" aria-label={`newer ${label}`} data-testid={`theirs-${field}`}>
       <span className="muted">theirs:</span> <span className="theirs-value">{render(merge.theirs(field))}</span>{" "}
-      <button type="button" className="link" onClick={() => merge.takeTheirs(field)} aria-label={`take their ${label}`}>
+      <button type="button" className="link" onClick={() => merge.takeTheirs(field)} aria-label={`take theirs (${label})`}>
         take theirs
       </button>{" "}
-      <button type="button" className="link" onClick={() => merge.keepMine(field)} aria-label={`keep my ${label}`}>
+      <button type="button" className="link" onClick={() => merge.keepMine(field)} aria-label={`keep mine (${label})`}>
         keep mine
       </button>
     </span>

@@ -124,7 +124,7 @@ export function PeoplePage() {
                 <td>{u.created_by ?? "—"}</td>
                 {admin && (
                   <td>
-                    <button type="button" onClick={() => void reissue(u)} disabled={action.busy} aria-label={`reissue ${u.name}'s token`}>
+                    <button type="button" onClick={() => void reissue(u)} disabled={action.busy} aria-label={`reissue token of ${u.name}`}>
                       reissue token
                     </button>{" "}
                     <button type="button" className="danger" onClick={() => void remove(u)} disabled={action.busy} aria-label={`remove ${u.name}`}>
