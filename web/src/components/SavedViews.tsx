@@ -60,9 +60,13 @@ function ViewAssignee({ view }: { view: SavedView }) {
   }
   const change = (person: string) =>
     assign.run(async () => {
-      const path = { params: { path: { view_id: view.view_id }, header: ifMatch(view.version ?? 0) } };
+      const view_id = view.view_id;
       try {
-        const updated = await call(person ? api.PUT("/api/views/{view_id}/assignee", { ...path, body: { assigned_to: person } }) : api.DELETE("/api/views/{view_id}/assignee", path));
+        const updated = await call(
+          person
+            ? api.PUT("/api/views/{view_id}/assignee", { params: { path: { view_id }, header: ifMatch(view.version ?? 0) }, body: { assigned_to: person } })
+            : api.DELETE("/api/views/{view_id}/assignee", { params: { path: { view_id }, header: ifMatch(view.version ?? 0) } }),
+        );
         toast(updated.assigned_to ? `Assigned “${updated.name}” to ${updated.assigned_to}.` : `“${updated.name}” is assigned to nobody now.`);
       } finally {
         await invalidate(["views"], ["audit"]); // a refusal (a teammate's newer version) shows theirs

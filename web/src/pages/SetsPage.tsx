@@ -129,7 +129,7 @@ export function SetPage({ id }: { id: string }) {
     });
     if (!yes) return;
     action.run(async () => {
-      await call(api.DELETE("/api/sets/{set_id}", { params: { path: { set_id: id } } }));
+      await call(api.DELETE("/api/sets/{set_id}", { params: { path: { set_id: id }, header: ifMatch(merge.version) } }));
       toast(`Deleted set ${name}`);
       navigate("/sets");
       // Gone: dropped rather than refetched; the list and the episodes' memberships refresh.
