@@ -7,8 +7,13 @@ and its response, in TRL's conversational unpaired-preference format (`prompt`,
 `completion`, boolean `label`: what `KTOTrainer` reads, and a per-step reward model's
 training data), content as lists of text and image parts, images as paths in the order of
 their parts. `label` is the judge's verdict: true when `step_reward` > 0, false when it is 0
-or less, null for a step the judge never scored (keep only judged steps with ``--where
-"step_reward IS NOT NULL"``). `reason` is the judge's `step_reward_reason`.
+or less. `reason` is the judge's `step_reward_reason`.
+
+A step the judge never scored (`step_reward` null) is written, with ``"label": null`` and
+``"step_reward": null`` (and ``"reason": null`` unless the judge left a reason): unknown,
+never false, so it is not read as a negative. `datasets` loads the column as booleans with
+None; TRL's `KTOTrainer` needs a boolean on every row, so export only judged steps for it,
+with ``--where "step_reward IS NOT NULL"`` (the counts then count only those).
 
 Export failed episodes too with ``--include-failed`` and steps whose action did not parse
 with ``--include-invalid`` (their verdicts are the negatives a reward model learns from).

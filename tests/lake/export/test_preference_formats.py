@@ -37,7 +37,13 @@ EPISODES = [
     ("g-b", "task-a", "b0", False, [("home", 900, 0.0)]),  # another group: pairs with nothing above
     ("g-c", "task-c", "c0", True, [("list", 100, 1.0), ("detail", 100, None)]),
     ("g-c", "task-c", "c1", True, [("list", 500, 0.0), ("detail", 400, 1.0)]),
+    # steps the judge never scored: no reward and no reason (a 4th item is the step's reason)
+    ("g-d", "task-d", "d0", False, [("start", 100, None, None), ("next", 300, 1.0), ("end", 200, None, None)]),
 ]
+#: Steps without a verdict: null step_reward and null reason.
+UNJUDGED = {("d0", 0), ("d0", 2)}
+#: Steps with a null step_reward (c0's second step has a reason but no reward).
+NO_REWARD = {(eid, k) for _, _, eid, _, steps in EPISODES for k, step in enumerate(steps) if step[2] is None}
 
 
 def build(path: Path) -> Lake:
@@ -45,10 +51,10 @@ def build(path: Path) -> Lake:
     with Recorder(lake) as rec:  # the default anchor keyer: the UI tree's hash
         for n, (group, task, eid, success, steps) in enumerate(EPISODES):
             with rec.start_episode(task, f"Goal of {task}, call {PHONE}", episode_id=eid, group_id=group) as ep:
-                for k, (tree, x, reward) in enumerate(steps):
+                for k, (tree, x, reward, *reason) in enumerate(steps):
+                    said = reason[0] if reason else f"{eid} step {k}: {'good' if reward else 'wrong'}, called {PHONE}"
                     ep.log_step(screenshot(n * 10 + k), response("click", thinking=f"{eid} {k}", coordinate=[x, 500]),
-                                ui_tree=f"<node screen='{tree}'/>", step_reward=reward,
-                                step_reward_reason=f"{eid} step {k}: {'good' if reward else 'wrong'}, called {PHONE}")
+                                ui_tree=f"<node screen='{tree}'/>", step_reward=reward, step_reward_reason=said)
                 ep.finish(success=success, eval_score=1.0 if success else 0.0)
     update_columns(lake, "steps", [{"episode_id": eid, "step": k, "ocr_text": "", "ocr_boxes": [],
                                     "ocr_version": DERIVATIONS["ocr"].version}
@@ -142,7 +148,8 @@ def test_prm_has_every_step_with_the_judges_verdict_and_reason(lake, tmp_path):
     for line in lines:
         reward = stored[(line["episode_id"], line["step"])]["step_reward"]
         assert line["step_reward"] == reward and line["label"] == (None if reward is None else reward > 0)
-        assert line["reason"].startswith(f"{line['episode_id']} step {line['step']}")
+        if (line["episode_id"], line["step"]) not in UNJUDGED:
+            assert line["reason"].startswith(f"{line['episode_id']} step {line['step']}")
         assert line["completion"][0]["role"] == "assistant"
     ds = load(tmp_path / "out", tmp_path / "hf")["train"]
     assert ds.num_rows == len(lines) and {"prompt", "completion", "label", "images"} <= set(ds.column_names)
@@ -218,3 +225,25 @@ def test_trls_vision_preference_collator_takes_the_pairs(lake, tmp_path):
     out = model(input_ids=ids, attention_mask=batch["attention_mask"], pixel_values=batch["pixel_values"],
                 image_grid_thw=batch["image_grid_thw"], mm_token_type_ids=(ids == model.config.image_token_id).long())
     assert out.logits.shape[:2] == ids.shape
+
+
+def test_prm_writes_a_step_without_a_verdict_as_null_never_false(lake, tmp_path):
+    """A step the judge never scored is unknown, not wrong: label, step_reward and reason are
+    null (JSON null), and --where "step_reward IS NOT NULL" leaves exactly those out."""
+    export(lake, tmp_path / "all", "prm", include_failed=True, val_fraction=0)
+    lines = {(line["episode_id"], line["step"]): line for line in jsonl(tmp_path / "all" / "train.jsonl")}
+    for key in UNJUDGED:
+        assert lines[key]["label"] is None and lines[key]["step_reward"] is None and lines[key]["reason"] is None
+    assert lines[("d0", 1)]["label"] is True  # the same episode's judged step keeps its verdict
+    assert NO_REWARD == UNJUDGED | {("c0", 1)}
+    assert lines[("c0", 1)]["label"] is None and lines[("c0", 1)]["reason"]  # a reason without a reward
+    assert all(isinstance(line["label"], bool) for key, line in lines.items() if key not in NO_REWARD)
+    text = (tmp_path / "all" / "train.jsonl").read_text(encoding="utf-8")
+    assert '"label": null' in text and '"label": false' in text
+    ds = load(tmp_path / "all", tmp_path / "hf")["train"]  # nulls load (as None) beside booleans
+    assert sum(label is None for label in ds["label"]) == len(NO_REWARD)
+    result = export(lake, tmp_path / "judged", "prm", include_failed=True, val_fraction=0,
+                    where="step_reward IS NOT NULL")
+    judged = jsonl(tmp_path / "judged" / "train.jsonl")
+    assert result.samples["train"] == len(judged) == len(lines) - len(NO_REWARD)
+    assert all(isinstance(line["label"], bool) for line in judged)
