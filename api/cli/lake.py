@@ -20,6 +20,7 @@ import typer
 from episodelake.api.cli.app import Commands, globals_of
 from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.core.lake import Lake
+from episodelake.lake.core.layout import check_id, check_spool_folder
 
 commands = Commands()
 
@@ -53,6 +54,9 @@ def cmd_sql(
     max_rows: Annotated[int, typer.Option(help="rows printed in table format (default 50)",
                                           show_default=False)] = 50,
 ) -> None:
+    if max_rows < 1:
+        raise InvalidInput(f"--max-rows: give 1 or more rows, not {max_rows} (--format csv/json/parquet "
+                           "--out FILE writes every row)")
     lake = Lake(globals_of(ctx).lake, create=False)
     if at:
         lake = lake.at(at)
@@ -90,8 +94,10 @@ def cmd_tag(
     list_tags: Annotated[bool, typer.Option("--list", help="list tags and the table versions they pin")] = False,
     delete: Annotated[bool, typer.Option("--delete", help="delete the tag NAME")] = False,
 ) -> None:
+    if name is not None:
+        check_id(name, "tag")  # an empty or blank name is refused, not read as --list
     lake = Lake(globals_of(ctx).lake, create=False)
-    if list_tags or not name:
+    if list_tags or name is None:
         for tag, pinned in sorted(lake.tags().items()):
             print(f"{tag}: " + ", ".join(f"{t}@{v}" for t, v in sorted(pinned.items())))
         return
@@ -107,10 +113,14 @@ def cmd_tag(
 def cmd_optimize(
     ctx: typer.Context,
     prune_days: Annotated[float, typer.Option(show_default=False, help="remove untagged versions older "
-                                              "than this many days (default 7; -1 keeps all)")] = 7.0,
+                                              "than this many days (default 7)")] = 7.0,
+    keep_versions: Annotated[bool, typer.Option("--keep-versions", help="prune no version at all")] = False,
 ) -> None:
+    if not 0 <= prune_days < float("inf"):
+        raise InvalidInput(f"--prune-days: give 0 or more days, not {prune_days:g} (--keep-versions "
+                           "prunes nothing)")
     lake = Lake(globals_of(ctx).lake, create=False)
-    prune = None if prune_days < 0 else timedelta(days=prune_days)
+    prune = None if keep_versions else timedelta(days=prune_days)
     report = lake.optimize(prune_older_than=prune)
     rows = [{"table": t, **r} for t, r in report.items()]
     print_table(pa.Table.from_pylist(rows))
@@ -134,6 +144,8 @@ def cmd_recover(
     from episodelake.lake.core import claims, conflicts
 
     lake = Lake(globals_of(ctx).lake, create=False)
+    if spool is not None:
+        check_spool_folder(spool, lake.location)
     report = lake.recover(spool)
     print(f"replayed {report['rows_replayed']} row(s) from crashed writers' spools")
     if release_claims is not None:

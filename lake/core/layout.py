@@ -94,6 +94,31 @@ def spool_root_in(folder: Path, lake: Location | Path | str) -> Path:
     return folder
 
 
+def check_spool_folder(folder: Path, lake: Location | Path | str) -> Path:
+    """The spool root under `folder` (`spool_root_in`), refused with one line naming
+    `--spool` unless it is one: an existing folder whose every entry is a writer's spool
+    (`<writer_id>/lock`, `<table>-<seq>.arrows`) or a kept folder (`.damaged`). So a wrong
+    path, or a system folder, is never replayed as a spool and never said to hold 0 rows."""
+    from episodelake.lake.core.errors import InvalidInput
+
+    shown = str(folder)
+    if not folder.exists():
+        raise InvalidInput(f"--spool {shown}: no such folder")
+    if not folder.is_dir():
+        raise InvalidInput(f"--spool {shown}: not a folder")
+    root = spool_root_in(folder, lake)
+    entries = sorted(p for p in root.iterdir() if not p.name.startswith("."))
+    strangers = [p for p in entries if not (p.is_dir() and (p / SPOOL_LOCK).is_file()
+                                             and all(f.suffix == SPOOL_SUFFIX or f.name == SPOOL_LOCK
+                                                     or f.name.startswith(".") for f in p.iterdir()))]
+    if strangers or not entries:
+        why = f"{strangers[0].name!r} is not a writer's spool" if strangers else "it is empty"
+        raise InvalidInput(f"--spool {shown}: not a spool folder ({why}); give $ELAKE_SPOOL as copied from "
+                           "the machine, the lake's folder under it, or that folder's spool/ (a writer's "
+                           f"spool holds {SPOOL_LOCK} and <table>-<seq>{SPOOL_SUFFIX} files)")
+    return root
+
+
 def exports_root(lake: Location | Path | str) -> Path:
     loc = location(lake)
     return loc.local / EXPORTS_DIR if loc.is_local else local_state(loc) / "exports"

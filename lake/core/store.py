@@ -24,12 +24,15 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 from urllib.parse import urlsplit
 
 from episodelake.lake.core.errors import InvalidInput, LakeError
+
+T = TypeVar("T")
 
 #: Schemes Lance opens as object stores (with the same storage options).
 #: where a lake is when none is named, and the variable that names it
@@ -41,6 +44,11 @@ REMOTE_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss")
 DEFAULT_CLIENT_OPTIONS = {"connect_timeout": "5s", "timeout": "60s", "client_max_retries": "3",
                           "client_retry_timeout": "30"}
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+#: How long the listing a lake makes when it opens may wait for the store (seconds), and the
+#: variable that changes it. Without credentials some clients look for them on a cloud
+#: metadata server that is not there and retry for minutes; a person gets a one-line error.
+OPEN_TIMEOUT_ENV = "ELAKE_STORE_OPEN_TIMEOUT_S"
+DEFAULT_OPEN_TIMEOUT_S = 20.0
 
 
 class StoreUnavailable(LakeError):
@@ -216,9 +224,12 @@ class Location:
             return
         import pyarrow.fs as pafs
 
-        fs, path = self._fs()
+        def listing():
+            fs, path = self._fs()
+            return fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+
         with store_errors(self):
-            infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+            infos = bounded(self, listing, "listing the lake")
         yield from (i.base_name for i in infos)
 
     def mkdir(self) -> None:
@@ -233,9 +244,12 @@ class Location:
             return
         import pyarrow.fs as pafs
 
-        fs, path = self._fs()
+        def bucket_info():
+            fs, path = self._fs()
+            return fs.get_file_info(path.split("/", 1)[0])
+
         with store_errors(self):
-            bucket = fs.get_file_info(path.split("/", 1)[0])
+            bucket = bounded(self, bucket_info, "asking for the bucket")
         if bucket.type == pafs.FileType.NotFound:
             raise StoreUnavailable(describe_failure(self, OSError("NoSuchBucket")))
 
@@ -313,6 +327,54 @@ def describe_failure(where: Location, exc: BaseException) -> str:
         cause = first[:300]
     lake = re.sub(r"/[^/]+\.lance(/.*)?$", "", where.uri)  # the lake, not one of its tables
     return f"lake {lake}{at}: {cause}"
+
+
+def open_timeout_s(environ: Mapping[str, str] | None = None) -> float:
+    """`$ELAKE_STORE_OPEN_TIMEOUT_S`, checked: a positive number of seconds."""
+    text = (os.environ if environ is None else environ).get(OPEN_TIMEOUT_ENV)
+    if text is None or not text.strip():
+        return DEFAULT_OPEN_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise InvalidInput(f"{OPEN_TIMEOUT_ENV}: give a number of seconds above 0, not {text!r}")
+    return value
+
+
+def bounded(where: Location, call: Callable[[], T], what: str) -> T:
+    """`call()` (a store request made while a lake opens), given at most `open_timeout_s()`.
+
+    The request runs on a daemon thread, since a client stuck looking for credentials cannot
+    be interrupted; past the limit it is left to finish on its own (nothing it does writes)
+    and `StoreSilent` names the lake, what was asked, the limit and the setting."""
+    limit = open_timeout_s()
+    done = threading.Event()
+    result: list = []
+
+    def run() -> None:
+        try:
+            result.append((True, call()))
+        except BaseException as exc:  # handed to the caller's thread, raised there
+            result.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name=f"store-open-{where.scheme}", daemon=True).start()
+    if not done.wait(limit):
+        hint = {"gs": "GOOGLE_APPLICATION_CREDENTIALS", "gcs": "GOOGLE_APPLICATION_CREDENTIALS",
+                "az": "AZURE_STORAGE_ACCOUNT_NAME / AZURE_STORAGE_ACCOUNT_KEY",
+                "abfs": "AZURE_STORAGE_ACCOUNT_NAME / AZURE_STORAGE_ACCOUNT_KEY",
+                "abfss": "AZURE_STORAGE_ACCOUNT_NAME / AZURE_STORAGE_ACCOUNT_KEY"}.get(
+                    where.scheme, "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY and AWS_ENDPOINT_URL")
+        silence = OSError(f"no answer within {limit:g} s while {what} ({OPEN_TIMEOUT_ENV})")
+        raise StoreSilent(f"{describe_failure(where, silence)}; check the store's address and its "
+                          f"credentials ({hint})")
+    ok, value = result[0]
+    if not ok:
+        raise value
+    return value
 
 
 class store_errors:
