@@ -67,7 +67,6 @@ import fcntl
 import json
 import logging
 import os
-import socket
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -223,12 +222,12 @@ def _append(lake: Location, rows: pa.Table, *, folder: Path | None = None):
         return _append_locked(lake, rows)
 
 
-def _append_locked(lake: Location, rows: pa.Table):
+def _append_locked(lake: Location, rows: pa.Table, table: str = layout.CLAIMS_TABLE):
     import lance
 
-    path = layout.table_path(lake, layout.CLAIMS_TABLE)
+    path = layout.table_path(lake, table)
     with store_errors(lake):
-        return tables.retry_commit(f"claim {rows.num_rows} episode(s)", lambda: lance.write_dataset(
+        return tables.retry_commit(f"append {rows.num_rows} row(s) to {table}", lambda: lance.write_dataset(
             rows, str(path), mode="append", storage_options=lake.storage_options))
 
 
@@ -284,7 +283,7 @@ def _within(wait_s: float, lake: Location, what: str, call: Callable[[], T],
 
 def _row(lake: Location, episode_id: str, holder: str, token: str) -> dict:
     folder = layout.spool_root(lake).resolve() / holder
-    return {"episode_id": episode_id, "holder": holder, "host": socket.gethostname(), "spool": str(folder),
+    return {"episode_id": episode_id, "holder": holder, "host": layout.machine_id(), "spool": str(folder),
             "token": token, "claimed_at": datetime.now(UTC)}
 
 
@@ -383,7 +382,7 @@ def settle(lake: Location, rows: list[dict]) -> dict[str, str | None]:
 def _holder_state(lake: Location, row: dict) -> str:
     """"alive", "dead", "gone" (see `spool.writer_state`), or "elsewhere" (another machine's)."""
     theirs = Path(row["spool"])
-    ours = row["host"] == socket.gethostname() and theirs.parent == layout.spool_root(lake).resolve()
+    ours = row["host"] == layout.machine_id() and theirs.parent == layout.spool_root(lake).resolve()
     return spool.writer_state(theirs) if ours else "elsewhere"
 
 
@@ -622,7 +621,7 @@ def release_host(lake: Location | Path | str, host: str) -> list[dict]:
         return []
     with store_errors(loc):
         rows = tables.dataset(layout.table_path(loc, layout.CLAIMS_TABLE)).to_table(filter=f"host = {sql_string(host)}").to_pylist()
-    if host == socket.gethostname():
+    if host == layout.machine_id():
         held = [r for r in rows if spool.writer_state(Path(r["spool"])) != "gone"]
         if held:
             r = held[0]
@@ -632,4 +631,90 @@ def release_host(lake: Location | Path | str, host: str) -> list[dict]:
                            "spools and releases their claims")
     if rows:  # by token: a claim taken after this read is not touched
         _delete(loc, sql_in("token", [r["token"] for r in rows]), f"release the claims of {host}")
+    if tables.has_table(loc, layout.MACHINES_TABLE):  # the machine's id is free again
+        path = layout.table_path(loc, layout.MACHINES_TABLE)
+        with tables.one_at_a_time(loc, layout.MACHINES_TABLE), store_errors(loc):
+            tables.retry_commit(f"free machine id {host}",
+                                lambda: tables.dataset(path).delete(f"machine = {sql_string(host)}"))
     return rows
+
+
+#: The lake's `_machines` dataset: one row per machine id taken (`register_machine`), the
+#: first committed row of an id holding it; `token` is the machine's (kept in its local folder
+#: for the lake, `MACHINE_NOTE`).
+MACHINES_SCHEMA = pa.schema([
+    pa.field("machine", pa.string(), nullable=False),
+    pa.field("token", pa.string(), nullable=False),
+    pa.field("spool", pa.string(), nullable=False),  # its spool root on that machine
+    pa.field("registered_at", pa.timestamp("us", tz="UTC")),
+])
+MACHINE_NOTE = "machine.json"
+
+
+class MachineIdTaken(Conflict):
+    """Another machine writes this lake under the same machine id."""
+
+
+def _machine_token(lake: Location) -> tuple[Path, dict]:
+    """This machine's token for the lake (made once, in its local folder), and the note."""
+    note = layout.local_state(lake) / MACHINE_NOTE
+    try:
+        return note, json.loads(note.read_text())
+    except (OSError, ValueError):
+        pass
+    made = {"token": uuid.uuid4().hex, "registered": []}
+    aside = note.with_name(f".{note.name}.{os.getpid()}")
+    aside.write_text(json.dumps(made))
+    try:
+        os.link(aside, note)  # the first process of this machine makes it; the others read it
+    except FileExistsError:
+        pass
+    finally:
+        aside.unlink(missing_ok=True)
+    return note, json.loads(note.read_text())
+
+
+def register_machine(lake: Location | Path | str) -> None:
+    """Take this machine's id (`layout.machine_id`) in a remote lake, or raise
+    `MachineIdTaken` when another machine took it first. Two machines under one id would
+    each judge the other's claims as their own (and their spools as gone): both could store
+    one episode. Asked of the store once per machine and lake (noted in `MACHINE_NOTE`); the
+    writer's thread calls it before its first commit."""
+    loc = location(lake)
+    if loc.is_local:
+        return
+    machine = layout.machine_id()
+    note_path, note = _machine_token(loc)
+    if machine in note.get("registered", []):
+        return
+    with tables.file_lock(layout.lock_path(loc, "machine")):  # one process of this machine asks
+        _register(loc, machine, note_path)
+
+
+def _register(loc: Location, machine: str, note_path: Path) -> None:
+    note = json.loads(note_path.read_text())
+    if machine in note.get("registered", []):
+        return  # another process of this machine did, while this one waited
+    token, where = note["token"], f"machine = {sql_string(machine)}"
+    with store_errors(loc):
+        tables.ensure_table(loc, layout.MACHINES_TABLE, MACHINES_SCHEMA.empty_table())
+        path = layout.table_path(loc, layout.MACHINES_TABLE)
+        rows = tables.dataset(path).to_table(filter=where).to_pylist()
+        if not any(r["token"] == token for r in rows):
+            row = {"machine": machine, "token": token, "spool": str(layout.spool_root(loc).resolve()),
+                   "registered_at": datetime.now(UTC)}
+            with tables.one_at_a_time(loc, layout.MACHINES_TABLE):
+                mine = _append_locked(loc, pa.Table.from_pylist([row], schema=MACHINES_SCHEMA), layout.MACHINES_TABLE)
+            rows = mine.to_table(filter=where).to_pylist()  # in commit order: the first row holds the id
+    first = rows[0]
+    if first["token"] != token:
+        raise MachineIdTaken(
+            f"machine id {machine!r} ({layout.MACHINE_ENV}, else the host name) is already taken in lake "
+            f"{loc} by another machine (spool {first['spool']}, since {first['registered_at']:%Y-%m-%d %H:%M} UTC): "
+            f"two machines under one id could both store one episode. Give each machine its own "
+            f"{layout.MACHINE_ENV}; if that machine is gone with its spool, `elake recover --release-claims "
+            f"{machine}` frees the id. Nothing recorded here is lost: it waits in this machine's spool")
+    note["registered"] = sorted({*note.get("registered", []), machine})
+    aside = note_path.with_name(f".{note_path.name}.{os.getpid()}")
+    aside.write_text(json.dumps(note))
+    os.replace(aside, note_path)

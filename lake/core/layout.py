@@ -4,6 +4,7 @@
 <lake>/                                               a folder, or s3://bucket/prefix (gs://, az://)
     episodes.lance/  steps.lance/  sets.lance/  ...   one Lance dataset per table
     _claims.lance/                                    episodes being recorded (remote lakes only)
+    _machines.lance/                                  the machine ids writing it (remote lakes only)
 ```
 Beside the tables, a lake has state that only makes sense on the machine that made it: the
 write-ahead spool of each live writer, short critical sections (file locks) and exports
@@ -32,17 +33,21 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import socket
 from pathlib import Path
 
 from episodelake.lake.core.store import Location, location
 
 SPOOL_ENV = "ELAKE_SPOOL"
+#: This machine's name in a remote lake's claims (`machine_id`); the host name by default.
+MACHINE_ENV = "ELAKE_MACHINE_ID"
 DEFAULT_SPOOL = "~/.cache/episodelake/spool"
 SPOOL_DIR = "_spool"
 LOCK_DIR = "_locks"
 EXPORTS_DIR = "_exports"
 CACHE_DIR = "_cache"
 CLAIMS_TABLE = "_claims"
+MACHINES_TABLE = "_machines"
 SPOOL_LOCK = "lock"
 SPOOL_SUFFIX = ".arrows"
 #: In a remote lake's local folder: the lake's URI, so a copied spool names its lake.
@@ -58,6 +63,14 @@ _ID = re.compile(ID_PATTERN)
 
 def table_path(lake: Location | Path | str, table: str) -> Location:
     return location(lake) / f"{table}.lance"
+
+
+def machine_id() -> str:
+    """This machine's name in a remote lake's claims: `$ELAKE_MACHINE_ID`, else the host name.
+    Each machine writing one lake needs its own (`claims.register_machine` refuses a second
+    machine with a name already taken): a claim names the machine that holds it, and a
+    holder on this machine is judged alive or dead by its spool here."""
+    return (os.environ.get(MACHINE_ENV) or "").strip() or socket.gethostname()
 
 
 def local_spool_base() -> Path:

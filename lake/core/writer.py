@@ -360,6 +360,12 @@ class LakeWriter:
         self.node_committer: committer.NodeCommitter | None = None
         #: the last commit failure, until a commit succeeds again
         self.last_error: BaseException | None = None
+        #: a failure no retry mends (this machine's id taken by another machine): nothing is
+        #: committed, and appends and flushes raise it; what was acknowledged stays in the spool
+        self.fatal: EpisodeLakeError | None = None
+        #: whether this machine's id is taken in the lake (`claims.register_machine`; a lake
+        #: on an object store: by the writer's thread, before its first commit)
+        self._registered = self.lake.is_local
         #: commits of this writer's rows: its own, and the committer's that carried its offers
         self.commits = 0
         self._stop = threading.Event()
@@ -378,6 +384,15 @@ class LakeWriter:
         self._waiters: list[tuple[set[int], Callable[[], None]]] = []
         self._ager = threading.Thread(target=self._age_loop, name="lake-writer-commit", daemon=True)
         self._ager.start()
+
+    def _register(self) -> None:
+        try:
+            claims.register_machine(self.lake)
+        except claims.MachineIdTaken as exc:
+            self.fatal = exc
+            log.error("%s", exc)
+            raise
+        self._registered = True
 
     @property
     def replayed(self) -> int:
@@ -405,6 +420,8 @@ class LakeWriter:
         store than `WriterOptions.max_backlog_bytes` is `Backpressure`."""
         if self._closed:
             raise RuntimeError("this LakeWriter is closed")
+        if self.fatal is not None:
+            raise self.fatal
         batches = schema.conform(table, rows).combine_chunks().to_batches()
         if not batches or batches[0].num_rows == 0:
             return
@@ -477,6 +494,8 @@ class LakeWriter:
             self._kick()
             progress_at, left = started, self._left(wanted)
             while left[0]:
+                if self.fatal is not None:
+                    raise self.fatal
                 now = time.monotonic()
                 if timeout is None and self._failures > failures:
                     raise CommitFailed(f"commit to the lake at {self.lake} failed ({self.last_error}); "
@@ -682,6 +701,8 @@ class LakeWriter:
         segments deleted once it is in the lake (or handed to the committer: see
         `committer`). On a failure the rows not yet committed, and those of every table after
         it, go back to pending, in order; nothing is lost."""
+        if self.fatal is not None:
+            raise self.fatal
         with self._commit_lock:
             self._settle_flights()
             taken = self._take(only, older_than)
@@ -810,6 +831,10 @@ class LakeWriter:
             if backoff and time.monotonic() < retry_at:
                 continue  # failing: the next try waits its turn
             try:
+                if self.fatal is not None:
+                    raise self.fatal
+                if not self._registered:
+                    self._register()
                 if not self.replay_done.is_set():
                     self._replay_orphans()
                 if self._flights:

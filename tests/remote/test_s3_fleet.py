@@ -24,6 +24,7 @@ from episodelake.lake.core.writer import CommitFailed
 from tests.factories import child_env, response, screenshot
 from tests.handoff import WRITER, acknowledged_by, spawn, start_committer, stored
 from tests.remote.proxy import flush_once_back
+from tests.waiting import wait_for
 
 #: Far above a local append (milliseconds), far below a hung request (tens of seconds).
 SLOW_S = 2.0
@@ -158,6 +159,8 @@ def test_a_deleted_bucket_is_one_clear_line_and_loses_nothing_acknowledged(s3_la
     ep = rec.start_episode("t", episode_id="orphaned")
     for n in range(3):
         ep.log_step(screenshot(n), response())
+    # the writer's thread takes this machine's id in the lake first (it writes to the bucket)
+    wait_for(lambda: rec.writer._registered, 60, every_s=0.1, what="the machine's id taken")
     bucket = s3_lake.split("/")[2]
     client = s3_server.client()
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):

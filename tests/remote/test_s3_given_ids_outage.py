@@ -183,6 +183,7 @@ def test_a_writer_killed_with_its_claim_unsettled_is_settled_by_the_replay(s3_pr
     if taken_meanwhile:  # a writer elsewhere (its own spool) stores the id before the dead one is replayed
         with monkeypatch.context() as elsewhere:
             elsewhere.setenv("ELAKE_SPOOL", str(tmp_path / "another-machine"))
+            elsewhere.setenv("ELAKE_MACHINE_ID", "another-machine")
             with Recorder(s3_proxied_lake, image_checks="structure", options=OPTIONS) as rival:
                 ep = rival.start_episode("t", episode_id=episode_id)
                 ep.log_step(screenshot(0), response("rival"))
