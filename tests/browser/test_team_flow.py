@@ -170,3 +170,31 @@ def test_an_admin_manages_people(person, team_server, team_lake):  # noqa: F811
     alice.goto(f"{team_server.url}/people")
     expect(alice.get_by_test_id("people-role-note")).to_be_visible()
     assert alice.get_by_label("role of bob").count() == 0 and alice.get_by_test_id("add-user").count() == 0
+
+
+LONG_TASK = "turn_on_the_do_not_disturb_schedule_for_weeknights_and_weekends"
+
+
+def test_task_names_wrap_only_after_their_separators(person, team_server, team_lake):  # noqa: F811
+    team_lake.upsert("episodes", [{"episode_id": "long-name-0", "run_id": "run-1", "task_name": LONG_TASK,
+                                   "task_goal": "Quiet nights", "episode_length": 1, "success": True}])
+    alice = person("alice", viewport=(1280, 800))
+    alice.goto(f"{team_server.url}/")
+    name = alice.get_by_test_id("task-tree").locator(".task-name", has_text=LONG_TASK)
+    name.wait_for()
+    # the character before each line break, from where each character is drawn
+    before_breaks = name.evaluate("""(el) => {
+        const out = []; let top = null, last = null;
+        const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+        for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+            for (let i = 0; i < n.length; i++) {
+                const r = document.createRange(); r.setStart(n, i); r.setEnd(n, i + 1);
+                const y = r.getBoundingClientRect().top;
+                if (top !== null && y > top + 2) out.push(last);
+                top = y; last = n.data[i];
+            }
+        }
+        return out;
+    }""")
+    assert before_breaks, "the long name fits on one line: the test shows nothing"
+    assert set(before_breaks) == {"_"}, f"the name breaks inside a word, after {before_breaks}"
