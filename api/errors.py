@@ -23,8 +23,11 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 from episodelake.collectors.agents.model_client import ModelError
+from episodelake.collectors.jobs.branch import BranchesRefused
+from episodelake.lake.core.claims import MachineIdTaken
 from episodelake.lake.core.errors import (
     ActionFailed,
+    BranchDiverged,
     Conflict,
     DeviceError,
     DeviceUnavailable,
@@ -108,6 +111,13 @@ STATUS: dict[type[EpisodeLakeError], int] = {
     EnvironmentLost: 503,
     ActionFailed: 422,
     ModelError: 502,
+    # branching: a replay that did not reach the parent's screen is the device state's conflict
+    # with the recorded one (the request was fine; the device is not where the parent was), and
+    # a job none of whose branches could start is its input's (K, the parents) problem
+    BranchDiverged: 409,
+    BranchesRefused: 422,
+    # a second machine writing the lake under a taken ELAKE_MACHINE_ID
+    MachineIdTaken: 409,
     # the API's own
     Unauthorized: 401,
     Forbidden: 403,
