@@ -87,6 +87,7 @@ from episodelake.lake.export.samples import Sample, samples
 from episodelake.lake.export.selection import EpisodeSteps, select
 from episodelake.lake.export.spec import ExportSpec
 from episodelake.lake.export.split import Dedup, split_of
+from episodelake.trainer.data_loader import LakeLoader
 from episodelake.trainer.data_read import (
     BLOCK,
     BlobReader,
@@ -353,8 +354,6 @@ class LakeSftDataset(IterableDataset):
         single process and whose batches are counted, so `state_dict()` is exact with
         workers (`episodelake.trainer.data_loader.LakeLoader`). `collate_fn` defaults to
         `collate`; other DataLoader arguments pass through."""
-        from episodelake.trainer.data_loader import LakeLoader
-
         return LakeLoader(self, batch_size=batch_size, num_workers=num_workers, **kwargs)
 
     def set_epoch(self, epoch: int) -> None:

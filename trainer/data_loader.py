@@ -17,20 +17,17 @@ pass's start and epoch), `in_order=False` (batches in the order they finish), an
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from torch.utils.data import DataLoader
 
 from episodelake.lake.core.errors import InvalidInput
 
-if TYPE_CHECKING:
-    from episodelake.trainer.data import LakeSftDataset
-
 
 class LakeLoader(DataLoader):
     """`ds.loader(batch_size=..., num_workers=..., **DataLoader arguments)`; see the module."""
 
-    def __init__(self, dataset: LakeSftDataset, batch_size: int | None = 1, num_workers: int = 0,
+    def __init__(self, dataset: Any, batch_size: int | None = 1, num_workers: int = 0,
                  **kwargs: Any):
         for name, refused in (("persistent_workers", True), ("in_order", False)):
             if kwargs.get(name, not refused) is refused:
@@ -48,8 +45,8 @@ class LakeLoader(DataLoader):
         kwargs.setdefault("collate_fn", dataset.collate if batch_size is not None else None)
         super().__init__(dataset, batch_size=batch_size, num_workers=num_workers, **kwargs)
 
-    def __iter__(self) -> Iterator[Any]:
-        ds: LakeSftDataset = self.dataset  # type: ignore[assignment]
+    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]  # a generator over the DataLoader's iterator, which counts what it hands over
+        ds: Any = self.dataset  # a LakeSftDataset (not imported: it imports this module)
         chunk = self.batch_size or 1
         start = ds._start()
         total, epoch, workers = len(ds), ds.epoch, max(1, self.num_workers)
