@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from episodelake.api.errors import ErrorDetail
 from episodelake.api.listing import EpisodeFilter
+from episodelake.collectors.jobs.branch import BranchSpec
 from episodelake.collectors.jobs.rerun import RerunSpec
 from episodelake.lake.core import schema
 from episodelake.lake.core.layout import ID_MAX, ID_PATTERN
@@ -583,6 +584,61 @@ class RerunDetail(BaseModel):
     broke: list[str] = []
     progress: JobProgress | None = None
     error: ErrorDetail | None = None
+
+
+class BranchCreate(BaseModel):
+    """Branches of one episode from its step K on the simulated phone (other envs and model
+    endpoints: `elake branch`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    episode_id: str = Field(min_length=1, max_length=ID_MAX, pattern=ID_PATTERN, description="the parent")
+    at: Annotated[StrictInt, Field(ge=0)] | Literal["failing"] = Field(
+        description="the parent's step K (the branch stands where the parent stood before its K-th action), "
+        "or 'failing': a curator's failing_step, else the first step the judge scored low")
+    policy: str = Field(min_length=1, max_length=40, examples=["random", "noisy:0.3", "oracle"],
+                        description="oracle | noisy[:P] (a share P of random steps) | random")
+    n: int = Field(_default(BranchSpec, "n"), ge=1, le=20, description="branches to record")
+    max_steps: int | None = Field(None, ge=1, le=100, description="steps of a branch's whole trajectory, the "
+                                  "replayed ones included; default: the command line's "
+                                  f"{_default(BranchSpec, 'max_steps')}, or K + 10 where that leaves fewer "
+                                  "than 10 steps after K")
+    seed: int = Field(_default(BranchSpec, "seed"), ge=0, le=2**31 - 1, description="of the branches' agents")
+
+
+class BranchRefusal(BaseModel):
+    """A branch that was not recorded, and why (the episode and the step named)."""
+
+    parent: str | None
+    step: int | None
+    error: str | None
+
+
+class BranchJob(BaseModel):
+    """A branch job (kind `branch`; its id is the branches' `run_id`): what it was asked, its
+    progress, and the branches it recorded so far."""
+
+    branch_id: str
+    parent: str | None = Field(description="the episode branched")
+    step: int | None = Field(description="the parent's step K the branches start from")
+    at: str | None = Field(None, description="as asked: a step number or 'failing'")
+    n: int | None = None
+    policy: str | None = None
+    status: schema.JobStatus
+    progress: JobProgress
+    error: ErrorDetail | None = None
+    who: str | None = None
+    created_at: datetime
+    finished_at: datetime | None = None
+    branches: list[Episode] = Field(default_factory=list, description="the episodes this job recorded")
+    refused: list[BranchRefusal] = Field(default_factory=list, description="branches not recorded, and why")
+
+
+class EpisodeBranches(BaseModel):
+    """An episode's branches (`episodes.branch_of` = it) and the branch jobs started from it."""
+
+    episode_id: str
+    branches: list[Episode] = Field(description="by branch step, then oldest first")
+    jobs: list[BranchJob] = Field(description="branch jobs of this episode, newest first")
 
 
 class RunSummary(BaseModel):

@@ -2,6 +2,7 @@
 
 from episodelake.api.routes import (
            annotations,
+           branches,
            edits,
            episodes,
            exports,
@@ -23,5 +24,5 @@ from episodelake.api.routes import (
 )
 
 ROUTERS = [health.router, tasks.router, episodes.router, steps.router, stats.router, overview.router, sql.router,
-           sets.router, annotations.router, groups.router, exports.router, reruns.router, runs.router,
+           sets.router, annotations.router, groups.router, exports.router, reruns.router, branches.router, runs.router,
            jobs.router, views.router, search.router, similar.router, edits.router, people.router]

@@ -41,6 +41,53 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/branches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Branch Jobs
+         * @description Branch jobs, newest first (from the command line too), with this server's live progress.
+         */
+        get: operations["branch_jobs_api_branches_get"];
+        put?: never;
+        /**
+         * Start Branches
+         * @description Record `n` branches of an episode of the simulated phone from its step K (or its failing
+         *     step); follow them at GET /api/branches/{branch_id}. An unknown episode, a step it cannot
+         *     be branched at and a parent that is not the simulated phone's are this request's error;
+         *     one branch job runs at a time (409).
+         */
+        post: operations["start_branches_api_branches_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/branches/{branch_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Branch Job
+         * @description One branch job: its progress, the branches recorded so far, the ones refused and why.
+         */
+        get: operations["branch_job_api_branches__branch_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/edits/{job_id}/undo": {
         parameters: {
             query?: never;
@@ -118,6 +165,27 @@ export interface paths {
          *     server has users, else `author` as sent.
          */
         post: operations["annotate_api_episodes__episode_id__annotations_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/episodes/{episode_id}/branches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Episode Branches
+         * @description The episode's branches (episodes whose `branch_of` is it) and the branch jobs started
+         *     from it alone, newest first, with their progress.
+         */
+        get: operations["episode_branches_api_episodes__episode_id__branches_get"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1216,6 +1284,114 @@ export interface components {
             /** Lo */
             lo: number;
         };
+        /**
+         * BranchCreate
+         * @description Branches of one episode from its step K on the simulated phone (other envs and model
+         *     endpoints: `elake branch`).
+         */
+        BranchCreate: {
+            /**
+             * At
+             * @description the parent's step K (the branch stands where the parent stood before its K-th action), or 'failing': a curator's failing_step, else the first step the judge scored low
+             */
+            at: number | "failing";
+            /**
+             * Episode Id
+             * @description the parent
+             */
+            episode_id: string;
+            /**
+             * Max Steps
+             * @description steps of a branch's whole trajectory, the replayed ones included; default: the command line's 20, or K + 10 where that leaves fewer than 10 steps after K
+             */
+            max_steps?: number | null;
+            /**
+             * N
+             * @description branches to record
+             * @default 3
+             */
+            n: number;
+            /**
+             * Policy
+             * @description oracle | noisy[:P] (a share P of random steps) | random
+             * @example random
+             * @example noisy:0.3
+             * @example oracle
+             */
+            policy: string;
+            /**
+             * Seed
+             * @description of the branches' agents
+             * @default 0
+             */
+            seed: number;
+        };
+        /**
+         * BranchJob
+         * @description A branch job (kind `branch`; its id is the branches' `run_id`): what it was asked, its
+         *     progress, and the branches it recorded so far.
+         */
+        BranchJob: {
+            /**
+             * At
+             * @description as asked: a step number or 'failing'
+             */
+            at?: string | null;
+            /** Branch Id */
+            branch_id: string;
+            /**
+             * Branches
+             * @description the episodes this job recorded
+             */
+            branches?: components["schemas"]["Episode"][];
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            error?: components["schemas"]["ErrorDetail"] | null;
+            /** Finished At */
+            finished_at?: string | null;
+            /** N */
+            n?: number | null;
+            /**
+             * Parent
+             * @description the episode branched
+             */
+            parent: string | null;
+            /** Policy */
+            policy?: string | null;
+            progress: components["schemas"]["JobProgress"];
+            /**
+             * Refused
+             * @description branches not recorded, and why
+             */
+            refused?: components["schemas"]["BranchRefusal"][];
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "queued" | "running" | "done" | "failed" | "interrupted" | "cancelled";
+            /**
+             * Step
+             * @description the parent's step K the branches start from
+             */
+            step: number | null;
+            /** Who */
+            who?: string | null;
+        };
+        /**
+         * BranchRefusal
+         * @description A branch that was not recorded, and why (the episode and the step named).
+         */
+        BranchRefusal: {
+            /** Error */
+            error: string | null;
+            /** Parent */
+            parent: string | null;
+            /** Step */
+            step: number | null;
+        };
         /** CategoryCount */
         CategoryCount: {
             /**
@@ -1302,6 +1478,24 @@ export interface components {
             task_goal?: string | null;
             /** Task Name */
             task_name?: string | null;
+        };
+        /**
+         * EpisodeBranches
+         * @description An episode's branches (`episodes.branch_of` = it) and the branch jobs started from it.
+         */
+        EpisodeBranches: {
+            /**
+             * Branches
+             * @description by branch step, then oldest first
+             */
+            branches: components["schemas"]["Episode"][];
+            /** Episode Id */
+            episode_id: string;
+            /**
+             * Jobs
+             * @description branch jobs of this episode, newest first
+             */
+            jobs: components["schemas"]["BranchJob"][];
         };
         /** EpisodeDetail */
         EpisodeDetail: {
@@ -3278,6 +3472,264 @@ export interface operations {
             };
         };
     };
+    branch_jobs_api_branches_get: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BranchJob"][];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    start_branches_api_branches_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BranchCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BranchJob"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    branch_job_api_branches__branch_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
+                branch_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BranchJob"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     undo_api_edits__job_id__undo_post: {
         parameters: {
             query?: never;
@@ -3770,6 +4222,92 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Annotation"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    episode_branches_api_episodes__episode_id__branches_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description letters, digits and . _ : @ + = -, starting with a letter or digit, never '..' */
+                episode_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EpisodeBranches"];
                 };
             };
             /** @description Bad Request */
