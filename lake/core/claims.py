@@ -649,6 +649,7 @@ MACHINES_SCHEMA = pa.schema([
     pa.field("registered_at", pa.timestamp("us", tz="UTC")),
 ])
 MACHINE_NOTE = "machine.json"
+tables.REMOTE_TABLES.update({layout.CLAIMS_TABLE: CLAIMS_SCHEMA, layout.MACHINES_TABLE: MACHINES_SCHEMA})
 
 
 class MachineIdTaken(Conflict):

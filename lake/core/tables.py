@@ -202,6 +202,14 @@ def create_table(lake: Location | Path | str, table: str, empty: pa.Table) -> No
         log.info("created table %s", table)
 
 
+#: Tables outside the lake's schema that a lake on an object store keeps (`claims`: `_claims`
+#: and `_machines`), by name, with their columns: made with the lake's own tables, by the
+#: first process that opens it. Made later by whichever writer first needs one, they were made
+#: by every machine of a fleet at once: Lance turns the losers' creations into overwrites of
+#: the winner's version, which could drop rows written in between.
+REMOTE_TABLES: dict[str, pa.Schema] = {}
+
+
 def ensure_tables(lake: Location | Path | str, stored: set[str] | None = None) -> dict[str, lance.LanceDataset]:
     """Create every missing table as an empty dataset, and give a table made by an older
     release the columns added to its schema since (null in every stored row: Lance adds them
@@ -218,6 +226,11 @@ def ensure_tables(lake: Location | Path | str, stored: set[str] | None = None) -
     missing = [t for t in schema.TABLES if t not in stored]
     for table in missing:
         create_table(lake, table, schema.empty(table))
+    if not lake.is_local:
+        for table, columns in REMOTE_TABLES.items():
+            if table not in stored:
+                create_table(lake, table, columns.empty_table())
+            lake.known_tables.add(table)
     opened = {t: open_table(lake, t) for t in schema.TABLES if t not in missing}
     stale = [t for t, ds in opened.items() if _columns_missing(ds, t)]
     if stale:

@@ -59,7 +59,9 @@ log = logging.getLogger(__name__)
 class WriterOptions:
     batch_rows: int = 512
     batch_bytes: int = 128 * 1024 * 1024
-    max_age_s: float = 2.0
+    #: The oldest row waits at most this long for its commit: with 1.0 a reader (a trainer
+    #: reading what collectors just wrote) sees a step about 1-2 s after `log_step` returned.
+    max_age_s: float = 1.0
     #: "process": flushed to the OS on every append (survives the process being killed);
     #: "machine": also fsynced (survives power loss), slower.
     durability: str = "process"
@@ -474,9 +476,10 @@ class LakeWriter:
         segments). The commits run on the writer's thread, never this one: a flush asks it to
         commit now and waits, so a store that hangs holds the caller no longer than it chose.
 
-        Without `timeout`, raises `CommitFailed` at the first commit that fails after the
-        flush began (the rows stay in the spool, retried in the background and by later
-        flushes), or when the machine's committer makes no progress for
+        Without `timeout`, raises `CommitFailed` when commits fail twice in a row after the
+        flush began (the first failure is retried at once; the rows stay in the spool, retried
+        in the background and by later flushes), or when the machine's committer makes no
+        progress for
         `WriterOptions.flush_timeout_s`. With `timeout` (seconds), it waits through failures
         (an outage) for up to that long, then raises `CommitFailed` saying how much is left.
         Either way the message says how many rows and bytes still wait, and where."""
@@ -487,7 +490,7 @@ class LakeWriter:
             self._run_waiters()
             return
         started = time.monotonic()
-        failures = self._failures
+        failures, retried = self._failures, False
         with self._lock:
             self._flushing += 1
         try:
@@ -497,9 +500,15 @@ class LakeWriter:
                 if self.fatal is not None:
                     raise self.fatal
                 now = time.monotonic()
-                if timeout is None and self._failures > failures:
+                failed = self._failures - failures
+                if timeout is None and failed >= 2 and self.last_error is not None:
+                    # twice in a row (the first failure was retried at once: a lost race, a
+                    # blip): the store is not taking commits now
                     raise CommitFailed(f"commit to the lake at {self.lake} failed ({self.last_error}); "
                                        f"{self._left_text(left)}")
+                if failed == 1 and not retried:
+                    retried = True
+                    self._kick()
                 if timeout is not None and now - started > timeout:
                     why = f"; last error: {self.last_error}" if self.last_error is not None else ""
                     raise CommitFailed(f"not committed within {timeout:g} s{why}; {self._left_text(left)}")
@@ -841,6 +850,12 @@ class LakeWriter:
                     with self._commit_lock:
                         back = self._settle_flights()
                     woken = woken or back
+                if self.claims.waiting:
+                    # new episodes' claims go now, not with their first rows: the rows'
+                    # commit then waits for nobody's claim (and shares the placement with the
+                    # other writers of the machine placing theirs)
+                    with self._commit_lock:
+                        self.claims.place()
                 # an append that saw a full batch may have knocked after this thread took it
                 woken = woken and self._full_batch()
                 urgent = self._flushing > 0 or self._eager
