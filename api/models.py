@@ -629,8 +629,8 @@ class BranchJob(BaseModel):
     who: str | None = None
     created_at: datetime
     finished_at: datetime | None = None
-    branches: list[Episode] = Field(default_factory=list, description="the episodes this job recorded")
-    refused: list[BranchRefusal] = Field(default_factory=list, description="branches not recorded, and why")
+    branches: list[Episode] = Field(description="the episodes this job recorded")
+    refused: list[BranchRefusal] = Field(description="branches not recorded, and why (listed once the job ends)")
 
 
 class EpisodeBranches(BaseModel):

@@ -3,7 +3,7 @@
 // refreshes what lists episodes, and two views asking the same thing (the replay and
 // Compare, the curation panel and the Sets page) share one cached answer.
 import { QueryClient, infiniteQueryOptions, queryOptions, type QueryKey } from "@tanstack/react-query";
-import { api, call, type EpisodeQuery, type ExportSummary, type RerunSummary, type SearchQuery } from "./client";
+import { api, call, type BranchJob, type EpisodeQuery, type ExportSummary, type RerunSummary, type SearchQuery } from "./client";
 
 /** Most lake data changes only by a write: this client's own (which invalidates what it
  * changed) or another's (which the live poller sees by the list's ETag and turns into an
@@ -156,6 +156,14 @@ export const queries = {
       staleTime: JOB_FRESH_MS,
       queryFn: ({ signal }) => call(api.GET("/api/reruns", { signal })),
       refetchInterval: (q) => whileRunning(q.state.data?.some((r: RerunSummary) => r.status === "running") ?? false),
+    }),
+  // Under ["episode", id]: the live poll refreshes it when a branch is recorded elsewhere.
+  branches: (id: string) =>
+    queryOptions({
+      queryKey: ["episode", id, "branches"],
+      staleTime: JOB_FRESH_MS,
+      queryFn: ({ signal }) => call(api.GET("/api/episodes/{episode_id}/branches", { params: { path: { episode_id: id } }, signal })),
+      refetchInterval: (q) => whileRunning(q.state.data?.jobs.some((j: BranchJob) => j.status === "running" || j.status === "queued") ?? false),
     }),
   rerun: (id: string) =>
     queryOptions({

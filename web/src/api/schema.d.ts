@@ -1343,7 +1343,7 @@ export interface components {
              * Branches
              * @description the episodes this job recorded
              */
-            branches?: components["schemas"]["Episode"][];
+            branches: components["schemas"]["Episode"][];
             /**
              * Created At
              * Format: date-time
@@ -1364,9 +1364,9 @@ export interface components {
             progress: components["schemas"]["JobProgress"];
             /**
              * Refused
-             * @description branches not recorded, and why
+             * @description branches not recorded, and why (listed once the job ends)
              */
-            refused?: components["schemas"]["BranchRefusal"][];
+            refused: components["schemas"]["BranchRefusal"][];
             /**
              * Status
              * @enum {string}

@@ -2,7 +2,10 @@
 // each under its task and goal, aligned on the step's place (step <n> of the longest one),
 // counted as the replay counts ("step 2 (3/6)"), with the action sequences below (rows
 // where they differ are highlighted). The address holds the list, so a comparison opens from
-// its link; adding an episode (from any task) or removing one rewrites it.
+// its link; adding an episode (from any task) or removing one rewrites it. With `&align=K`
+// (a parent and its branches, opened from the replay's "Compare at step K") the rows are the
+// episodes' step numbers, step K where the branches left the parent is marked, and the
+// steps before it read "replayed" in the branches' columns.
 import { useDeferredValue, useEffect, useState, type CSSProperties } from "react";
 import { useQueries, useQuery } from "@tanstack/react-query";
 import type { Episode, EpisodeDetail, Step } from "../api/client";
@@ -13,28 +16,9 @@ import { mark } from "../components/TaskTree";
 import { count } from "../components/Time";
 import { isShortcut, useTitle } from "../hooks";
 import { Link, enc, navigate, useLocation } from "../router";
+import { MAX_COMPARED, alignOf, compareUrl, comparedIds } from "./compareUrl";
 
-/** How many episodes fit side by side (each column keeps a readable screenshot at 1280 px). */
-export const MAX_COMPARED = 6;
-
-/** The compared episodes' ids from the address `/compare/<a>/<b>/...` (each segment encoded
- * with `enc`, so an id may hold `/`), once each, at most MAX_COMPARED. */
-export function comparedIds(path: string): string[] {
-  const rest = path.replace(/^\/compare\/?/, "");
-  const ids = rest.split("/").filter(Boolean).map((s) => {
-    try {
-      return decodeURIComponent(s);
-    } catch {
-      return s;
-    }
-  });
-  return [...new Set(ids)].slice(0, MAX_COMPARED);
-}
-
-/** The address comparing `ids` at `step`. */
-export function compareUrl(ids: string[], step: number): string {
-  return `/compare/${ids.map(enc).join("/")}?step=${step}`;
-}
+export { MAX_COMPARED, comparedIds, compareUrl };
 
 /** "a", "a and b", "a, b and c". */
 function listed(ids: string[]): string {
@@ -45,10 +29,11 @@ export function ComparePage() {
   const { path, query } = useLocation();
   const ids = comparedIds(path);
   const step = Number(query.get("step") ?? 0) || 0;
+  const align = alignOf(query);
   // The replay's own cached details: opening Compare from an episode asks only for the other.
   const loaded = useQueries({ queries: ids.map((id) => queries.episode(id)) });
   useTitle(ids.length ? `Compare ${listed(ids)}` : "Compare");
-  const to = (next: string[]) => navigate(compareUrl(next, step), { replace: true });
+  const to = (next: string[]) => navigate(compareUrl(next, step, align), { replace: true });
   const failed = loaded.findIndex((q) => q.error);
   const details = loaded.every((q) => q.data) ? loaded.map((q) => q.data as EpisodeDetail) : null;
   return (
@@ -77,18 +62,22 @@ export function ComparePage() {
 function Aligned({ details, onChange }: { details: EpisodeDetail[]; onChange: (ids: string[]) => void }) {
   const { query } = useLocation();
   const ids = details.map((d) => d.episode.episode_id);
+  const align = alignOf(query);
   // The longest episode numbers the rows; `?step=` is its step number, as in the replay's
-  // address (an episode's steps are numbered from 0, so all usually agree).
+  // address (an episode's steps are numbered from 0, so all usually agree). Aligned, the rows
+  // are every step number any of them has, and each column shows its step of that number.
   const ref = details.reduce((longest, d) => (d.steps.length > longest.steps.length ? d : longest), details[0]);
-  const length = ref.steps.length;
+  const rows = align == null ? ref.steps.map((s) => s.step) : [...new Set(details.flatMap((d) => d.steps.map((s) => s.step)))].sort((a, b) => a - b);
+  const length = rows.length;
   const asked = Number(query.get("step") ?? 0) || 0;
-  const at = ref.steps.findIndex((s) => s.step === asked);
+  const at = rows.indexOf(asked);
   const index = at >= 0 ? at : Math.min(Math.max(0, asked), Math.max(0, length - 1));
-  const stepNo = (i: number) => ref.steps[i]?.step ?? i;
+  const stepNo = (i: number) => rows[i] ?? i;
+  const stepOf = (d: EpisodeDetail, i: number): Step | undefined => (align == null ? d.steps[i] : d.steps.find((s) => s.step === rows[i]));
   const [annotated, setAnnotated] = useState(true);
   const go = (i: number) => {
     const n = Math.max(0, Math.min(length - 1, i));
-    navigate(compareUrl(ids, stepNo(n)), { replace: true });
+    navigate(compareUrl(ids, stepNo(n), align), { replace: true });
   };
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
@@ -122,6 +111,12 @@ function Aligned({ details, onChange }: { details: EpisodeDetail[]; onChange: (i
           <input type="checkbox" checked={annotated} onChange={() => setAnnotated(!annotated)} /> annotated
         </label>
         {tasks > 1 && <span className="error">These episodes are of {tasks === 2 && details.length === 2 ? "different" : tasks} tasks.</span>}
+        {align != null && (
+          <span className="muted" data-testid="compare-align">
+            aligned at step {align}
+            {details.some((d) => d.episode.branch_of != null) && <>: the branches' steps before it replay their parent's</>}
+          </span>
+        )}
       </div>
       <AddEpisode ids={ids} onAdd={(id) => onChange([...ids, id])} />
       <div className="side-by-side" style={{ "--columns": details.length } as CSSProperties} data-testid="compare-columns">
@@ -129,7 +124,7 @@ function Aligned({ details, onChange }: { details: EpisodeDetail[]; onChange: (i
           <Column
             key={d.episode.episode_id}
             detail={d}
-            index={index}
+            step={stepOf(d, index)}
             annotated={annotated}
             onRemove={ids.length > 1 ? () => onChange(ids.filter((id) => id !== d.episode.episode_id)) : undefined}
           />
@@ -148,14 +143,16 @@ function Aligned({ details, onChange }: { details: EpisodeDetail[]; onChange: (i
           </thead>
           <tbody>
             {Array.from({ length }, (_, i) => {
-              const summaries = details.map((d) => (d.steps[i] ? d.steps[i].action_view.summary : "—"));
+              const summaries = details.map((d) => stepOf(d, i)?.action_view.summary ?? "—");
               const differs = new Set(summaries).size > 1;
+              const point = align != null && stepNo(i) === align;
               return (
-                <tr key={i} className={`${i === index ? "current" : ""} ${differs ? "differs" : ""}`} onClick={() => go(i)} aria-current={i === index ? "step" : undefined}>
+                <tr key={i} className={`${i === index ? "current" : ""} ${differs ? "differs" : ""} ${point ? "align-step" : ""}`} onClick={() => go(i)} aria-current={i === index ? "step" : undefined}>
                   <td>
                     <button type="button" className="link" aria-label={`step ${stepNo(i)}`} onClick={(e) => (e.stopPropagation(), go(i))}>
                       {stepNo(i)}
                     </button>
+                    {point && <span className="muted"> branch point</span>}
                   </td>
                   {summaries.map((s, j) => (
                     <td key={ids[j]}>{s}</td>
@@ -220,9 +217,10 @@ function AddEpisode({ ids, onAdd }: { ids: string[]; onAdd: (id: string) => void
   );
 }
 
-function Column({ detail, index, annotated, onRemove }: { detail: EpisodeDetail; index: number; annotated: boolean; onRemove?: () => void }) {
+function Column({ detail, step, annotated, onRemove }: { detail: EpisodeDetail; step: Step | undefined; annotated: boolean; onRemove?: () => void }) {
   const ep = detail.episode;
-  const step: Step | undefined = detail.steps[index];
+  const position = step ? detail.steps.indexOf(step) : -1;
+  const replayed = step != null && ep.branch_of != null && ep.branch_step != null && step.step < ep.branch_step;
   return (
     <section className="column" aria-label={`episode ${ep.episode_id}`} data-testid="compare-column">
       <h3>
@@ -251,9 +249,14 @@ function Column({ detail, index, annotated, onRemove }: { detail: EpisodeDetail;
           </>
         )}
       </p>
+      {ep.branch_of && (
+        <p className="muted compare-branch-of" data-testid="compare-branch-of">
+          branched from <span className="mono">{ep.branch_of}</span> at step {ep.branch_step}
+        </p>
+      )}
       {step && (
         <p className="muted" data-testid="compare-column-step">
-          step {step.step} ({index + 1}/{detail.steps.length})
+          step {step.step} ({position + 1}/{detail.steps.length}){replayed && " · replayed"}
         </p>
       )}
       {step ? (

@@ -21,6 +21,7 @@ import { isShortcut, useTitle } from "../hooks";
 import { Link, enc, navigate, useLocation, withQuery } from "../router";
 import { BulkAdd } from "../components/BulkAdd";
 import { RoleNote, useMay } from "../components/Role";
+import { BranchForm, EpisodeBranches } from "../components/Branches";
 
 const OVERLAY_KEY = "elake.overlay";
 
@@ -152,6 +153,7 @@ function Replay({ detail, stepParam }: { detail: EpisodeDetail; stepParam?: stri
       </main>
       <aside className="right">
         {current && <StepPanel step={current} detail={detail} found={found} />}
+        {current && <BranchForm episode={ep} stepNo={current.step} />}
         {may("curator") ? <CurationPanel detail={detail} stepNo={current?.step ?? 0} /> : <RoleNote need="curator" what="Curating episodes" />}
         {may("admin") && <EpisodeEdits episode={ep} stepNo={current?.step ?? 0} firstStep={steps[0]?.step ?? 0} />}
       </aside>
@@ -183,6 +185,7 @@ const EpisodeHeader = memo(function EpisodeHeader({ detail, onCompare }: { detai
         )}
         {ep.eval_reason && <> · {ep.eval_reason}</>}
       </p>
+      <EpisodeBranches episode={ep} />
       <label className="compare-pick">
         Compare with{" "}
         <select
