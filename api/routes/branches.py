@@ -18,7 +18,7 @@ the branch jobs started from it, which the replay page lists under the episode.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, cast
 
 from fastapi import APIRouter, Query
 
@@ -43,6 +43,8 @@ KIND = "branch"
 API_ENV = "sim"
 #: Steps a branch gets after K at least, where the request leaves `max_steps` out.
 OWN_STEPS = 10
+#: The command line's `--max-steps` default (BranchSpec's), where that leaves OWN_STEPS after K.
+DEFAULT_MAX_STEPS: int = cast(int, BranchSpec.__dataclass_fields__["max_steps"].default)
 
 
 def branches_of(lake: Lake, column: str, value: str) -> list[dict]:
@@ -81,8 +83,7 @@ def checked_spec(lake: Lake, body: BranchCreate) -> BranchSpec:
                            f"--n {body.n} --policy {body.policy} --server URL` (or --serial)")
     at = None if body.at == "failing" else body.at
     point = branch_point(lake, body.episode_id, at)  # K beyond the episode, no action before K, ...
-    default = BranchSpec.__dataclass_fields__["max_steps"].default
-    max_steps = body.max_steps or max(default, point.step + OWN_STEPS)
+    max_steps = body.max_steps or max(DEFAULT_MAX_STEPS, point.step + OWN_STEPS)
     if point.step >= max_steps:
         raise InvalidInput(f"episode {body.episode_id}: a branch at step {point.step} needs max_steps above "
                            f"{point.step} (max_steps counts the replayed steps too)")
