@@ -449,6 +449,7 @@ class LakeSftDataset(IterableDataset):
         share = [order[p] for p in worker_share(start, len(order), chunk, wid, workers)]
         counting = run is None and worker is None  # this process is the training loop's
         if counting:
+            self._unseen[0] = 0  # this pass's position is known again
             self._position = {"epoch": self.epoch, "yielded": start, "workers": None}
         return self._emit(share, start if counting else None)
 

@@ -50,6 +50,7 @@ class LakeLoader(DataLoader):
         chunk = self.batch_size or 1
         start = ds._start()
         total, epoch, workers = len(ds), ds.epoch, max(1, self.num_workers)
+        ds._unseen[0] = 0  # a plain DataLoader's earlier pass no longer matters
         ds._pass = {"start": start, "chunk": chunk}
         try:  # iter(dataset) runs now: in this process, or in workers that copy the dataset
             batches = super().__iter__()

@@ -269,6 +269,8 @@ def test_a_plain_dataloaders_workers_cannot_save_or_resume_a_position(lake):
         break
     with pytest.raises(InvalidInput, match="num_workers: this dataset was iterated by the workers of a plain"):
         ds.state_dict()
+    assert len(_keys(ds.loader(batch_size=3))) == len(ds)  # a counted pass: the position is known again
+    assert ds.state_dict()["yielded"] == len(ds)
     fresh = sft_dataset(lake, include_failed=True, seed=2)
     it = iter(fresh)
     next(it)
