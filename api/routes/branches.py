@@ -57,9 +57,12 @@ def branches_of(lake: Lake, column: str, value: str) -> list[dict]:
 def job_out(lake: Lake, job: dict) -> dict:
     """A branch job as the API answers it: its request, progress, and what it recorded."""
     params, result = job.get("params") or {}, job.get("result") or {}
-    ids = params.get("episode_ids") or []
+    ids, at = params.get("episode_ids") or [], params.get("at")
+    step = params.get("step")  # the API's jobs resolve `failing`; the command line's keep `at` as given
+    if step is None and isinstance(at, str) and at.isdigit():
+        step = int(at)
     return {"branch_id": job["job_id"], "parent": ids[0] if len(ids) == 1 else None,
-            "step": params.get("step"), "at": params.get("at"), "n": params.get("n"),
+            "step": step, "at": at, "n": params.get("n"),
             "policy": params.get("policy"), "status": job["status"], "progress": job["progress"],
             "error": job["error"], "who": job.get("who"), "created_at": job["created_at"],
             "finished_at": job.get("finished_at"), "branches": branches_of(lake, "run_id", job["job_id"]),

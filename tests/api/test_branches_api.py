@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from episodelake.api.settings import Settings
+from episodelake.collectors.jobs.branch import BranchSpec, run_branches
 from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake.core import users
@@ -111,6 +112,17 @@ def test_failing_branches_at_the_judges_first_low_step(client, lake):
     assert r.json()["step"] == first_low_step(lake, parent) and r.json()["at"] == "failing"
     job = wait_job(client, f"/api/branches/{r.json()['branch_id']}", timeout_s=120)
     assert job["status"] == "done" and [b["branch_step"] for b in job["branches"]] == [first_low_step(lake, parent)]
+
+
+def test_a_branch_job_of_the_command_line_shows_like_the_apis(client, lake):
+    parent = parents(lake)[1]["episode_id"]
+    report = run_branches(lake, BranchSpec(episode_ids=(parent,), at="1", n=1, policy="oracle"))
+    listed = client.get(f"/api/episodes/{parent}/branches").json()
+    job = next(j for j in listed["jobs"] if j["branch_id"] == report["branch_id"])
+    assert (job["parent"], job["step"], job["at"], job["n"], job["policy"], job["status"]) == (
+        parent, 1, "1", 1, "oracle", "done")
+    assert [b["episode_id"] for b in job["branches"]] == [report["branches"][0]["episode_id"]]
+    assert report["branches"][0]["episode_id"] in {b["episode_id"] for b in listed["branches"]}
 
 
 def test_bad_input_is_the_requests_error_naming_it_and_starts_no_job(client, lake):
