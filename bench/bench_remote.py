@@ -10,29 +10,31 @@ launcher as the tests) against a local folder, measured in the same run.
   once (each commit retried on conflicts like every writer's);
 - fragments and read latency as commits pile up (a query over `steps` and one episode's
   steps), then after `Lake.optimize`;
-- `log_step` latency while the store refuses every connection, and while it hangs (accepts
-  and never answers), for `--outage` seconds each (a TCP proxy in front of moto, the tests'
-  `TcpProxy`), against the same steps with the store up, with default writer options; a new
-  episode starts every 20 steps throughout, every other one with an id the caller gives (the
-  first such start during an outage waits for the store's answer, the later ones take their
-  claims provisionally at once); the steps acknowledged during the outage are counted in the
-  lake once it is back;
-- the fleet: aggregate steps/s of 1 / 2 / 4 / 8 recorder processes at once (recorder-minted
-  episode ids, default writer options, so the machine's committer appends their uploaded
-  fragments), on S3 and on a local folder, with commits per 1,000 steps and the CPU use
-  meanwhile (share of the machine's cores busy; CPU seconds per second of the S3 server,
-  which shares the cores with the writers here; CPU milliseconds per step of the writers and
-  the server together, against one writer's); the same on S3 with
-  `WriterOptions(handoff=False)` (each writer commits its own batches, the path before the
-  committer) as the baseline of the same run. Each row is the median of `--fleet-repeat`
-  runs (3), the rows' runs interleaved.
+- each recorder call's latency (`Recorder()`, `start_episode` with ids minted and given,
+  `log_step`, `finish`) while the store refuses every connection, and while it hangs
+  (accepts and never answers), for `--outage` seconds each (a TCP proxy in front of moto, the
+  tests' `TcpProxy`), against the same steps with the store up, with default writer options:
+  the recorder is opened during the outage, a new episode starts every 20 steps, every other
+  one with an id the caller gives; the steps acknowledged during the outage are counted in
+  the lake once it is back;
+- the fleet (`measure_fleet`): 1 and 8 recorder processes (`--fleet-writers`) at full speed,
+  `--machines` machines of 2 writers, the baseline of writers committing their own batches
+  (`WriterOptions(handoff=False)`), and 1 and 8 writers at a collector's pace
+  (`--fleet-rate` steps/s each): committed steps/s (a reader polling `Lake.sql`) beside
+  acknowledged, commits per 1,000 steps, CPU per step, freshness (p50/p99 from `log_step`
+  to visible), conflict retries per 1,000 commits and each call's max, with moto answering
+  at once and, with `--store-latency-ms 25`, through a proxy that delays every request (a
+  bucket 25 ms away). Each row is the median of `--fleet-repeat` runs, interleaved.
 
 `--quick`: 10 s outages and a shorter fleet, run once (the rows' shape, in a fraction of the time);
 `--only-outage` / `--only-fleet`: those rows alone.
 
-moto keeps objects in memory on this machine, so the S3 figures show the cost of the API
-(requests, listing, conditional commits) without a network's latency; a real bucket adds
-tens of milliseconds per request on top. Default run: about 4 minutes on 2 cores.
+moto keeps objects in memory on this machine, so the S3 figures without
+`--store-latency-ms` show the cost of the API (requests, listing, conditional commits)
+without a network's latency; a real bucket adds tens of milliseconds per request on top,
+which `--store-latency-ms 25` models. On a 2-core machine the writers, moto and the proxy
+share the cores: a row whose `machine_busy` is near 1 is bounded by them, and its CPU per
+step (against one writer's) says what the fleet costs. Default run: about 10 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import argparse
 import contextlib
 import multiprocessing as mp
 import os
+import queue
 import random
 import subprocess
 import sys
@@ -169,55 +172,48 @@ def growth(name: str, uri: str, rounds: list[int], n: int) -> None:
 
 
 def log_step_ms(uri: str, screens: list[bytes], seconds: float, proxy: TcpProxy | None,
-                mode: str = "refused") -> tuple[list[float], list[float], int, int]:
-    """Each `log_step`'s latency over `seconds` of steps (about 20 a second, a busy collector,
-    a new episode every 20 steps), with the store refused or hung throughout when `proxy` is
-    given; then wait for every step to land. Every other episode has an id the caller gives
-    (its claim settled once the store is back), the others ids the recorder mints. Returns
-    (log_step latencies, start_episode latencies by "given"/"minted", steps acknowledged,
-    steps stored exactly once)."""
-    rec = Recorder(uri, image_checks="structure", anchor=None)  # default writer options
-    warm = rec.start_episode("outage")
-    warm.finish(success=True)
-    rec.flush()
-    times: list[float] = []
-    starts: dict[str, list[float]] = {"given": [], "minted": []}
+                mode: str = "refused") -> dict:
+    """Each recorder call's latency over `seconds` of steps (about 20 a second, a busy
+    collector, a new episode every 20 steps), with the store refused or hung throughout when
+    `proxy` is given: the recorder is opened during the outage (this machine opened the lake
+    before), and every other episode has an id the caller gives (its claim settled once the
+    store is back), the others ids the recorder mints; then wait for every step to land.
+    Returns the latencies (ms) by call, the steps acknowledged and those stored exactly once."""
+    with Recorder(uri, image_checks="structure", anchor=None) as warm:  # this machine knows the lake
+        warm.start_episode("outage").finish(success=True)
+    times: dict[str, list[float]] = {"open": [], "log_step": [], "given": [], "minted": [], "finish": []}
+
+    def timed(kind: str, fn, *args, **kwargs):
+        started = time.perf_counter()
+        value = fn(*args, **kwargs)
+        times[kind].append((time.perf_counter() - started) * 1000)
+        return value
+
     episodes: list[str] = []
     outage = contextlib.nullcontext() if proxy is None else (
         proxy.blocked() if mode == "refused" else proxy.hanging())
     with outage:
+        rec = timed("open", Recorder, uri, image_checks="structure", anchor=None)  # default writer options
         end = time.monotonic() + seconds
         ep = None
         while time.monotonic() < end:
-            if ep is None or len(times) % 20 == 0:
+            if ep is None or len(times["log_step"]) % 20 == 0:
                 if ep is not None:
-                    ep.finish(success=True)
+                    timed("finish", ep.finish, success=True)
                 kind = "given" if len(episodes) % 2 else "minted"
                 given = f"given-{len(episodes):04d}" if kind == "given" else None  # a fresh bucket each run
-                started = time.perf_counter()
-                ep = rec.start_episode("outage", episode_id=given)
-                starts[kind].append((time.perf_counter() - started) * 1000)
+                ep = timed(kind, rec.start_episode, "outage", episode_id=given)
                 episodes.append(ep.episode_id)
-            started = time.perf_counter()
-            ep.log_step(screens[len(times) % len(screens)], RESPONSE)
-            times.append((time.perf_counter() - started) * 1000)
+            timed("log_step", ep.log_step, screens[len(times["log_step"]) % len(screens)], RESPONSE)
             time.sleep(0.05)
-        ep.finish(success=True)
-    deadline = time.monotonic() + 300
-    while True:
-        try:
-            rec.flush()
-            break
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(1)
-    rec.close()
+        timed("finish", ep.finish, success=True)
+    rec.close(timeout=300)  # the one wait: until the store has taken everything
     ids = ", ".join(f"'{e}'" for e in episodes)
     stored = Lake(uri).sql(f"select count(*) n, count(distinct (episode_id, step)) d from steps "
                            f"where episode_id in ({ids})").to_pylist()[0]
-    once = stored["d"] if stored["n"] == stored["d"] else -1
-    return times, starts, len(times), once
+    steps = len(times["log_step"])
+    return {"times": times, "steps": steps, "once": stored["d"] if stored["n"] == stored["d"] else -1,
+            "episodes": len(episodes)}
 
 
 def _fleet_writer(uri: str, index: int, steps: int, handoff: bool, env: dict[str, str], start, out) -> None:
@@ -228,6 +224,7 @@ def _fleet_writer(uri: str, index: int, steps: int, handoff: bool, env: dict[str
     from episodelake.lake.core import tables  # noqa: PLC0415  (after the environment is set)
 
     given = env.get("BENCH_GIVEN_IDS") == "1"
+    rate = float(env.get("BENCH_RATE") or 0)  # steps/s of this writer (0: as fast as it can)
     slowest = {"open": 0.0, "start": 0.0, "log_step": 0.0, "finish": 0.0}
 
     def timed(kind: str, fn, *args, **kwargs):
@@ -245,6 +242,8 @@ def _fleet_writer(uri: str, index: int, steps: int, handoff: bool, env: dict[str
                 options=WriterOptions(handoff=handoff))
     ep = None
     for n in range(steps):
+        if rate:
+            time.sleep(max(0.0, begun + n / rate - time.perf_counter()))
         if n % 20 == 0:
             if ep is not None:
                 timed("finish", ep.finish, success=True)
@@ -313,7 +312,7 @@ class Reader:
 
 def fleet(uri: str, writers: int, steps: int, handoff: bool = True, store_pid: int | None = None,
           endpoint: str | None = None, machines: int = 1, spool_base: Path | None = None,
-          given_ids: bool = False) -> dict[str, float]:
+          given_ids: bool = False, rate: float = 0.0) -> dict[str, float]:
     """One fleet run: `writers` recorder processes writing `steps` steps each at once,
     reaching the store at `endpoint` (a delaying proxy, or moto itself), played as
     `machines` machines (writer i on machine i % machines: its own spool root under
@@ -324,7 +323,7 @@ def fleet(uri: str, writers: int, steps: int, handoff: bool = True, store_pid: i
     start, out = context.Event(), context.Queue()
     envs = []
     for i in range(writers):
-        env = {"BENCH_GIVEN_IDS": "1" if given_ids else "0"}
+        env = {"BENCH_GIVEN_IDS": "1" if given_ids else "0", "BENCH_RATE": str(rate)}
         if endpoint:
             env["AWS_ENDPOINT_URL"] = endpoint
         if machines > 1:
@@ -341,7 +340,15 @@ def fleet(uri: str, writers: int, steps: int, handoff: bool = True, store_pid: i
     reader = Reader(uri, 0.2)
     cpu = CpuUse(store_pid)
     start.set()
-    results = [out.get(timeout=1800) for _ in procs]
+    results = []
+    while len(results) < len(procs):
+        try:
+            results.append(out.get(timeout=5))
+        except queue.Empty:
+            dead = [p for p in procs if p.exitcode not in (None, 0)]
+            if dead and out.empty():
+                reader.stop()
+                raise RuntimeError(f"{len(dead)} writer process(es) failed (exit {dead[0].exitcode}); see above") from None
     used = cpu.read()
     deadline = time.monotonic() + 30
     while reader.all_visible_at(writers * steps) == float("inf") and time.monotonic() < deadline:
@@ -403,20 +410,24 @@ def measure_fleet(args, tmp: Path, bucket, server: S3Server) -> None:
     for latency in latencies:
         proxy, endpoint = _proxy(server.port, latency) if latency else (None, None)
         try:
-            configs = [("one machine", w, 1, True) for w in counts]
+            configs = [("one machine", w, 1, True, 0.0) for w in counts]
             if args.machines > 1:
-                configs.append((f"{args.machines} machines x 2", args.machines * 2, args.machines, True))
-            configs += [("handoff=False", w, 1, False) for w in (counts[0], counts[-1])]
+                configs.append((f"{args.machines} machines x 2", args.machines * 2, args.machines, True, 0.0))
+            if args.fleet_baseline:
+                configs += [("handoff=False", w, 1, False, 0.0) for w in sorted({counts[0], counts[-1]})]
+            if args.fleet_rate:  # a collector's pace: freshness as a trainer would see it
+                configs += [(f"{args.fleet_rate:g} steps/s each", w, 1, True, args.fleet_rate)
+                            for w in sorted({counts[0], counts[-1]})]
             runs: dict[tuple, list[dict]] = {c: [] for c in configs}
             for r in range(args.fleet_repeat):  # interleaved: a slow spell of the machine hits every row
                 for c in configs:
-                    _, w, machines, handoff = c
+                    _, w, machines, handoff, rate = c
                     runs[c].append(fleet(bucket(), w, args.fleet_steps, handoff, server.proc.pid, endpoint,
                                          machines, tmp / f"spools-{latency}-{r}-{w}-{machines}",
-                                         args.fleet_given_ids))
+                                         args.fleet_given_ids, rate))
             one = _median_run(runs[configs[0]])
             for c in configs:
-                what, w, machines, handoff = c
+                what, w, machines, handoff, _ = c
                 m = _median_run(runs[c])
                 line(f"fleet {latency:.0f} ms store, {what}, {w} writer(s), {args.fleet_steps} steps each",
                      committed_steps_s=m["committed_steps_s"], acknowledged_steps_s=m["acknowledged_steps_s"],
@@ -454,6 +465,10 @@ def main() -> None:
                     help="also run the fleet rows through a proxy that delays each request this long")
     ap.add_argument("--machines", type=int, default=4,
                     help="the many-machines row: this many machines of 2 writers each (0: no such row)")
+    ap.add_argument("--fleet-rate", type=float, default=20.0,
+                    help="the paced rows: steps/s per writer (a busy collector), for freshness; 0: none")
+    ap.add_argument("--no-fleet-baseline", dest="fleet_baseline", action="store_false",
+                    help="leave out the handoff=False rows")
     ap.add_argument("--fleet-given-ids", action="store_true",
                     help="every other fleet episode with an id the caller gives (claimed provisionally)")
     ap.add_argument("--only-outage", action="store_true", help="measure the log_step rows only")
@@ -511,8 +526,8 @@ def measure_store(args, tmp: Path, bucket, screens: list[bytes], rounds: list[in
 
 
 def outage(args, bucket, screens: list[bytes], server: S3Server) -> None:
-    """The log_step rows: the same steps with the store up, refused and hung (module docstring)."""
-    up, up_starts, up_steps, up_stored = log_step_ms(bucket(), screens, args.outage, None)
+    """The recorder-call rows: the same steps with the store up, refused and hung (module docstring)."""
+    up = log_step_ms(bucket(), screens, args.outage, None)
     proxy = TcpProxy(int(server.endpoint.rsplit(":", 1)[1]))
     os.environ["AWS_ENDPOINT_URL"] = proxy.endpoint
     try:
@@ -520,16 +535,14 @@ def outage(args, bucket, screens: list[bytes], server: S3Server) -> None:
     finally:
         os.environ["AWS_ENDPOINT_URL"] = server.endpoint
         proxy.close()
-    for mode, (times, starts, steps, stored) in down.items():
-        line(f"log_step, store {mode} {args.outage:.0f} s (default options)", p50_ms=p50(times),
-             p99_ms=percentile(times, 99), max_ms=max(times), max_vs_store_up=max(times) / max(up),
-             episodes_started=len(starts["given"]) + len(starts["minted"]),
-             start_minted_max_ms=max(starts["minted"]), start_given_first_ms=starts["given"][0],
-             start_given_rest_max_ms=max(starts["given"][1:], default=0.0),
-             steps=steps, stored_once=stored, lost_or_doubled=steps - stored)
-    line("log_step, store up (same run)", p50_ms=p50(up), p99_ms=percentile(up, 99), max_ms=max(up),
-         start_minted_max_ms=max(up_starts["minted"]), start_given_max_ms=max(up_starts["given"], default=0.0),
-         steps=up_steps, stored_once=up_stored)
+    for what, run in [(f"store {mode} {args.outage:.0f} s", r) for mode, r in down.items()] + [("store up (same run)", up)]:
+        t = run["times"]
+        line(f"recorder calls, {what} (default options)", open_ms=max(t["open"]),
+             start_minted_max_ms=max(t["minted"]), start_given_max_ms=max(t["given"], default=0.0),
+             finish_max_ms=max(t["finish"]), log_step_p50_ms=p50(t["log_step"]),
+             log_step_p99_ms=percentile(t["log_step"], 99), log_step_max_ms=max(t["log_step"]),
+             episodes=run["episodes"], steps=run["steps"], stored_once=run["once"],
+             lost_or_doubled=run["steps"] - run["once"])
 
 
 if __name__ == "__main__":

@@ -419,6 +419,8 @@ class ClaimBook:
         #: writers of this machine (`group_commit.together`); None: committed alone
         self.folder = folder
         self._lock = threading.Lock()
+        self._placing = threading.Lock()
+        self._dropping = threading.Lock()
         self._waiting: dict[str, DeferredClaim] = {}  # by token: not yet in the lake
         self._placed: set[str] = set()  # tokens in the lake, still held
         self._releasing: set[str] = set()  # tokens in the lake, to delete
@@ -509,9 +511,19 @@ class ClaimBook:
         with self._lock:
             return len(self._waiting)
 
+    @property
+    def releasing(self) -> int:
+        with self._lock:
+            return len(self._releasing)
+
     def place(self) -> int:
         """Settle the provisional claims, then write every waiting claim in one commit (raises,
-        with nothing lost, when the store does not take it); returns how many were written."""
+        with nothing lost, when the store does not take it); returns how many were written.
+        Calls take turns (the writer's claims thread and its commits)."""
+        with self._placing:
+            return self._place()
+
+    def _place(self) -> int:
         self._settle_provisional()
         with self._lock:
             waiting = dict(self._waiting)
@@ -549,6 +561,10 @@ class ClaimBook:
 
     def drop_released(self) -> int:
         """Delete the released claims in one commit; returns how many."""
+        with self._dropping:
+            return self._drop_released()
+
+    def _drop_released(self) -> int:
         with self._lock:
             tokens = sorted(self._releasing)
         if not tokens:

@@ -355,6 +355,10 @@ class LakeWriter:
         self._elect_lock = threading.Lock()
         #: writes hand-off data files ahead of the commits that go before them (`_write_ahead`)
         self._uploader: ThreadPoolExecutor | None = None
+        #: places and deletes claims beside the commits of rows (`_claims_aside`)
+        self._claimer: ThreadPoolExecutor | None = None
+        self._claiming: Future | None = None
+        self._claimed_at = -float("inf")
         self._closed = False
         #: deferred claims of the episodes this writer's recorder minted (`claims.ClaimBook`)
         self.claims = claims.ClaimBook(self.lake, self._spool.dir if self.options.handoff else None)
@@ -781,10 +785,36 @@ class LakeWriter:
                     self._in_hand = {}
         if self._flights and self.node_committer is not None:
             self.node_committer.wake()
-        try:
-            self.claims.drop_released()
-        except Exception as exc:  # the claims stay held a little longer; tried again next time
-            log.warning("releasing finished episodes' claims failed; retried at the next commit: %s", exc)
+        if self._flushing:  # a flush waits: let go of finished episodes now, not at the next tick
+            try:
+                self.claims.drop_released()
+            except Exception as exc:  # the claims stay held a little longer; tried again next time
+                log.warning("releasing finished episodes' claims failed; retried at the next commit: %s", exc)
+
+    def _claims_aside(self) -> None:
+        """Place new episodes' claims and delete released ones on a thread of their own (a
+        round of `_claims` commits takes a second or two on a busy store): the commits of rows
+        then wait for no claim, and the writer's thread never waits for a release. `_commit`
+        still places whatever is left before any row (`ClaimBook.place` takes turns)."""
+        if not (self.claims.waiting or self.claims.releasing):
+            return
+        if self._claiming is not None and not self._claiming.done():
+            return
+        now = time.monotonic()
+        if now - self._claimed_at < self.options.max_age_s / 2:
+            return  # a round at most every half batch age: more claims per commit, fewer commits
+        self._claimed_at = now
+        if self._claimer is None:
+            self._claimer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lake-writer-claims")
+
+        def work() -> None:
+            try:
+                self.claims.place()
+                self.claims.drop_released()
+            except Exception as exc:  # tried again at the next tick, and by the next commit
+                log.debug("placing or releasing claims failed; tried again: %s", exc)
+
+        self._claiming = self._claimer.submit(work)
 
     def _upsert_together(self, table: str, rows: pa.Table) -> None:
         """Upsert `rows` in one commit with every other writer of this machine upserting into
@@ -850,12 +880,9 @@ class LakeWriter:
                     with self._commit_lock:
                         back = self._settle_flights()
                     woken = woken or back
-                if self.claims.waiting:
-                    # new episodes' claims go now, not with their first rows: the rows'
-                    # commit then waits for nobody's claim (and shares the placement with the
-                    # other writers of the machine placing theirs)
-                    with self._commit_lock:
-                        self.claims.place()
+                # new episodes' claims go now, not with their first rows, and released ones
+                # go on the side (both share their commits with the machine's other writers)
+                self._claims_aside()
                 # an append that saw a full batch may have knocked after this thread took it
                 woken = woken and self._full_batch()
                 urgent = self._flushing > 0 or self._eager
@@ -920,6 +947,13 @@ class LakeWriter:
                     part.segment.close()  # offered: committed by the committer, or merged at replay
             if self._uploader is not None:
                 self._uploader.shutdown()
+            if self._claimer is not None:
+                self._claimer.shutdown()
+            try:  # what the claims thread had not deleted yet
+                self.claims.drop_released()
+            except Exception as exc:
+                log.warning("releasing finished episodes' claims failed (their rows are committed; "
+                            "the claims go with the next writer's replay of nothing, or --release-claims): %s", exc)
             self._spool.close()
 
     def __enter__(self) -> LakeWriter:
