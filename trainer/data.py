@@ -316,8 +316,9 @@ class LakeSftDataset(IterableDataset):
         self._resume: dict[str, Any] | None = None
         #: set by `ds.loader(...)` while it starts a pass: where the pass starts, its batch size
         self._pass: dict[str, int] | None = None
-        #: set to 1 by a plain DataLoader's worker: positions this process cannot see
-        self._unseen = torch.zeros(1, dtype=torch.int64).share_memory_()
+        #: shared with DataLoader workers: [0] a plain DataLoader's worker iterated (positions
+        #: this process cannot see), [1] one continued from the loaded state (it is used up)
+        self._unseen = torch.zeros(2, dtype=torch.int64).share_memory_()
         self.reader: BlobReader | None = None  # made in the process that reads (a worker makes its own)
 
     def __len__(self) -> int:
@@ -403,6 +404,7 @@ class LakeSftDataset(IterableDataset):
         self.epoch = epoch
         self._position = {"epoch": epoch, "yielded": yielded, "workers": state.get("workers")}
         self._resume = {"epoch": epoch, "yielded": yielded}
+        self._unseen.zero_()  # the position is the loaded one
 
     def _identity(self) -> dict[str, Any]:
         digest = hashlib.sha256(json.dumps([self.plan.versions, self.plan.recorded, len(self.refs)],
@@ -413,8 +415,8 @@ class LakeSftDataset(IterableDataset):
     def _start(self) -> int:
         """Where the next pass of `self.epoch` starts: a loaded state's position once, else 0."""
         resume, self._resume = self._resume, None
-        if resume is None:
-            return 0
+        if resume is None or int(self._unseen[1]):
+            return 0  # none, or a plain DataLoader's worker already continued from it
         if resume["epoch"] != self.epoch:
             raise InvalidInput(f"epoch: the loaded state is in epoch {resume['epoch']} and this pass is "
                                f"epoch {self.epoch}; call ds.set_epoch({resume['epoch']}) before the "
@@ -437,14 +439,16 @@ class LakeSftDataset(IterableDataset):
         if run is not None:  # a pass of `loader(...)`: it says where to start and counts
             start, chunk = run["start"], run["chunk"]
         else:
-            if worker is not None:
-                self._unseen[0] = 1
             start, chunk = self._start(), 1
-            if start and workers > 1:
+            if start and workers > 1:  # every worker refuses, before any marks the state used
                 raise InvalidInput(
                     f"num_workers: a resumed position cannot be kept by {workers} workers of a plain "
                     "DataLoader (they would interleave the rest in another order); iterate with "
                     "`ds.loader(batch_size=..., num_workers=N)` or num_workers=0")
+            if worker is not None:
+                self._unseen[0] = 1
+                if start:
+                    self._unseen[1] = 1
         order = self.order()
         share = [order[p] for p in worker_share(start, len(order), chunk, wid, workers)]
         counting = run is None and worker is None  # this process is the training loop's

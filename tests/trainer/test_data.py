@@ -279,6 +279,14 @@ def test_a_plain_dataloaders_workers_cannot_save_or_resume_a_position(lake):
     resumed.load_state_dict(state)
     with pytest.raises(InvalidInput, match="num_workers: a resumed position cannot be kept by 2 workers"):
         next(iter(DataLoader(resumed, batch_size=3, num_workers=2, collate_fn=resumed.collate)))
+    # one plain worker keeps it (its order is the single process's); the next epoch starts afresh
+    one = sft_dataset(lake, include_failed=True, seed=2)
+    one.load_state_dict(state)
+    rest = _keys(DataLoader(one, batch_size=3, num_workers=1, collate_fn=one.collate))
+    whole = [s["key"] for s in sft_dataset(lake, include_failed=True, seed=2)]
+    assert whole[:1] + rest == whole
+    one.set_epoch(1)
+    assert len(_keys(DataLoader(one, batch_size=3, num_workers=1, collate_fn=one.collate))) == len(one)
 
 
 def test_a_state_of_another_dataset_seed_or_epoch_is_refused_naming_it(lake):
