@@ -122,14 +122,24 @@ def check_spool_folder(folder: Path, lake: Location | Path | str) -> Path:
     root = spool_root_in(folder, lake)
     entries = sorted(p for p in root.iterdir() if not p.name.startswith("."))
     strangers = [p for p in entries if not (p.is_dir() and (p / SPOOL_LOCK).is_file()
-                                             and all(f.suffix == SPOOL_SUFFIX or f.name == SPOOL_LOCK
-                                                     or f.name.startswith(".") for f in p.iterdir()))]
+                                             and all(_writer_file(f.name) for f in p.iterdir()))]
     if strangers or not entries:
         why = f"{strangers[0].name!r} is not a writer's spool" if strangers else "it is empty"
         raise InvalidInput(f"--spool {shown}: not a spool folder ({why}); give $ELAKE_SPOOL as copied from "
                            "the machine, the lake's folder under it, or that folder's spool/ (a writer's "
                            f"spool holds {SPOOL_LOCK} and <table>-<seq>{SPOOL_SUFFIX} files)")
     return root
+
+
+#: What else a writer's spool folder holds beside its lock and segments: hand-offs to the
+#: committer (`<n>-<table>.offer.json`, `.taken.json`, `.done.json`, `.retry.json`), notes of
+#: provisional claims (`claim-<token>.json`, `.lost.json`) and shared-commit requests
+#: (`<arrival>.<table>.<kind>.request`).
+WRITER_FILE_SUFFIXES = (SPOOL_SUFFIX, ".json", ".request")
+
+
+def _writer_file(name: str) -> bool:
+    return name == SPOOL_LOCK or name.startswith(".") or name.endswith(WRITER_FILE_SUFFIXES)
 
 
 def exports_root(lake: Location | Path | str) -> Path:

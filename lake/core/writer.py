@@ -730,6 +730,7 @@ class LakeWriter:
                     self.last_error = exc
                     raise
                 self._set_aside_lost(taken)
+                order = [t for t in order if t in taken]  # a table left empty by it is done
                 opts = self.options
                 held_back = False
                 for i, table in enumerate(order):

@@ -61,12 +61,17 @@ def test_record_sql_tags_time_travel_optimize_and_batch_reads(s3_lake, s3_server
 def test_episode_ids_are_keys_on_s3(s3_lake):
     _record(s3_lake, episodes=1)
     with Recorder(s3_lake, image_checks="structure") as rec:
-        with pytest.raises(Conflict, match="already in the lake"):
-            rec.start_episode("wifi_on", episode_id="ep-0")
+        stored = rec.start_episode("wifi_on", episode_id="ep-0")  # asks the store nothing: settled later
         held = rec.start_episode("wifi_on", episode_id="busy")
-        with Recorder(s3_lake, image_checks="structure") as other, pytest.raises(Conflict, match="another recorder"):
-            other.start_episode("wifi_on", episode_id="busy")
         held.log_step(screenshot(0), response())
+        rec.flush()  # both claims settled: ep-0 lost (the lake holds it), busy won
+        with pytest.raises(Conflict, match="the lake already holds it"):
+            stored.log_step(screenshot(0), response())
+        with Recorder(s3_lake, image_checks="structure") as other:
+            rival = other.start_episode("wifi_on", episode_id="busy")
+            other.flush()
+            with pytest.raises(Conflict, match="claimed it first"):
+                rival.log_step(screenshot(1), response())
         held.finish(success=True)
     lake = Lake(s3_lake)
     assert lake.sql("select count(*) from steps where episode_id = 'busy'")[0][0].as_py() == 1

@@ -96,10 +96,15 @@ def _race(uri: str, env: dict, episode_ids: list[str], barrier, results) -> None
             except Conflict as exc:
                 results.put((episode_id, f"conflict: {exc}"))
                 continue
-            ep.log_step(screenshot(1), response())
-            ep.log_step(screenshot(2), response())
-            ep.finish(success=True, eval_score=1.0)
-            results.put((episode_id, "won"))
+            try:
+                ep.log_step(screenshot(1), response())
+                ep.log_step(screenshot(2), response())
+                ep.finish(success=True, eval_score=1.0)
+                rec.flush()  # the claim (taken provisionally: the start asks the store nothing) is settled
+            except Conflict as exc:
+                results.put((episode_id, f"conflict: {exc}"))
+                continue
+            results.put((episode_id, f"conflict: {ep.claim.lost}" if ep.claim is not None and ep.claim.lost else "won"))
     finally:
         rec.close()
 
