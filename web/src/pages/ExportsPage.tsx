@@ -46,10 +46,13 @@ function describe(selection: ExportSummary["selection"]): string {
   return parts.filter(Boolean).join(" · ");
 }
 
+/** What an export's files hold, in their own unit: samples, pairs (dpo) or episodes
+ * (clawgui), as the manifest's `counts.unit` names it. */
 function samples(e: ExportSummary): string {
   const split = e.counts?.samples as { train?: number; val?: number } | undefined;
-  if (split) return `${split.train ?? 0} train + ${split.val ?? 0} val`;
-  return e.samples == null ? "—" : String(e.samples);
+  const unit = typeof e.counts?.unit === "string" && e.counts.unit !== "samples" ? ` ${e.counts.unit}` : "";
+  if (split) return `${split.train ?? 0} train + ${split.val ?? 0} val${unit}`;
+  return e.samples == null ? "—" : `${e.samples}${unit}`;
 }
 
 /** An empty selection explained in the form's words: what the form selected, and the
@@ -198,7 +201,7 @@ export function ExportsPage() {
         {(list) => (
           <ListTable
             testid="exports"
-            columns={["export", "format", "status", "samples", "selection", "started", ""]}
+            columns={["export", "format", "status", "count", "selection", "started", ""]}
             items={list}
             row={(e) => (
               <tr key={e.export_id} data-export={e.export_id}>
