@@ -57,7 +57,7 @@ def test_the_root_lists_every_command_in_order(capsys):
     listing = out.split("Commands:\n")[1].splitlines()
     names = [line.split()[0] for line in listing if line.startswith("  ") and not line.startswith("   ")]
     assert names == ["info", "sql", "tag", "optimize", "recover", "import", "export", "watch", "rollout",
-                     "demo", "collect", "serve-env", "judge", "rekey", "rerun", "enrich", "search", "similar", "episode", "steps", "purge", "train", "lineage", "serve",
+                     "demo", "collect", "serve-env", "judge", "rekey", "rerun", "branch", "enrich", "search", "similar", "episode", "steps", "purge", "train", "lineage", "serve",
                      "openapi", "user"]
     assert "$ELAKE_LAKE" in out and "--debug" in out
 

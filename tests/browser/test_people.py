@@ -124,7 +124,7 @@ def test_a_curators_changes_are_recorded_under_their_name(fresh, people_server, 
     changes = fresh.get_by_test_id("set-changes")
     changes.get_by_text("member.put").wait_for()
     assert changes.get_by_text("curator-ann").count() == 2
-    assert fresh.get_by_test_id("members").get_by_text("by curator-ann").is_visible()
+    fresh.get_by_test_id("members").get_by_text("by curator-ann").wait_for()  # the members load after the set
     shot(fresh, "people-curator-set")
     assert axe_violations(fresh) == []
 

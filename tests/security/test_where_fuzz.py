@@ -105,16 +105,17 @@ def test_ordinary_conditions_still_select(world):
         lake.matching("SELECT episode_id FROM episodes", "no_such = 1")
 
 
-@pytest.mark.parametrize("command", [
-    ["purge", "--where", "{w}", "--yes"],
-    ["episode", "delete", "--where", "{w}"],
-    ["export", "sft", "--format", "llamafactory", "--where", "{w}", "--out", "{out}/sft"],
-    ["export", "clawgui", "{out}/folders", "--where", "{w}"],
-    ["enrich", "--what", "phash", "--where", "{w}"],
+@pytest.mark.parametrize("command,every", [
+    (["purge", "--where", "{w}", "--yes"], 1),
+    (["episode", "delete", "--where", "{w}"], 1),
+    # the same check runs for the rest (`Lake.matching`): every third input keeps them quick
+    (["export", "sft", "--format", "llamafactory", "--where", "{w}", "--out", "{out}/sft"], 3),
+    (["export", "clawgui", "{out}/folders", "--where", "{w}"], 3),
+    (["enrich", "--what", "phash", "--where", "{w}"], 3),
 ], ids=["purge", "delete", "export", "clawgui-export", "enrich"])
-def test_the_command_line_refuses_every_hostile_where(world, unchanged, capsys, command):
+def test_the_command_line_refuses_every_hostile_where(world, unchanged, capsys, command, every):
     _, lake, out, _ = world
-    for where in corpus(out):
+    for where in corpus(out)[::every]:
         argv = [a.replace("{w}", where).replace("{out}", str(out)) for a in command]
         assert cli.main(["--lake", str(lake.path), *argv]) == 1, where
         err = capsys.readouterr().err
