@@ -188,7 +188,10 @@ def _requests(root: Path, suffix: str) -> list[Path]:
     for folder in paths:
         try:
             with os.scandir(folder) as entries:
-                found += [Path(entry.path) for entry in entries if entry.name.endswith(suffix)]
+                # a name starting with "." is a request still being written (`together`
+                # renames it into place when whole): taking it would commit it twice
+                found += [Path(entry.path) for entry in entries
+                          if entry.name.endswith(suffix) and not entry.name.startswith(".")]
         except (FileNotFoundError, NotADirectoryError):
             continue
     return sorted(found, key=lambda p: p.name)
