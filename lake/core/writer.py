@@ -388,6 +388,9 @@ class LakeWriter:
         self._eager = False
         #: `when_committed` callbacks: (the parts they wait for, the callback)
         self._waiters: list[tuple[set[int], Callable[[], None]]] = []
+        #: callbacks taken from `_waiters` and not yet returned (another thread may be calling
+        #: them): `flush` returns only once they have, so what they do has happened
+        self._calling = 0
         self._ager = threading.Thread(target=self._age_loop, name="lake-writer-commit", daemon=True)
         self._ager.start()
 
@@ -491,7 +494,7 @@ class LakeWriter:
             raise RuntimeError("this LakeWriter is closed")
         wanted = self._parts_now()
         if not wanted:
-            self._run_waiters()
+            self._waiters_done(timeout)
             return
         started = time.monotonic()
         failures, retried = self._failures, False
@@ -528,7 +531,7 @@ class LakeWriter:
         finally:
             with self._lock:
                 self._flushing -= 1
-        self._run_waiters()
+        self._waiters_done(timeout)
 
     def _uncommitted(self) -> list[_Part]:
         """Every spool part whose rows are not known committed: pending, being committed now,
@@ -586,11 +589,27 @@ class LakeWriter:
             live = {id(p) for p in self._uncommitted()}
             ready = [cb for wanted, cb in self._waiters if not (wanted & live)]
             self._waiters = [(w, cb) for w, cb in self._waiters if w & live]
+            self._calling += len(ready)
         for callback in ready:
             try:
                 callback()
             except Exception:  # a caller's callback must not stop the writer's thread
                 log.exception("a when_committed callback failed")
+            finally:
+                with self._lock:
+                    self._calling -= 1
+
+    def _waiters_done(self, timeout: float | None) -> None:
+        """Run the callbacks that are due, and wait for those another thread is running (at
+        most `timeout`, else `flush_timeout_s`: a callback stuck on the store finishes on
+        its own thread)."""
+        self._run_waiters()
+        deadline = time.monotonic() + (self.options.flush_timeout_s if timeout is None else timeout)
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not self._calling:
+                    return
+            time.sleep(0.005)
 
     def _committer_state(self) -> str:
         node = self.node_committer
