@@ -86,3 +86,41 @@ def axe_violations(page) -> list[dict]:
     result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
     return [{"id": v["id"], "impact": v["impact"], "nodes": [n["target"] for n in v["nodes"]][:5]}
             for v in result["violations"] if v["impact"] in ("serious", "critical")]
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """A browser whose contexts share nothing: one per person."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: `apt-get install -y chromium`")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        yield browser
+        browser.close()
+
+
+def signed_in_pages(chromium, server, tokens: dict[str, str]):
+    """A `person` fixture's body: yields `open_as(name, viewport=(w, h))`, a page in a browser
+    context of that person's own, signed in with `tokens[name]`; afterwards closes each and
+    fails on any JavaScript error it saw."""
+    opened = []
+
+    def open_as(name: str, viewport=(1400, 900)):
+        context = chromium.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        page.errors = []
+        page.on("pageerror", lambda exc: page.errors.append(str(exc)))
+        page.goto(server.url + "/")
+        page.get_by_label("Token").fill(tokens[name])
+        page.get_by_role("button", name="Sign in").click()
+        page.get_by_test_id("signed-in").wait_for()
+        opened.append(page)
+        return page
+
+    yield open_as
+    for page in opened:
+        errors = page.errors
+        page.context.close()
+        assert not errors, f"JavaScript errors on the page: {errors}"

@@ -15,8 +15,7 @@ from episodelake.api.settings import Settings, default_static_dir
 from episodelake.lake.core import users
 from tests.api.test_branches_api import parents, sim_lake
 from tests.api.webapp_support import ServerThread
-from tests.browser.conftest import axe_violations, shot
-from tests.browser.test_team_edits import chromium  # noqa: F401  (fixture)
+from tests.browser.conftest import axe_violations, shot, signed_in_pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -42,27 +41,8 @@ def branch_server(branch_lake):
 
 
 @pytest.fixture
-def person(chromium, branch_server, branch_lake):  # noqa: F811
-    opened = []
-
-    def open_as(name: str):
-        context = chromium.new_context(viewport={"width": 1400, "height": 900})
-        page = context.new_page()
-        page.set_default_timeout(15_000)
-        page.errors = []  # type: ignore[attr-defined]
-        page.on("pageerror", lambda exc: page.errors.append(str(exc)))  # type: ignore[attr-defined]
-        page.goto(branch_server.url + "/")
-        page.get_by_label("Token").fill(branch_lake.tokens[name])
-        page.get_by_role("button", name="Sign in").click()
-        page.get_by_test_id("signed-in").wait_for()
-        opened.append(page)
-        return page
-
-    yield open_as
-    for page in opened:
-        errors = page.errors  # type: ignore[attr-defined]
-        page.context.close()
-        assert not errors, f"JavaScript errors on the page: {errors}"
+def person(chromium, branch_server, branch_lake):
+    yield from signed_in_pages(chromium, branch_server, branch_lake.tokens)
 
 
 def test_a_viewer_is_told_which_role_branching_needs(person, branch_server, branch_lake):

@@ -8,7 +8,6 @@ shown the same way."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -17,7 +16,7 @@ from episodelake.api.settings import Settings, default_static_dir
 from episodelake.lake.core import users
 from episodelake.lake.curation import curation, saved_queries
 from tests.api.webapp_support import ServerThread, build_lake
-from tests.browser.conftest import ARGS, CHROMIUM, axe_violations, shot
+from tests.browser.conftest import axe_violations, shot, signed_in_pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -41,41 +40,10 @@ def team_server(team_lake):
         yield srv
 
 
-@pytest.fixture(scope="module")
-def chromium():
-    """A browser whose contexts share nothing: one per person."""
-    playwright = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: `apt-get install -y chromium`")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        yield browser
-        browser.close()
-
-
 @pytest.fixture
 def person(chromium, team_server, team_lake):
     """`person(name)`: a page in a browser context of that person's own, signed in."""
-    opened = []
-
-    def open_as(name: str, viewport=(1400, 900)):
-        context = chromium.new_context(viewport={"width": viewport[0], "height": viewport[1]})
-        page = context.new_page()
-        page.set_default_timeout(15_000)
-        page.errors = []  # type: ignore[attr-defined]
-        page.on("pageerror", lambda exc: page.errors.append(str(exc)))  # type: ignore[attr-defined]
-        page.goto(team_server.url + "/")
-        page.get_by_label("Token").fill(team_lake.tokens[name])
-        page.get_by_role("button", name="Sign in").click()
-        page.get_by_test_id("signed-in").wait_for()
-        opened.append(page)
-        return page
-
-    yield open_as
-    for page in opened:
-        errors = page.errors  # type: ignore[attr-defined]
-        page.context.close()
-        assert not errors, f"JavaScript errors on the page: {errors}"
+    yield from signed_in_pages(chromium, team_server, team_lake.tokens)
 
 
 def pause_live(page) -> None:

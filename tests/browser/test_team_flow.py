@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 from episodelake.lake.core import users
 from episodelake.lake.curation import curation
 from tests.browser.conftest import axe_violations
-from tests.browser.test_team_edits import chromium, person, team_lake, team_server  # noqa: F401  (fixtures)
+from tests.browser.test_team_edits import person, team_lake, team_server  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
