@@ -21,7 +21,6 @@ from pathlib import Path
 from tqdm import tqdm
 
 from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.sql import sql_in
 from episodelake.lake.export.base import SPLITS, ExportFormat, WriteContext
 from episodelake.lake.export.samples import Sample
 
@@ -43,8 +42,9 @@ def _iso_local(value: datetime | None) -> str | None:
 
 
 def export_clawgui(lake: Lake, out: Path | str, *, where: str | None = None,
-                   progress: bool = True) -> int:
-    """Write episodes (optionally filtered by a SQL WHERE over `episodes`) as reference folders.
+                   episode_ids: list[str] | None = None, progress: bool = True) -> int:
+    """Write episodes as reference folders: every one, those meeting `where` (a caller's SQL
+    condition over `episodes`, checked and run in the sandbox), or `episode_ids` (ours).
 
     Images are written as stored; image paths are absolute, as the reference writes them. A
     step whose screenshot is lost gets the path its PNG would have, with no file there: the
@@ -55,10 +55,12 @@ def export_clawgui(lake: Lake, out: Path | str, *, where: str | None = None,
     """
     out = Path(out).resolve()
     order = " ORDER BY created_at, episode_id"
-    if where is None:
+    chosen = episode_ids
+    if where is not None:
+        chosen = lake.matching("SELECT episode_id FROM episodes", where)["episode_id"].to_pylist()
+    if chosen is None:
         episodes = lake.sql("SELECT * FROM episodes" + order).to_pylist()
     else:
-        chosen = lake.matching("SELECT episode_id FROM episodes", where)["episode_id"].to_pylist()
         episodes = lake.sql("SELECT * FROM episodes WHERE list_contains(?, episode_id)" + order, [chosen]).to_pylist()
     for ep in tqdm(episodes, desc="export clawgui", unit="episode", disable=not progress):
         folder = out / task_dir_name(ep["task_name"]) / ep["episode_id"]
@@ -113,8 +115,7 @@ class ClawguiWriter:
             ids = self._episodes.get(split)
             if not ids:
                 continue
-            where = sql_in("episode_id", ids)
-            self._written[split] = export_clawgui(self.ctx.source, self.ctx.out / split, where=where,
+            self._written[split] = export_clawgui(self.ctx.source, self.ctx.out / split, episode_ids=ids,
                                                   progress=False)
             written.append(split)
         return written
