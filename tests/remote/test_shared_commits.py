@@ -51,6 +51,20 @@ def test_requests_waiting_together_go_in_one_commit_each_exactly_once(tmp_path):
     assert not [p for f in folders for p in f.iterdir()]  # no request left behind
 
 
+def test_a_request_still_being_written_is_left_to_its_writer(tmp_path):
+    """A request is written under a hidden name and renamed into place when whole; a leader
+    that took the hidden file would commit it, and its writer the renamed one again."""
+    a, b = _writers(tmp_path / "spool", 2)
+    lock = tmp_path / "locks" / "commit-t.lock"
+    half = b / f".00000000000000000001-1-abcdef.t.upsert{group_commit.REQUEST_SUFFIX}"
+    with pa.OSFile(str(half), "wb") as sink, pa.ipc.new_stream(sink, pa.schema([("v", pa.int64())])) as out:
+        out.write_table(pa.table({"v": [2]}))  # whole on disk, not yet renamed
+    commits: list[list[int]] = []
+    group_commit.together(lock, a, "t", "upsert", pa.table({"v": [1]}),
+                          lambda rows: commits.append(rows.column("v").to_pylist()))
+    assert commits == [[1]] and half.exists()
+
+
 def test_a_failed_round_leaves_the_other_writers_requests_to_them(tmp_path):
     a, b = _writers(tmp_path / "spool", 2)
     lock = tmp_path / "locks" / "commit-t.lock"
