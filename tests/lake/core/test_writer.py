@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 from episodelake.lake import Lake, LakeWriter, WriterOptions
@@ -165,3 +166,23 @@ def test_a_merge_waits_for_the_one_running_on_this_machine_instead_of_racing_it(
         assert lake.sql("select count(*) from episodes").column(0)[0].as_py() == 0
     assert proc.wait(timeout=120) == 0, proc.stderr.read()
     assert lake.sql("select count(*) from episodes where episode_id = 'queued'").column(0)[0].as_py() == 1
+
+
+def test_flush_returns_after_the_callbacks_of_what_it_committed(lake):
+    """A `when_committed` callback the writer's own thread is running when `flush` comes has
+    done its work by the time `flush` returns (a recorder lets go of finished episodes and
+    wakes their enrichment there)."""
+    started, done = threading.Event(), threading.Event()
+
+    def slow() -> None:
+        started.set()
+        time.sleep(0.5)
+        done.set()
+
+    w = lake.writer(WriterOptions(batch_rows=10_000, max_age_s=0.1))
+    w.append("steps", _step("e1", 0))
+    w.when_committed(slow)
+    assert started.wait(10)  # the writer's thread committed and is inside the callback
+    w.flush()
+    assert done.is_set()
+    w.close()
