@@ -34,8 +34,8 @@ from episodelake.api.security import (
     SecurityHeaders,
 )
 from episodelake.api.settings import Settings
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.users import Directory
+from episodelake.lake.ops.users import Directory
+from episodelake.lake.storage.lake import Lake
 
 #: At shutdown, how long to wait for running jobs to stop at their next progress report.
 JOB_STOP_WAIT_S = 10.0

@@ -13,11 +13,11 @@ from episodelake.api.errors import Forbidden
 from episodelake.api.jobs import Jobs
 from episodelake.api.listing import EpisodeFilter
 from episodelake.api.settings import Settings
-from episodelake.lake.core.errors import InvalidInput
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.layout import ID_MAX, ID_PATTERN
-from episodelake.lake.core.schema import Role
-from episodelake.lake.core.users import Principal
+from episodelake.lake.ops.users import Principal
+from episodelake.lake.storage.errors import InvalidInput
+from episodelake.lake.storage.lake import Lake
+from episodelake.lake.storage.layout import ID_MAX, ID_PATTERN
+from episodelake.lake.storage.schema import Role
 
 
 def get_lake(request: Request) -> Lake:

@@ -1,6 +1,6 @@
 """The one error handler: every failure leaves the API as `{"error": {"type", "message"}}`.
 
-The product's errors (`episodelake.lake.core.errors`) know nothing of HTTP; `STATUS` gives each
+The product's errors (`episodelake.lake.storage.errors`) know nothing of HTTP; `STATUS` gives each
 class its status here, in one table, and the most specific class listed wins (a subclass
 defined outside the product, or at run time, answers as its nearest listed base). Every
 class the product defines is listed: a test walks the packages and fails on one that is not,
@@ -24,8 +24,15 @@ from starlette.exceptions import HTTPException
 
 from episodelake.collectors.agents.model_client import ModelError
 from episodelake.collectors.jobs.branch import BranchesRefused
-from episodelake.lake.core.claims import MachineIdTaken
-from episodelake.lake.core.errors import (
+from episodelake.lake.curation.versions import StaleVersion
+from episodelake.lake.export.errors import (
+    EmptySelection,
+    ExportFolderNotOurs,
+    SetEpisodesMissing,
+    UnknownFormat,
+)
+from episodelake.lake.storage.claims import MachineIdTaken
+from episodelake.lake.storage.errors import (
     ActionFailed,
     BranchDiverged,
     Conflict,
@@ -40,17 +47,10 @@ from episodelake.lake.core.errors import (
     NotFound,
     SqlRefused,
 )
-from episodelake.lake.core.spool import SpoolWriteError
-from episodelake.lake.core.store import StoreSilent, StoreUnavailable
-from episodelake.lake.core.tables import CommitContention, DatasetMissing, StorageFull
-from episodelake.lake.core.writer import Backpressure, CommitFailed
-from episodelake.lake.curation.versions import StaleVersion
-from episodelake.lake.export.errors import (
-    EmptySelection,
-    ExportFolderNotOurs,
-    SetEpisodesMissing,
-    UnknownFormat,
-)
+from episodelake.lake.storage.spool import SpoolWriteError
+from episodelake.lake.storage.store import StoreSilent, StoreUnavailable
+from episodelake.lake.storage.tables import CommitContention, DatasetMissing, StorageFull
+from episodelake.lake.storage.writer import Backpressure, CommitFailed
 from episodelake.trainer.config import ConfigError
 
 log = logging.getLogger(__name__)

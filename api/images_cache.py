@@ -21,7 +21,7 @@ import threading
 import weakref
 from collections import OrderedDict
 
-from episodelake.lake.core.lake import Lake
+from episodelake.lake.storage.lake import Lake
 
 #: Bytes of screenshots kept per server process (a phone PNG is 0.1 to 1 MB).
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024

@@ -1,5 +1,5 @@
 """The server's background jobs: one thread each, on top of the lake's job records
-(`episodelake.lake.core.jobs`, which records every job, from the CLI too).
+(`episodelake.lake.ops.jobs`, which records every job, from the CLI too).
 
 What only the server adds: threads; live progress (between the throttled writes, this server
 answers with what it holds in memory, `Settings.job_progress_interval_s`); one job of each
@@ -20,10 +20,10 @@ import threading
 import time
 from collections.abc import Callable
 
-from episodelake.lake.core import jobs as lake_jobs
-from episodelake.lake.core.errors import Conflict, EpisodeLakeError
-from episodelake.lake.core.jobs import ACTIVE, Job, Owner
-from episodelake.lake.core.lake import Lake
+from episodelake.lake.ops import jobs as lake_jobs
+from episodelake.lake.ops.jobs import ACTIVE, Job, Owner
+from episodelake.lake.storage.errors import Conflict, EpisodeLakeError
+from episodelake.lake.storage.lake import Lake
 
 log = logging.getLogger(__name__)
 

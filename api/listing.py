@@ -19,9 +19,9 @@ from datetime import datetime
 
 from pydantic import ConfigDict, Field, field_validator
 
-from episodelake.lake.core.errors import InvalidInput, NotFound
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.layout import check_id
+from episodelake.lake.storage.errors import InvalidInput, NotFound
+from episodelake.lake.storage.lake import Lake
+from episodelake.lake.storage.layout import check_id
 from episodelake.lake.vocab.spec_model import SpecModel
 
 #: Sortable columns and the SQL type their cursor value is cast back to.

@@ -14,7 +14,7 @@ tried again at the table's next write. Tables written by other processes (collec
 episode rows, the CLI) are looked at every `CHECK_INTERVAL_S` too. `steps` is left to
 `elake optimize`: compacting it rewrites every screenshot.
 
-Beside it, a `BackgroundEnricher` (`collectors.record.derived`) fills the derived columns of
+Beside it, a `BackgroundEnricher` (`lake.derive.derivations`) fills the derived columns of
 steps that any process commits (`Settings.background_enrich`, by default the perceptual hash
 and the anchor key made from it; `elake serve --background-enrich none` turns it off), so
 recorders that exited before their own worker reached every step still leave a lake whose
@@ -26,10 +26,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from episodelake.collectors.record.derived import BATCH_IMAGES, BackgroundEnricher
-from episodelake.lake.core import schema, tables
-from episodelake.lake.core.background import BackgroundWorker
-from episodelake.lake.core.lake import Lake
+from episodelake.lake.derive.derivations import BATCH_IMAGES, BackgroundEnricher
+from episodelake.lake.ops.background import BackgroundWorker
+from episodelake.lake.storage import schema, tables
+from episodelake.lake.storage.lake import Lake
 
 log = logging.getLogger(__name__)
 

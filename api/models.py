@@ -1,6 +1,6 @@
 """Request and response models. Row models subclass the lake's typed rows, never by hand.
 
-Each row model is a subclass of its table's row class in `lake/core/schema.py`: it hides
+Each row model is a subclass of its table's row class in `lake/storage/schema.py`: it hides
 the columns the API does not show (`Field(exclude=True)`: image bytes, embeddings, the
 `deleted` flag) and adds the computed ones (`image_url`, `action_view`, counts), so a column
 added to the table shows up in the API and its OpenAPI document without touching this file.
@@ -20,12 +20,12 @@ from episodelake.api.errors import ErrorDetail
 from episodelake.api.listing import EpisodeFilter
 from episodelake.collectors.jobs.branch import BranchSpec
 from episodelake.collectors.jobs.rerun import RerunSpec
-from episodelake.lake.core import schema
-from episodelake.lake.core.layout import ID_MAX, ID_PATTERN
-from episodelake.lake.core.schema import Role
 from episodelake.lake.curation.fields import MAX_NAME, MAX_TEXT
 from episodelake.lake.curation.reviews import ReviewState
 from episodelake.lake.export.spec import ExportOptions
+from episodelake.lake.storage import schema
+from episodelake.lake.storage.layout import ID_MAX, ID_PATTERN
+from episodelake.lake.storage.schema import Role
 from episodelake.lake.vocab.overlay import ActionView
 
 _HIDDEN = "stored, not shown by the API"

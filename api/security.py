@@ -31,8 +31,8 @@ from episodelake.api.errors import (
     error_json,
     status_of,
 )
-from episodelake.lake.core.errors import EpisodeLakeError
-from episodelake.lake.core.users import Directory, Principal, token_hash
+from episodelake.lake.ops.users import Directory, Principal, token_hash
+from episodelake.lake.storage.errors import EpisodeLakeError
 
 COOKIE = "elake_token"
 #: The name the server's own token (`ELAKE_TOKEN`) signs in as, with the admin role.
@@ -279,7 +279,7 @@ class Authentication:
     """Find out who makes each request, and refuse anyone unknown where a token is needed.
 
     A token is needed when the server has its own (`ELAKE_TOKEN`, which acts as an admin
-    named `server`) or the lake has users (`episodelake.lake.core.users`); otherwise the
+    named `server`) or the lake has users (`episodelake.lake.ops.users`); otherwise the
     request goes on anonymous, as on a private loopback server. The person found is put in
     the request's state (`request.state.user`, a `Principal` or None), where the routes'
     role check (`episodelake.api.deps.authorize`) and `who` read it.

@@ -26,9 +26,9 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from episodelake.lake.core import layout
-from episodelake.lake.core.errors import InvalidInput
-from episodelake.lake.core.store import DEFAULT_LAKE
+from episodelake.lake.storage import layout
+from episodelake.lake.storage.errors import InvalidInput
+from episodelake.lake.storage.store import DEFAULT_LAKE
 from episodelake.lake.vocab.spec_model import describe
 
 ENV_PREFIX = "ELAKE_"
@@ -144,7 +144,7 @@ class Settings(BaseModel):
     @field_validator("background_enrich")
     @classmethod
     def _known_derivations(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        from episodelake.collectors.record.derived import DERIVATIONS
+        from episodelake.lake.derive.derivations import DERIVATIONS
 
         unknown = [name for name in value if name not in DERIVATIONS]
         if unknown:

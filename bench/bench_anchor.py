@@ -8,7 +8,7 @@ recall = pairs of the same screen that got the same key / pairs of the same scre
 
 Targets: precision >= 0.99 and recall >= 0.95 for a key made from the screenshot alone
 (devices with no UI tree): the perceptual hash, or the screen embedding clustered by distance
-(`collectors.record.embedding.embedding_anchor_keys`). "pixels below the status bar" (exact
+(`lake.derive.embedding.embedding_anchor_keys`). "pixels below the status bar" (exact
 equality of the decoded pixels) bounds every screenshot key: the sim has states that differ
 only behind a dialog, which no screenshot shows. The "jpeg" column is the share of steps
 whose screenshot, re-encoded as JPEG (quality 85), keeps its key (for the embedding: stays
@@ -36,7 +36,7 @@ import numpy as np
 from episodelake.collectors.agents.oracle import DemoPolicy, NoiseConfig
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.tasks import sample_tasks
-from episodelake.collectors.record.anchor import (
+from episodelake.lake.derive.anchor import (
     DEFAULT_THRESHOLD,
     STATUS_BAR_FRACTION,
     AnchorKeyer,
@@ -46,7 +46,7 @@ from episodelake.collectors.record.anchor import (
     phash64,
     ui_tree_hash,
 )
-from episodelake.collectors.record.embedding import embedding_anchor_keys, screen_embedding
+from episodelake.lake.derive.embedding import embedding_anchor_keys, screen_embedding
 from episodelake.lake.vocab.seeds import derive
 
 THRESHOLDS = (0, 2, 4, 8)

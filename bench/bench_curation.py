@@ -5,7 +5,7 @@ the same server in the same run.
 The server is `elake serve` in its own process over a lake of recorded episodes. Each
 curator is a client thread that files its own episodes into one shared set, one write after
 the other (the app waits for each answer). Concurrent writes into one table share Lance
-commits (`episodelake.lake.core.group_commit`), and what they read (the members' episodes,
+commits (`episodelake.lake.storage.group_commit`), and what they read (the members' episodes,
 the rows they replace for the audit log) is read once per commit; `rows/commit` says how
 many writes each carried.
 Target (issue: a team's workbench): p95 <= 150 ms per write with 20 curators.

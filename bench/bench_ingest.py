@@ -32,9 +32,9 @@ from common import line, workdir
 from PIL import Image
 from screens import phone_screen
 
-from episodelake.collectors.record.derived import Scope, derivations, fill
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
+from episodelake.lake.derive.derivations import Scope, derivations, fill
 
 
 def raw_disk_mb_s(folder, total_mb: int = 256) -> float:

@@ -31,7 +31,8 @@ from common import line, workdir
 from screens import phone_screen
 
 from episodelake.lake import Lake
-from episodelake.lake.core import purge, schema, tables
+from episodelake.lake.ops import purge
+from episodelake.lake.storage import schema, tables
 
 SIZE = (360, 800)
 

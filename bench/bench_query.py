@@ -19,7 +19,7 @@ from common import latencies_ms, line, p50, percentile, workdir
 from screens import phone_screen
 
 from episodelake.lake import Lake
-from episodelake.lake.core import schema, tables
+from episodelake.lake.storage import schema, tables
 
 TASKS = 40
 POLICIES = 10

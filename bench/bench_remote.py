@@ -57,7 +57,7 @@ from screens import phone_screen
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from episodelake.collectors.record.recorder import Recorder  # noqa: E402
 from episodelake.lake import Lake  # noqa: E402
-from episodelake.lake.core.writer import WriterOptions  # noqa: E402
+from episodelake.lake.storage.writer import WriterOptions  # noqa: E402
 from tests.factories import response  # noqa: E402
 from tests.remote.proxy import TcpProxy  # noqa: E402  (the tests' proxy)
 from tests.remote.s3_server import S3Server  # noqa: E402  (the tests' launcher)
@@ -221,7 +221,7 @@ def _fleet_writer(uri: str, index: int, steps: int, handoff: bool, env: dict[str
     (every other episode's id given by the caller with `--fleet-given-ids`). `env`: the
     machine it plays (its spool root and machine id) and the store's endpoint."""
     os.environ.update(env)
-    from episodelake.lake.core import tables  # noqa: PLC0415  (after the environment is set)
+    from episodelake.lake.storage import tables  # noqa: PLC0415  (after the environment is set)
 
     given = env.get("BENCH_GIVEN_IDS") == "1"
     rate = float(env.get("BENCH_RATE") or 0)  # steps/s of this writer (0: as fast as it can)
@@ -265,7 +265,7 @@ def _versions(uri: str) -> dict[str, int]:
     lake = Lake(uri)
     lake.invalidate()
     found = {t: lake.dataset(t).version for t in ("steps", "episodes")}
-    from episodelake.lake.core import layout, tables
+    from episodelake.lake.storage import layout, tables
 
     claims_table = layout.table_path(lake.location, layout.CLAIMS_TABLE)
     try:

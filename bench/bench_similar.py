@@ -32,10 +32,10 @@ from episodelake.collectors.agents.oracle import DemoPolicy, NoiseConfig
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.tasks import sample_tasks
 from episodelake.collectors.jobs.enrich import derive
-from episodelake.collectors.record.embedding import embedding_anchor_keys
 from episodelake.lake import Lake
-from episodelake.lake.core import schema, tables
 from episodelake.lake.curation import similar
+from episodelake.lake.derive.embedding import embedding_anchor_keys
+from episodelake.lake.storage import schema, tables
 from episodelake.lake.vocab.seeds import derive as derive_seed
 
 NOISE = NoiseConfig(grounding=0.12, planning=0.10, premature_terminate=0.0, loop=0.05)

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from common import latencies_ms, line, p50, percentile, workdir
 
 from episodelake.lake import Lake
-from episodelake.lake.core import tables
+from episodelake.lake.storage import tables
 
 
 def episode(i: int, status: str) -> dict:

@@ -94,8 +94,8 @@ def actions() -> list[dict]:
 
 def build_lake(path: Path, total_steps: int) -> None:
     from episodelake.lake import Lake, WriterOptions
-    from episodelake.lake.core.images import sniff_format
-    from episodelake.lake.core.writer import Backpressure
+    from episodelake.lake.storage.images import sniff_format
+    from episodelake.lake.storage.writer import Backpressure
 
     images = screens()
     acts = actions()

@@ -58,9 +58,9 @@ from episodelake.collectors.envs.base import (
     StepScore,
     Task,
 )
-from episodelake.collectors.record.anchor import hamming, phash64, ui_tree_hash
 from episodelake.collectors.record.recorder import EpisodeHandle, Recorder
-from episodelake.lake.core.errors import (
+from episodelake.lake.derive.anchor import hamming, phash64, ui_tree_hash
+from episodelake.lake.storage.errors import (
     ActionFailed,
     BranchDiverged,
     DeviceError,

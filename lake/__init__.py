@@ -1,6 +1,6 @@
 """Storage: the Arrow schema, Lance tables, the crash-safe writer, reads, SQL, versions."""
 
-from episodelake.lake.core.errors import (
+from episodelake.lake.storage.errors import (
     Conflict,
     EpisodeLakeError,
     InvalidInput,
@@ -8,8 +8,8 @@ from episodelake.lake.core.errors import (
     NotFound,
     SqlRefused,
 )
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.writer import LakeWriter, WriterOptions
+from episodelake.lake.storage.lake import Lake
+from episodelake.lake.storage.writer import LakeWriter, WriterOptions
 
 __all__ = ["Conflict", "EpisodeLakeError", "InvalidInput", "Lake", "LakeError", "LakeWriter", "NotFound",
            "SqlRefused", "WriterOptions"]

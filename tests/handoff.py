@@ -1,4 +1,4 @@
-"""Processes for the hand-off tests (`episodelake.lake.core.committer`), on a local lake or
+"""Processes for the hand-off tests (`episodelake.lake.storage.committer`), on a local lake or
 one on S3 (the child inherits the test's environment, the store's variables included): a
 writer that SIGKILLs itself at a stage of its hand-off, and a process that only commits."""
 
@@ -18,7 +18,7 @@ WRITER = textwrap.dedent(
     import os, signal, sys
     from tests.factories import screenshot
     from episodelake.lake import LakeWriter, WriterOptions
-    from episodelake.lake.core import committer
+    from episodelake.lake.storage import committer
     stage, nth, episode, count = {stage!r}, {nth}, {episode!r}, {count}
     seen = []
     def hook(name):
@@ -43,7 +43,7 @@ COMMITTER = textwrap.dedent(
     """
     import os, signal, sys, time
     from episodelake.lake import LakeWriter
-    from episodelake.lake.core import committer
+    from episodelake.lake.storage import committer
     stage = {stage!r}
     def hook(name):
         if name == stage:

@@ -10,7 +10,7 @@ import pytest
 
 from episodelake.collectors.envs.devices import DEVICES
 from episodelake.collectors.envs.suites import SUITES
-from episodelake.collectors.record.derived import DERIVATIONS
+from episodelake.lake.derive.derivations import DERIVATIONS
 from episodelake.lake.export.formats import FORMATS
 from episodelake.lake.vocab.families import families as response_formats
 from episodelake.trainer.advantages import ESTIMATORS

@@ -75,7 +75,7 @@ def untold_ignores() -> list[str]:
 
 def test_sources_are_named_as_installed():
     names = dict(sources())
-    assert names["lake/core/sql.py"] == "episodelake.lake.core.sql"
+    assert names["lake/storage/sql.py"] == "episodelake.lake.storage.sql"
     assert names["collectors/envs/sim/__init__.py"] == "episodelake.collectors.envs.sim"
     for path, module in list(names.items())[::25]:
         spec = importlib.util.find_spec(module)

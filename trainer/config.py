@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.lake.vocab.spec_model import SpecModel
 from episodelake.trainer.advantages import REFERENCE_ADVANTAGES, TUNED_ADVANTAGES, AdvantageConfig
 

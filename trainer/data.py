@@ -79,14 +79,14 @@ from PIL import Image
 from torch.utils.data import IterableDataset, get_worker_info
 
 from episodelake.lake import Lake
-from episodelake.lake.core import lineage as lineage_mod
-from episodelake.lake.core import tables
-from episodelake.lake.core.errors import InvalidInput, NotFound
 from episodelake.lake.export.formats import checked
 from episodelake.lake.export.samples import Sample, samples
 from episodelake.lake.export.selection import EpisodeSteps, select
 from episodelake.lake.export.spec import ExportSpec
 from episodelake.lake.export.split import Dedup, split_of
+from episodelake.lake.ops import lineage as lineage_mod
+from episodelake.lake.storage import tables
+from episodelake.lake.storage.errors import InvalidInput, NotFound
 from episodelake.trainer.data_loader import LakeLoader
 from episodelake.trainer.data_read import (
     BLOCK,

@@ -21,7 +21,7 @@ from typing import Any
 
 from torch.utils.data import DataLoader
 
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 
 
 class LakeLoader(DataLoader):

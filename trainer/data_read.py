@@ -36,7 +36,7 @@ import lance
 import numpy as np
 from PIL import Image
 
-from episodelake.lake.core.errors import NotFound
+from episodelake.lake.storage.errors import NotFound
 
 #: Samples built together: their distinct screenshots are read with one `take_blobs` call.
 BLOCK = 8

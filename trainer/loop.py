@@ -53,9 +53,9 @@ from episodelake.collectors.jobs.rollout import (
     group_id_for,
     run_rollouts,
 )
-from episodelake.collectors.record.derived import enrich_anchor_keys
 from episodelake.lake import Lake
-from episodelake.lake.core.layout import check_id, local_state
+from episodelake.lake.derive.derivations import enrich_anchor_keys
+from episodelake.lake.storage.layout import check_id, local_state
 from episodelake.lake.vocab.seeds import derive
 from episodelake.trainer import checkpoint
 from episodelake.trainer import credit as credit_score

@@ -37,9 +37,9 @@ from typing import Any
 from tqdm import tqdm
 
 from episodelake.lake import Lake
-from episodelake.lake.core import lineage
-from episodelake.lake.core.errors import EpisodeLakeError
 from episodelake.lake.export.errors import EmptySelection
+from episodelake.lake.ops import lineage
+from episodelake.lake.storage.errors import EpisodeLakeError
 from episodelake.trainer.config import TrainConfig
 from episodelake.trainer.data import LakeSftDataset, Plan, record_lineage, sft_dataset
 from episodelake.trainer.engine import Engine

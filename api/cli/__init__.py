@@ -45,8 +45,8 @@ from episodelake.api.cli import (
 )
 from episodelake.api.cli.app import Commands, Globals
 from episodelake.api.settings import EnvSettings
-from episodelake.lake.core.errors import EpisodeLakeError
-from episodelake.lake.core.store import DEFAULT_LAKE
+from episodelake.lake.storage.errors import EpisodeLakeError
+from episodelake.lake.storage.store import DEFAULT_LAKE
 
 DEBUG_FLAG = "--debug"
 

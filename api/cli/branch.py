@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from episodelake.api.cli.app import Commands, globals_of
-from episodelake.collectors.record.anchor import DEFAULT_THRESHOLD
+from episodelake.lake.derive.anchor import DEFAULT_THRESHOLD
 
 _EPILOG = """examples:
 
@@ -66,8 +66,8 @@ def cmd_branch(
     from tqdm import tqdm
 
     from episodelake.collectors.jobs.branch import BranchSpec, run_branches
-    from episodelake.lake.core.errors import InvalidInput
-    from episodelake.lake.core.lake import Lake
+    from episodelake.lake.storage.errors import InvalidInput
+    from episodelake.lake.storage.lake import Lake
 
     if model_url or model:
         if policy not in (None, "model"):

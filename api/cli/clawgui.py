@@ -16,8 +16,8 @@ from episodelake.collectors.clawgui.importer import (
     import_clawgui,
     watch_clawgui,
 )
-from episodelake.lake.core.errors import InvalidInput
-from episodelake.lake.core.lake import Lake
+from episodelake.lake.storage.errors import InvalidInput
+from episodelake.lake.storage.lake import Lake
 
 GROUP_HELP = (
     "how episodes get their GiGPO/GRPO group id, which ClawGUI folders do not store: "

@@ -27,8 +27,8 @@ from episodelake.api.settings import EnvSettings
 from episodelake.collectors.envs.base import DeviceKind, DeviceOption
 from episodelake.collectors.envs.devices import DEVICES
 from episodelake.collectors.jobs.bulk import RayOptions
-from episodelake.collectors.record.anchor import DEFAULT_THRESHOLD
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.derive.anchor import DEFAULT_THRESHOLD
+from episodelake.lake.storage.errors import InvalidInput
 
 # --- options several commands share -----------------------------------------------------------
 
@@ -300,8 +300,8 @@ def cmd_judge(
     from episodelake.collectors.agents.judge import JudgeCache, StepJudge
     from episodelake.collectors.agents.model_client import ModelClient, ModelOptions
     from episodelake.collectors.jobs.backfill import backfill
-    from episodelake.lake.core.lake import Lake
     from episodelake.lake.export.selection import select_episodes
+    from episodelake.lake.storage.lake import Lake
 
     exclusive(ctx, {"--set": set_name, "--where": where}, required=True)
     lake = Lake(globals_of(ctx).lake, create=False)
@@ -343,7 +343,7 @@ def cmd_rekey(
         "screens only), instead of by perceptual hash")] = None,
 ) -> None:
     from episodelake.collectors.jobs.rekey import rekey_anchors
-    from episodelake.lake.core.lake import Lake
+    from episodelake.lake.storage.lake import Lake
 
     exclusive(ctx, {"--set": set_name, "--where": where}, required=False)
     report = rekey_anchors(Lake(globals_of(ctx).lake, create=False), set_name=set_name, where=where,

@@ -49,9 +49,9 @@ def cmd_purge(
         "--delete-exports", help="also delete the export folders that hold the data (listed otherwise)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
-    from episodelake.lake.core import purge
-    from episodelake.lake.core.errors import InvalidInput, NotFound
-    from episodelake.lake.core.lake import Lake
+    from episodelake.lake.ops import purge
+    from episodelake.lake.storage.errors import InvalidInput, NotFound
+    from episodelake.lake.storage.lake import Lake
 
     lake = Lake(globals_of(ctx).lake, create=False)
     pending = purge.unfinished(lake)
@@ -81,7 +81,7 @@ def cmd_purge(
 
 
 def _lake(ctx: typer.Context):
-    from episodelake.lake.core.lake import Lake
+    from episodelake.lake.storage.lake import Lake
 
     return Lake(globals_of(ctx).lake, create=False)
 
@@ -106,7 +106,7 @@ def cmd_retask(
         metavar="GROUP", help="put it in this group (default: out of its group when the task changes)")] = None,
     as_json: _Json = False,
 ) -> None:
-    from episodelake.lake.core import edits
+    from episodelake.lake.ops import edits
 
     report = edits.retask(_lake(ctx), episode_id, task=task, goal=goal, group=group)
     line = f"retasked {episode_id}: {', '.join(report['fields'])}"
@@ -125,7 +125,7 @@ def cmd_delete(
                                               "over `episodes`")] = None,
     as_json: _Json = False,
 ) -> None:
-    from episodelake.lake.core import edits
+    from episodelake.lake.ops import edits
 
     report = edits.delete(_lake(ctx), episode_ids or (), where=where)
     _done(report, as_json, f"deleted {len(report['episode_ids'])} episode(s): "
@@ -140,7 +140,7 @@ def cmd_split(
     new_id: Annotated[str | None, typer.Option(metavar="ID", help="the new episode's id (default ID.STEP)")] = None,
     as_json: _Json = False,
 ) -> None:
-    from episodelake.lake.core import edits
+    from episodelake.lake.ops import edits
 
     report = edits.split(_lake(ctx), episode_id, at, new_id=new_id)
     first, second = report["episode_ids"]
@@ -155,7 +155,7 @@ def cmd_merge(
     force: Annotated[bool, typer.Option("--force", help="merge episodes of different runs or tasks")] = False,
     as_json: _Json = False,
 ) -> None:
-    from episodelake.lake.core import edits
+    from episodelake.lake.ops import edits
 
     report = edits.merge(_lake(ctx), first, second, force=force)
     _done(report, as_json, f"merged {second} into {first} ({report['steps']} steps)")
@@ -168,7 +168,7 @@ def cmd_undo(
                                           help="the edit's job id (each edit prints it)")],
     as_json: _Json = False,
 ) -> None:
-    from episodelake.lake.core import edits
+    from episodelake.lake.ops import edits
 
     report = edits.undo(_lake(ctx), job_id)
     _done(report, as_json, f"undid {job_id}: {', '.join(report['episode_ids'])}")
@@ -181,8 +181,8 @@ def cmd_steps_delete(
     numbers: Annotated[str, typer.Option("--steps", metavar="N,M", help="the step numbers, e.g. 3,4")],
     as_json: _Json = False,
 ) -> None:
-    from episodelake.lake.core import edits
-    from episodelake.lake.core.errors import InvalidInput
+    from episodelake.lake.ops import edits
+    from episodelake.lake.storage.errors import InvalidInput
 
     try:
         chosen = [int(n) for n in numbers.split(",") if n.strip()]

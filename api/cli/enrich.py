@@ -51,7 +51,7 @@ def cmd_enrich(
                                          show_default=False)] = 1,
 ) -> None:
     from episodelake.collectors.jobs.enrich import enrich
-    from episodelake.lake.core.lake import Lake
+    from episodelake.lake.storage.lake import Lake
 
     names = [n.strip() for n in what.split(",") if n.strip()] if what is not None else None
     report = enrich(Lake(globals_of(ctx).lake, create=False), names, where=where, workers=workers,
@@ -70,8 +70,8 @@ def cmd_search(
     limit: Annotated[int, typer.Option(help="hits to print (default 20)", show_default=False)] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON lines instead of a table")] = False,
 ) -> None:
-    from episodelake.lake.core.lake import Lake
     from episodelake.lake.curation.search import search
+    from episodelake.lake.storage.lake import Lake
 
     hits = search(Lake(globals_of(ctx).lake, create=False), query, where=where, limit=limit)
     for hit in hits:
@@ -95,8 +95,8 @@ def cmd_similar(
                                               "over episodes e JOIN steps s")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON lines instead of a table")] = False,
 ) -> None:
-    from episodelake.lake.core.lake import Lake
     from episodelake.lake.curation.similar import similar
+    from episodelake.lake.storage.lake import Lake
 
     found = similar(Lake(globals_of(ctx).lake, create=False), episode_id, step, k=k, where=where)
     for n in found:

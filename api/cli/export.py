@@ -56,9 +56,9 @@ def cmd_export_sft(
 ) -> int:
     from tqdm import tqdm
 
-    from episodelake.lake.core.errors import InvalidInput
-    from episodelake.lake.core.lake import Lake
     from episodelake.lake.export.job import run_export
+    from episodelake.lake.storage.errors import InvalidInput
+    from episodelake.lake.storage.lake import Lake
 
     if list_formats:
         for fmt in FORMATS.values():

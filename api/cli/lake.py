@@ -18,9 +18,9 @@ import pyarrow.parquet as pq
 import typer
 
 from episodelake.api.cli.app import Commands, globals_of
-from episodelake.lake.core.errors import InvalidInput
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.layout import check_id, check_spool_folder
+from episodelake.lake.storage.errors import InvalidInput
+from episodelake.lake.storage.lake import Lake
+from episodelake.lake.storage.layout import check_id, check_spool_folder
 
 commands = Commands()
 
@@ -141,7 +141,7 @@ def cmd_recover(
         "the store was down, was found taken when the claim was settled) under a new id, "
         "<id>-<8 hex>, the old id kept as recorded_as in its extra")] = False,
 ) -> int:
-    from episodelake.lake.core import claims, conflicts
+    from episodelake.lake.storage import claims, conflicts
 
     lake = Lake(globals_of(ctx).lake, create=False)
     if spool is not None:

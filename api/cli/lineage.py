@@ -50,8 +50,8 @@ def cmd_lineage(
                                           "id or folder, a dataset's lineage name, a lineage id")],
     as_json: Annotated[bool, typer.Option("--json", help="print the rows as JSON, every episode id")] = False,
 ) -> None:
-    from episodelake.lake.core.lake import Lake
-    from episodelake.lake.core.lineage import lineage_of
+    from episodelake.lake.ops.lineage import lineage_of
+    from episodelake.lake.storage.lake import Lake
 
     lake = Lake(globals_of(ctx).lake, create=False)
     rows = lineage_of(lake, _target(lake, target))

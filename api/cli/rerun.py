@@ -53,8 +53,8 @@ def cmd_rerun(
         render,
         run_rerun,
     )
-    from episodelake.lake.core.errors import InvalidInput
-    from episodelake.lake.core.lake import Lake
+    from episodelake.lake.storage.errors import InvalidInput
+    from episodelake.lake.storage.lake import Lake
 
     lake = Lake(globals_of(ctx).lake, create=False)
     if list_all:

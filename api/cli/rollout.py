@@ -9,8 +9,8 @@ from typing import Annotated, Literal
 import typer
 
 from episodelake.api.cli.app import Commands, globals_of
-from episodelake.lake.core.errors import InvalidInput
-from episodelake.lake.core.lake import Lake
+from episodelake.lake.storage.errors import InvalidInput
+from episodelake.lake.storage.lake import Lake
 from episodelake.lake.vocab.seeds import derive
 
 #: The demo's two "checkpoints": an earlier, noisier policy and a later, better one, so the

@@ -28,8 +28,8 @@ def cmd_serve(
     import uvicorn
 
     from episodelake.api.app import create_app
-    from episodelake.lake.core import users
-    from episodelake.lake.core.lake import Lake
+    from episodelake.lake.ops import users
+    from episodelake.lake.storage.lake import Lake
 
     options = globals_of(ctx)
     names = tuple(n.strip() for n in background_enrich.split(",") if n.strip() not in ("", "none"))

@@ -52,7 +52,7 @@ def cmd_train(
     lake = Lake(globals_of(ctx).lake)
     result = train(config, lake, progress=not no_progress)
     # lineage: each checkpoint this session wrote, with the episodes that trained it
-    from episodelake.lake.core.lineage import record_training, warmup_output
+    from episodelake.lake.ops.lineage import record_training, warmup_output
     from episodelake.trainer.checkpoint import iteration_folder
 
     for iteration in range(config.iterations - len(result.metrics), config.iterations):

@@ -41,8 +41,8 @@ def cmd_add(
     role: Annotated[str, typer.Option(help="viewer | curator | admin")] = "viewer",
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
-    from episodelake.lake.core import users
-    from episodelake.lake.core.lake import Lake
+    from episodelake.lake.ops import users
+    from episodelake.lake.storage.lake import Lake
 
     lake = Lake(globals_of(ctx).lake, create=False)
     first = not users.list_users(lake)
@@ -62,8 +62,8 @@ def cmd_list(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
-    from episodelake.lake.core import users
-    from episodelake.lake.core.lake import Lake
+    from episodelake.lake.ops import users
+    from episodelake.lake.storage.lake import Lake
 
     rows = users.list_users(Lake(globals_of(ctx).lake, create=False))
     if as_json:
@@ -80,8 +80,8 @@ def cmd_remove(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(metavar="NAME", show_default=False, help="the user's name")],
 ) -> None:
-    from episodelake.lake.core import users
-    from episodelake.lake.core.lake import Lake
+    from episodelake.lake.ops import users
+    from episodelake.lake.storage.lake import Lake
 
     users.remove(Lake(globals_of(ctx).lake, create=False), name, by=operator())
     print(f"removed {name}")

@@ -32,9 +32,9 @@ from episodelake.collectors.jobs.branch import (
     new_branch_id,
     run_branches,
 )
-from episodelake.lake.core.errors import InvalidInput, NotFound
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.layout import check_id
+from episodelake.lake.storage.errors import InvalidInput, NotFound
+from episodelake.lake.storage.lake import Lake
+from episodelake.lake.storage.layout import check_id
 
 router = APIRouter(tags=["branches"])
 

@@ -2,7 +2,7 @@
 
 `POST /api/episodes/{episode_id}/retask`, `POST /api/episodes/{episode_id}/split`,
 `DELETE /api/episodes/{episode_id}`, `POST /api/edits/{job_id}/undo`. Each is an edit of
-`episodelake.lake.core.edits`, recorded as a job (kind `edit`) with the requester as `who`,
+`episodelake.lake.ops.edits`, recorded as a job (kind `edit`) with the requester as `who`,
 and answers the edit's job id (what undo takes), the episodes it touched and the table
 versions before it. Whoever may call the API may edit (the server's token guards it when
 one is set); the web app asks for confirmation first. Purging stays on the command line
@@ -15,7 +15,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from episodelake.api.deps import IdPath, LakeDep, WhoDep, needs
-from episodelake.lake.core import edits
+from episodelake.lake.ops import edits
 
 router = APIRouter(tags=["edits"])
 

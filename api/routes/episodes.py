@@ -15,9 +15,9 @@ from fastapi import APIRouter, Header, Query, Response
 from episodelake.api.deps import FilterDep, IdPath, LakeDep, SettingsDep
 from episodelake.api.listing import SORTS, list_episodes, queue_position
 from episodelake.api.models import EpisodeDetail, EpisodePage, QueuePosition
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.layout import check_id
 from episodelake.lake.curation import curation
+from episodelake.lake.storage.lake import Lake
+from episodelake.lake.storage.layout import check_id
 from episodelake.lake.vocab import overlay
 
 router = APIRouter(tags=["episodes"])

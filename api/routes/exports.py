@@ -23,9 +23,6 @@ from episodelake.api.deps import IdPath, JobsDep, LakeDep, SettingsDep, WhoDep, 
 from episodelake.api.jobs import ACTIVE
 from episodelake.api.models import ExportCreate, ExportDetail, ExportFormatInfo, ExportSummary
 from episodelake.api.settings import Settings
-from episodelake.lake.core.errors import Conflict, NotFound
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.layout import check_id
 from episodelake.lake.export import (
     FORMATS,
     ExportSpec,
@@ -37,6 +34,9 @@ from episodelake.lake.export import (
 from episodelake.lake.export.formats import checked
 from episodelake.lake.export.job import delete_export, mark_interrupted
 from episodelake.lake.export.manifest import read_manifest
+from episodelake.lake.storage.errors import Conflict, NotFound
+from episodelake.lake.storage.lake import Lake
+from episodelake.lake.storage.layout import check_id
 
 router = APIRouter(tags=["exports"])
 

@@ -18,9 +18,9 @@ from episodelake.api.deps import FilterDep, IdPath, LakeDep, SettingsDep
 from episodelake.api.listing import where_clause
 from episodelake.api.models import GroupDetail, GroupSummary
 from episodelake.api.routes.episodes import episode_out, image_url
-from episodelake.lake.core.errors import InvalidInput, NotFound
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.layout import check_id
+from episodelake.lake.storage.errors import InvalidInput, NotFound
+from episodelake.lake.storage.lake import Lake
+from episodelake.lake.storage.layout import check_id
 from episodelake.trainer import advantages
 
 router = APIRouter(tags=["groups"])

@@ -10,9 +10,9 @@ from fastapi import APIRouter, Query
 
 from episodelake.api.deps import IdPath, JobsDep
 from episodelake.api.models import JobOut
-from episodelake.lake.core import schema
-from episodelake.lake.core.errors import NotFound
-from episodelake.lake.core.layout import check_id
+from episodelake.lake.storage import schema
+from episodelake.lake.storage.errors import NotFound
+from episodelake.lake.storage.layout import check_id
 
 router = APIRouter(tags=["jobs"])
 

@@ -1,7 +1,7 @@
 """People and the audit log: GET /api/me, /api/users (adding, removing, changing a role and
 reissuing a token are an admin's), GET /api/audit.
 
-Users are stored in the lake (`episodelake.lake.core.users`), so `elake user add` on the
+Users are stored in the lake (`episodelake.lake.ops.users`), so `elake user add` on the
 command line and POST /api/users here make the same people; a running server knows of a
 change within `users.REFRESH_S`.
 """
@@ -14,7 +14,7 @@ from fastapi import APIRouter, Query, Response
 
 from episodelake.api.deps import IdPath, LakeDep, PersonDep, needs
 from episodelake.api.models import AuditEntry, Me, UserCreate, UserCreated, UserOut, UserUpdate
-from episodelake.lake.core import audit, users
+from episodelake.lake.ops import audit, users
 
 router = APIRouter(tags=["people"])
 

@@ -22,9 +22,9 @@ from episodelake.collectors.jobs.rerun import (
     new_rerun_id,
     run_rerun,
 )
-from episodelake.lake.core.errors import InvalidInput, NotFound
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.layout import check_id
+from episodelake.lake.storage.errors import InvalidInput, NotFound
+from episodelake.lake.storage.lake import Lake
+from episodelake.lake.storage.layout import check_id
 
 router = APIRouter(tags=["reruns"])
 

@@ -19,8 +19,8 @@ from fastapi import APIRouter, Query
 
 from episodelake.api.deps import IdPath, LakeDep
 from episodelake.api.models import RunDetail, RunsOverSeeds, RunSummary
-from episodelake.lake.core.errors import InvalidInput, NotFound
-from episodelake.lake.core.layout import check_id
+from episodelake.lake.storage.errors import InvalidInput, NotFound
+from episodelake.lake.storage.layout import check_id
 from episodelake.trainer import learning_stats as stats
 from episodelake.trainer.config import RESUMABLE
 

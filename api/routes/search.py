@@ -10,8 +10,8 @@ from pydantic import BaseModel, Field
 
 from episodelake.api.deps import LakeDep
 from episodelake.api.routes.steps import StepsWhere, episode_context
-from episodelake.lake.core.layout import check_id
 from episodelake.lake.curation import search as lake_search
+from episodelake.lake.storage.layout import check_id
 
 router = APIRouter(tags=["search"])
 
@@ -52,7 +52,7 @@ class SearchCoverage(BaseModel):
 def coverage(lake: LakeDep) -> dict:
     """Whether "nothing matched" means nothing is there or nothing has been read yet: screen
     text is read after steps are committed (a server's worker, `elake enrich --what ocr`)."""
-    from episodelake.collectors.record.derived import DERIVATIONS
+    from episodelake.lake.derive.derivations import DERIVATIONS
 
     ocr = DERIVATIONS["ocr"]
     steps = lake.dataset("steps")

@@ -21,8 +21,8 @@ from episodelake.api.models import (
     SetCreate,
     SetUpdate,
 )
-from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.curation import curation, reviews
+from episodelake.lake.storage.errors import InvalidInput
 
 router = APIRouter(tags=["sets"])
 

@@ -12,8 +12,8 @@ from pydantic import BaseModel, Field
 from episodelake.api.deps import IdPath, LakeDep
 from episodelake.api.routes.episodes import image_url
 from episodelake.api.routes.steps import StepNo, StepsWhere, episode_context
-from episodelake.lake.core.layout import check_id
 from episodelake.lake.curation import similar as lake_similar
+from episodelake.lake.storage.layout import check_id
 
 router = APIRouter(tags=["steps"])
 

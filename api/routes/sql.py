@@ -39,9 +39,9 @@ from episodelake.api.models import (
     SqlResult,
     SqlTable,
 )
-from episodelake.lake.core import schema
-from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.curation import saved_queries
+from episodelake.lake.storage import schema
+from episodelake.lake.storage.errors import InvalidInput
 
 router = APIRouter(tags=["sql"])
 MAX_CELL_CHARS = 4000

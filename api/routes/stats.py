@@ -11,7 +11,7 @@ from fastapi import APIRouter
 from episodelake.api.deps import FilterDep, LakeDep, SettingsDep
 from episodelake.api.listing import where_clause
 from episodelake.api.models import Stats
-from episodelake.lake.core.lake import Lake
+from episodelake.lake.storage.lake import Lake
 
 router = APIRouter(tags=["stats"])
 

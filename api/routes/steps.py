@@ -24,14 +24,14 @@ from episodelake.api.deps import IdPath, LakeDep
 from episodelake.api.images_cache import stored_image
 from episodelake.api.models import StepDetail
 from episodelake.api.routes.episodes import step_out
-from episodelake.lake.core import layout
-from episodelake.lake.core.errors import Conflict, NotFound
-from episodelake.lake.core.images import MEDIA_TYPES
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.layout import check_id
-from episodelake.lake.core.sql import sql_in
 from episodelake.lake.curation.redact import RedactRules, Region
 from episodelake.lake.export.images import export_image
+from episodelake.lake.storage import layout
+from episodelake.lake.storage.errors import Conflict, NotFound
+from episodelake.lake.storage.images import MEDIA_TYPES
+from episodelake.lake.storage.lake import Lake
+from episodelake.lake.storage.layout import check_id
+from episodelake.lake.storage.sql import sql_in
 from episodelake.lake.vocab import overlay
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from episodelake.api.errors import WebAppNotBuilt
-from episodelake.lake.core.errors import NotFound
+from episodelake.lake.storage.errors import NotFound
 
 
 def mount(app: FastAPI, static_dir: Path | None) -> None:

@@ -32,7 +32,7 @@ from typing import Any
 from PIL import Image
 
 from episodelake.collectors.agents.model_client import ModelClient
-from episodelake.lake.core.images import sniff_format
+from episodelake.lake.storage.images import sniff_format
 from episodelake.lake.vocab.action_space import action_summary
 from episodelake.lake.vocab.overlay import describe, draw_action
 from episodelake.lake.vocab.prompts import data_url_part

@@ -8,7 +8,7 @@ from typing import Any
 
 from episodelake.collectors.agents.model_client import ModelClient
 from episodelake.collectors.loop import Observation, Reply
-from episodelake.lake.core.images import sniff_format
+from episodelake.lake.storage.images import sniff_format
 from episodelake.lake.vocab.prompts import build_messages, data_url_part
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from episodelake.lake.core.errors import EpisodeLakeError
+from episodelake.lake.storage.errors import EpisodeLakeError
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from episodelake.collectors.envs.sim.phone import Phone, describe, hit
 from episodelake.collectors.envs.sim.state import APPS
 from episodelake.collectors.envs.sim.tasks import Task
 from episodelake.collectors.loop import Observation, Reply
-from episodelake.lake.core.errors import DeviceError, InvalidInput
+from episodelake.lake.storage.errors import DeviceError, InvalidInput
 from episodelake.lake.vocab.families import format_tool_call
 from episodelake.lake.vocab.seeds import derive
 

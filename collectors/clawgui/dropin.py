@@ -28,8 +28,8 @@ from episodelake.collectors.clawgui.importer import (
     GroupDeriver,
 )
 from episodelake.collectors.record.recorder import Recorder, field_value, now
-from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
-from episodelake.lake.core.store import LAKE_ENV, location
+from episodelake.lake.storage.errors import Conflict, InvalidInput, NotFound
+from episodelake.lake.storage.store import LAKE_ENV, location
 
 log = logging.getLogger(__name__)
 

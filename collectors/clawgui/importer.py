@@ -27,15 +27,15 @@ from typing import Any
 import pyarrow as pa
 from tqdm import tqdm
 
-from episodelake.collectors.record.anchor import AnchorKeyer as DefaultKeyer
 from episodelake.collectors.record.recorder import build_step_row
 from episodelake.lake import Lake, WriterOptions
-from episodelake.lake.core import schema
-from episodelake.lake.core.errors import InvalidInput
-from episodelake.lake.core.jobs import Job
-from episodelake.lake.core.layout import check_id
-from episodelake.lake.core.writer import LakeWriter
+from episodelake.lake.derive.anchor import AnchorKeyer as DefaultKeyer
 from episodelake.lake.export.clawgui import EPISODE_FILE, IMAGE_DIR, IMAGE_SUFFIXES
+from episodelake.lake.ops.jobs import Job
+from episodelake.lake.storage import schema
+from episodelake.lake.storage.errors import InvalidInput
+from episodelake.lake.storage.layout import check_id
+from episodelake.lake.storage.writer import LakeWriter
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from episodelake.collectors.envs.base import (
     StepScore,
     Task,
 )
-from episodelake.lake.core.errors import (
+from episodelake.lake.storage.errors import (
     ActionFailed,
     DeviceError,
     DeviceUnavailable,

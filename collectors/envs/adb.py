@@ -35,7 +35,7 @@ from episodelake.collectors.envs.base import (
     RerunTarget,
     Screen,
 )
-from episodelake.lake.core.errors import (
+from episodelake.lake.storage.errors import (
     ActionFailed,
     DeviceUnavailable,
     EnvironmentLost,

@@ -11,7 +11,7 @@ steps table stores: points are fractions of the screenshot (``x``, ``y``, ``x2``
 every implementation converts with its own real screen size instead of assuming 1080x2400 as
 the reference framework does.
 
-Devices fail with the product's device errors (`episodelake.lake.core.errors.DeviceError` and its
+Devices fail with the product's device errors (`episodelake.lake.storage.errors.DeviceError` and its
 kinds `DeviceUnavailable`, `EnvironmentLost`, `ActionFailed`, which say what the loop does
 next); they are siblings of the lake's storage errors, never `LakeError`s.
 
@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from episodelake.lake.core.errors import DeviceUnavailable
+from episodelake.lake.storage.errors import DeviceUnavailable
 from episodelake.lake.vocab.families import ParsedAction
 
 

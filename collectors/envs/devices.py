@@ -29,7 +29,7 @@ from __future__ import annotations
 from episodelake.collectors.envs import adb, remote
 from episodelake.collectors.envs.base import DeviceKind, RerunDevice
 from episodelake.collectors.envs.sim import device as sim
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 
 #: The built-in devices, in the order `elake collect --help` lists them.
 _BUILT_IN = (adb.DEVICE, remote.DEVICE, sim.DEVICE)

@@ -44,7 +44,7 @@ from episodelake.collectors.envs.base import (
     Task,
 )
 from episodelake.collectors.envs.jsonaction import to_json_action
-from episodelake.lake.core.errors import (
+from episodelake.lake.storage.errors import (
     ActionFailed,
     DeviceError,
     DeviceUnavailable,

@@ -31,7 +31,7 @@ from pydantic import BaseModel
 
 from episodelake.collectors.envs.base import Device, Task
 from episodelake.collectors.envs.jsonaction import from_json_action
-from episodelake.lake.core.errors import ActionFailed, DeviceError, InvalidInput
+from episodelake.lake.storage.errors import ActionFailed, DeviceError, InvalidInput
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from episodelake.collectors.envs.base import TaskSuite
 from episodelake.collectors.envs.sim import suite as sim
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 
 #: The suite a trainer uses when none is named.
 DEFAULT_SUITE = "sim"

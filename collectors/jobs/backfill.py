@@ -3,11 +3,11 @@
 `backfill` judges, with a :class:`~episodelake.collectors.agents.judge.StepJudge`, every step
 of stored episodes that has a next step (the after screenshot) and no step reward yet,
 writing ``step_reward`` and ``step_reward_reason`` back with
-:func:`~episodelake.lake.core.updates.update_columns`, one commit per episode, so an interrupted
+:func:`~episodelake.lake.ops.updates.update_columns`, one commit per episode, so an interrupted
 run resumes where it stopped. Rewards are stored raw, in {0, 1}: the reference's
 division by (steps - 1) is the trainer's business. Last steps are not judged (no after
 screenshot); invalid verdicts leave the reward null with the reason, so the next run retries.
-A back-fill is a job (kind ``judge``, `episodelake.lake.core.jobs`): its progress in episodes, its
+A back-fill is a job (kind ``judge``, `episodelake.lake.ops.jobs`): its progress in episodes, its
 outcome and the report's counts are recorded whoever started it.
 
 With `RayOptions` the judging (reading screenshots, asking the model) runs as Ray tasks, a
@@ -30,11 +30,11 @@ from dataclasses import asdict, dataclass, field
 from episodelake.collectors.agents.judge import JudgeCache, StepJudge, StepToJudge, Verdict
 from episodelake.collectors.agents.model_client import ModelClient, ModelOptions
 from episodelake.collectors.jobs.bulk import RayOptions, chunks, run_parts
-from episodelake.lake.core.errors import NotFound
-from episodelake.lake.core.jobs import Job
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.store import Location
-from episodelake.lake.core.updates import update_columns
+from episodelake.lake.ops.jobs import Job
+from episodelake.lake.ops.updates import update_columns
+from episodelake.lake.storage.errors import NotFound
+from episodelake.lake.storage.lake import Lake
+from episodelake.lake.storage.store import Location
 
 #: Episodes per Ray task: enough to amortise opening the lake and the client in the task.
 EPISODES_PER_TASK = 4

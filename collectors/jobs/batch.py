@@ -74,11 +74,11 @@ from episodelake.collectors.loop import (
     EpisodeSummary,
     collect_one,
 )
-from episodelake.collectors.record.anchor import AnchorKeyer
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.core.errors import DeviceUnavailable, InvalidInput
-from episodelake.lake.core.store import Location, location
+from episodelake.lake.derive.anchor import AnchorKeyer
+from episodelake.lake.storage.errors import DeviceUnavailable, InvalidInput
+from episodelake.lake.storage.store import Location, location
 
 if TYPE_CHECKING:
     from episodelake.collectors.agents.oracle import NoiseConfig

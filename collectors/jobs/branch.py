@@ -15,7 +15,7 @@ group of the parent's branches at K), so its step K shares an anchor group with 
 member's; the given set's first when one is given), else the first step whose judge step
 reward is below `LOW_STEP_REWARD` (the screen on which the first unpaid action was taken).
 
-A branch job is a job like a re-run (`episodelake.lake.core.jobs`, kind ``branch``, its id
+A branch job is a job like a re-run (`episodelake.lake.ops.jobs`, kind ``branch``, its id
 the episodes' ``run_id``), with progress per branch; refused branches (bad input, a
 divergence) are listed in its result with the episode and step, and the job fails when
 nothing could be branched at all. The trainer's branch mode (`--branch failing`) plans its
@@ -35,11 +35,11 @@ from episodelake.collectors.envs.devices import rerun_device, rerun_envs
 from episodelake.collectors.jobs.batch import AgentSpec, RunSettings, run_batch
 from episodelake.collectors.jobs.rerun import check_policy, policy_agent
 from episodelake.collectors.loop import EpisodeSummary
-from episodelake.collectors.record.anchor import DEFAULT_THRESHOLD, phash64
-from episodelake.lake.core.errors import InvalidInput, NotFound
-from episodelake.lake.core.jobs import Job
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.layout import check_id
+from episodelake.lake.derive.anchor import DEFAULT_THRESHOLD, phash64
+from episodelake.lake.ops.jobs import Job
+from episodelake.lake.storage.errors import InvalidInput, NotFound
+from episodelake.lake.storage.lake import Lake
+from episodelake.lake.storage.layout import check_id
 from episodelake.lake.vocab.seeds import derive
 
 #: A judge step reward below this is "low": `--at failing` branches at the first such step.

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from pydantic import Field
 
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.lake.vocab.spec_model import SpecModel
 
 log = logging.getLogger(__name__)

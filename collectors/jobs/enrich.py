@@ -1,4 +1,4 @@
-"""`elake enrich`: the derived columns of stored steps (`collectors.record.derived`) filled as
+"""`elake enrich`: the derived columns of stored steps (`lake.derive.derivations`) filled as
 a job over the lake.
 
 The job (kind ``enrich``, `lake.jobs`) reports progress in screenshots and shows a progress
@@ -16,7 +16,9 @@ import functools
 from collections.abc import Sequence
 
 from episodelake.collectors.jobs.bulk import RayOptions, run_parts
-from episodelake.collectors.record.derived import (
+from episodelake.lake.curation.search import refresh_indexes
+from episodelake.lake.curation.similar import refresh_index
+from episodelake.lake.derive.derivations import (
     DERIVATIONS,
     EnrichReport,
     Scope,
@@ -25,12 +27,10 @@ from episodelake.collectors.record.derived import (
     enrich_anchor_keys,
     fill,
 )
-from episodelake.lake.core.errors import InvalidInput
-from episodelake.lake.core.jobs import Job
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.sql import condition
-from episodelake.lake.curation.search import refresh_indexes
-from episodelake.lake.curation.similar import refresh_index
+from episodelake.lake.ops.jobs import Job
+from episodelake.lake.storage.errors import InvalidInput
+from episodelake.lake.storage.lake import Lake
+from episodelake.lake.storage.sql import condition
 
 #: The registry and the trainer's and demo's entry points live with the derivations.
 __all__ = ["DERIVATIONS", "EnrichReport", "derive", "enrich", "enrich_anchor_keys"]

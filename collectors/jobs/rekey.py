@@ -1,7 +1,7 @@
 """Re-keying stored steps' anchor keys (`elake rekey`), e.g. after changing the clustering
 threshold, or for steps recorded without keys (``image_checks="structure"``, imports).
 
-Keys are computed per group the way the recorder's keyer does (`collectors.record.anchor`):
+Keys are computed per group the way the recorder's keyer does (`lake.derive.anchor`):
 a step with an accessibility-tree hash is keyed by it; any other step by its perceptual
 hash, clustered within its group by :func:`group_anchor_keys` (order-independent, so the
 result does not depend on which worker read which step). With `embedding_threshold`, a step
@@ -25,13 +25,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from episodelake.collectors.jobs.bulk import RayOptions, run_parts
-from episodelake.collectors.record.anchor import DEFAULT_THRESHOLD, group_anchor_keys, phash64
-from episodelake.collectors.record.embedding import embedding_anchor_keys
-from episodelake.lake.core.errors import InvalidInput, LakeCorrupt, LakeError
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.updates import update_columns
 from episodelake.lake.curation.similar import stored_embeddings
+from episodelake.lake.derive.anchor import DEFAULT_THRESHOLD, group_anchor_keys, phash64
+from episodelake.lake.derive.embedding import embedding_anchor_keys
 from episodelake.lake.export.selection import select_episodes
+from episodelake.lake.ops.updates import update_columns
+from episodelake.lake.storage.errors import InvalidInput, LakeCorrupt, LakeError
+from episodelake.lake.storage.lake import Lake
 
 _COLUMNS = ["episode_id", "step", "image_sha256", "image_phash", "ui_tree_hash", "anchor_key"]
 

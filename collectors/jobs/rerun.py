@@ -8,7 +8,7 @@ re-run's id, tag ``rerun``), and reports per task before/after success, what got
 what broke, and the overall change in success rate with a confidence interval. The report is
 stored in the ``runs`` table (kind ``rerun``; ``metrics`` holds the set and, once finished,
 the report) so the web app can list re-runs later. Where it stands (status, progress, error,
-who) is its job's record (`episodelake.lake.core.jobs`, same id), as for every long job; re-runs
+who) is its job's record (`episodelake.lake.ops.jobs`, same id), as for every long job; re-runs
 recorded before jobs were kept their status and error in ``metrics``, which is read for them.
 
 Reading the numbers: a task *passes* when at least half of its judged episodes succeeded;
@@ -42,10 +42,10 @@ from episodelake.collectors.jobs.batch import (
     run_batch,
 )
 from episodelake.collectors.loop import EpisodeSummary
-from episodelake.lake.core.errors import InvalidInput, NotFound
-from episodelake.lake.core.jobs import Job, get_job, list_jobs
-from episodelake.lake.core.lake import Lake
 from episodelake.lake.export.selection import check_members_present, resolve_set, set_episode_ids
+from episodelake.lake.ops.jobs import Job, get_job, list_jobs
+from episodelake.lake.storage.errors import InvalidInput, NotFound
+from episodelake.lake.storage.lake import Lake
 
 #: The envs a set can be re-run on: one per device with a re-run mapping (`envs.devices`).
 ENVS = tuple(rerun_envs())

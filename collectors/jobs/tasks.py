@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from episodelake.collectors.envs.base import Task
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 
 
 def load_tasks(path: Path | str, *, repeat: int = 1, run_id: str = "run") -> list[Task]:

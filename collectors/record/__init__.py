@@ -1,4 +1,3 @@
-"""What a step becomes in the lake: the `Recorder` (``recorder``), image checks (``images``),
-anchor keys (``anchor``) and response parsing (``actions/``, one module per model format).
-Everything that writes episodes goes through here: the episode loop, the ClawGUI drop-in and
-its folder importer."""
+"""What records: the `Recorder` (``recorder``), through which every writer of episodes goes —
+the episode loop, the ClawGUI drop-in and its folder importer. The checks and derived columns
+it applies to a step (image checks, anchor keys, perceptual hashes) live in `lake/derive`."""

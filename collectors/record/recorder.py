@@ -13,13 +13,13 @@ crash loses nothing acknowledged. An exception inside the `with` block marks the
 aborted and keeps its steps. What a step row needs that is cheap (the image's structure
 checks and sha256, the parsed action, a UI tree's anchor key) is computed here, on the write
 path. What costs a decode (the perceptual hash and the anchor key made from it) is derived
-after the commit by a background worker (`collectors.record.derived.BackgroundEnricher`), so
+after the commit by a background worker (`lake.derive.derivations.BackgroundEnricher`), so
 `log_step` never waits for one; `image_checks="decode"` computes them here instead.
 
 Episode ids are keys across processes. `start_episode` refuses an id the lake already holds;
 `resume=True` continues a stored, unfinished episode after its last stored step. While a
 recorder holds an episode no other recorder, in any process, can start or resume it (see
-`episodelake.lake.core.claims`), so only one writer ever numbers an episode's steps, and the episode's rows still
+`episodelake.lake.storage.claims`), so only one writer ever numbers an episode's steps, and the episode's rows still
 go to Lance in the writer's batches (no commit per episode, none per step).
 
 Every value is checked against the column it goes to (`field_value`) before anything is
@@ -45,14 +45,14 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from episodelake.collectors.record.derived import BackgroundEnricher
-from episodelake.collectors.record.images import prepare_image
 from episodelake.lake import Lake, WriterOptions
-from episodelake.lake.core import claims, layout, schema
-from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
-from episodelake.lake.core.layout import check_id
-from episodelake.lake.core.store import location
-from episodelake.lake.core.writer import check_spool, replay_orphans
+from episodelake.lake.derive.derivations import BackgroundEnricher
+from episodelake.lake.derive.images import prepare_image
+from episodelake.lake.storage import claims, layout, schema
+from episodelake.lake.storage.errors import Conflict, InvalidInput, NotFound
+from episodelake.lake.storage.layout import check_id
+from episodelake.lake.storage.store import location
+from episodelake.lake.storage.writer import check_spool, replay_orphans
 from episodelake.lake.vocab.families import parse_response
 
 log = logging.getLogger(__name__)
@@ -249,7 +249,7 @@ def build_step_row(
     if tree is not None:
         from xml.etree.ElementTree import ParseError
 
-        from episodelake.collectors.record.anchor import ui_tree_hash
+        from episodelake.lake.derive.anchor import ui_tree_hash
 
         try:
             row["ui_tree_hash"] = ui_tree_hash(tree)
@@ -318,7 +318,7 @@ class EpisodeHandle:
 
     def _check_claim(self) -> None:
         """A claim taken while the store was down and lost when settled: nothing more of this
-        episode is recorded (its rows are set aside, see `episodelake.lake.core.claims`)."""
+        episode is recorded (its rows are set aside, see `episodelake.lake.storage.claims`)."""
         why = self.claim.lost if self.claim is not None else None
         if why:
             self.finished = True
@@ -414,7 +414,7 @@ class Recorder:
         if isinstance(anchor, str):
             if anchor != "default":
                 raise InvalidInput(f"anchor: an AnchorKeyer, None or 'default', not {_show(anchor)}")
-            from episodelake.collectors.record.anchor import AnchorKeyer as DefaultKeyer
+            from episodelake.lake.derive.anchor import AnchorKeyer as DefaultKeyer
 
             anchor = DefaultKeyer()
         self.anchor = anchor
@@ -463,7 +463,7 @@ class Recorder:
         """Begin an episode; `fields` override the recorder's run_id, policy_version, env,
         device and model_name for this episode.
 
-        The id is taken lake-wide while this recorder holds the episode (see `episodelake.lake.core.claims`): an
+        The id is taken lake-wide while this recorder holds the episode (see `episodelake.lake.storage.claims`): an
         id the lake already holds is a `Conflict`, as is one another recorder (in any
         process) is recording right now. `resume=True` continues a stored episode instead:
         steps are numbered after its last stored step, its stored row is kept (only an
@@ -510,7 +510,7 @@ class Recorder:
         return handle
 
     def _claim(self, episode_id: str, *, minted: bool, resume: bool) -> claims.Claim | None:
-        """The episode's claim (see `episodelake.lake.core.claims`), taken without asking the
+        """The episode's claim (see `episodelake.lake.storage.claims`), taken without asking the
         store on an object store: an id minted here (a fresh uuid4) is nobody else's, and its
         claim row is written by the writer before the episode's first rows; an id the caller
         gives is claimed provisionally (a note in the writer's spool) and settled by the
@@ -548,7 +548,7 @@ class Recorder:
         log.info("episode %s: rows of its crashed recorder %s are replayed", episode_id, holder)
 
     def _begin(self, row: dict, claim: claims.Claim, resume: bool, *, look_up: bool) -> EpisodeHandle:
-        """Under the claim, the lake holds every row earlier holders wrote (see `episodelake.lake.core.claims`), so
+        """Under the claim, the lake holds every row earlier holders wrote (see `episodelake.lake.storage.claims`), so
         reading it answers whether the id is taken; no commit is needed to take it. Without
         `look_up` (an id this recorder minted, which cannot be taken, or a claim settled later)
         the lake is not read: the lookup scans the episodes table, a cost that grows with the
@@ -598,7 +598,7 @@ class Recorder:
 
     def _settle(self, handle: EpisodeHandle) -> None:
         """A finished episode keeps its claim until its rows are committed (see
-        `episodelake.lake.core.claims`): the writer's thread lets go of it then. Nothing here
+        `episodelake.lake.storage.claims`): the writer's thread lets go of it then. Nothing here
         waits for that; past `SETTLE_AFTER` finished episodes waiting, the writer is asked to
         commit at once."""
         episode_id, claim = handle.episode_id, handle.claim

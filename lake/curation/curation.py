@@ -5,7 +5,7 @@ failure category, the step where the episode went wrong and a note. Annotations 
 step (or a whole episode when `step` is null). Every change is one `Lake.upsert` of its row
 on the `sets` / `set_members` / `annotations` tables, durable when the call returns and
 visible to the next SQL query; then one `audit` row says who made the change and the row
-before and after (`episodelake.lake.core.audit`). Member and annotation writes take no lock
+before and after (`episodelake.lake.ops.audit`). Member and annotation writes take no lock
 and read nothing back before writing: the writes of many curators at once share commits, and
 the rows before, which their audit rows hold, are read once per commit (`Lake.upsert`'s group
 commit and its `audited` entries); a set's
@@ -32,10 +32,11 @@ from typing import cast
 
 import lance
 
-from episodelake.lake.core import audit, layout, schema, users
-from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
-from episodelake.lake.core.lake import Lake, Refers
 from episodelake.lake.curation import fields, versions
+from episodelake.lake.ops import audit, users
+from episodelake.lake.storage import layout, schema
+from episodelake.lake.storage.errors import Conflict, InvalidInput, NotFound
+from episodelake.lake.storage.lake import Lake, Refers
 
 SET_FIELDS = ("name", "kind", "description", "pinned_tag", "assigned_to")
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import unicodedata
 
-from episodelake.lake.core.errors import InvalidInput
-from episodelake.lake.core.lake import Lake
+from episodelake.lake.storage.errors import InvalidInput
+from episodelake.lake.storage.lake import Lake
 
 #: Longest name (of a set, a view, a person, a label), in characters.
 MAX_NAME = 200

@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.lake.vocab.spec_model import SpecModel, describe
 
 #: The mask's colour: solid black, the conventional "removed" block.

@@ -18,10 +18,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Literal, get_args
 
-from episodelake.lake.core import audit, layout, schema
-from episodelake.lake.core.errors import InvalidInput
-from episodelake.lake.core.lake import Lake
 from episodelake.lake.curation import curation, fields
+from episodelake.lake.ops import audit
+from episodelake.lake.storage import layout, schema
+from episodelake.lake.storage.errors import InvalidInput
+from episodelake.lake.storage.lake import Lake
 
 ReviewState = Literal["to review", "agreed", "disputed"]
 REVIEW_STATES: tuple[ReviewState, ...] = get_args(ReviewState)

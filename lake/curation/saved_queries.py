@@ -13,11 +13,12 @@ import uuid
 from collections.abc import Collection
 from datetime import UTC, datetime
 
-from episodelake.lake.core import audit, layout, schema
-from episodelake.lake.core.errors import Conflict, NotAllowed, NotFound
-from episodelake.lake.core.lake import Lake
 from episodelake.lake.curation import versions
 from episodelake.lake.curation.fields import MAX_NAME, required_text
+from episodelake.lake.ops import audit
+from episodelake.lake.storage import layout, schema
+from episodelake.lake.storage.errors import Conflict, NotAllowed, NotFound
+from episodelake.lake.storage.lake import Lake
 
 #: The longest query saved (the SQL console's own limit).
 MAX_QUERY = 20_000

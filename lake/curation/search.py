@@ -27,10 +27,10 @@ from dataclasses import dataclass
 import lance
 from lance.query import FullTextOperator, MatchQuery
 
-from episodelake.lake.core import schema, tables
-from episodelake.lake.core.errors import InvalidInput
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.sql import sql_in
+from episodelake.lake.storage import schema, tables
+from episodelake.lake.storage.errors import InvalidInput
+from episodelake.lake.storage.lake import Lake
+from episodelake.lake.storage.sql import sql_in
 
 #: Searchable fields: the name a hit reports -> (table, column).
 FIELDS: dict[str, tuple[str, str]] = {

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 import lance
 import numpy as np
 
-from episodelake.lake.core import tables
-from episodelake.lake.core.errors import InvalidInput, NotFound
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.sql import sql_in, sql_string
 from episodelake.lake.curation.search import matching_steps
+from episodelake.lake.storage import tables
+from episodelake.lake.storage.errors import InvalidInput, NotFound
+from episodelake.lake.storage.lake import Lake
+from episodelake.lake.storage.sql import sql_in, sql_string
 
 COLUMN = "embedding"
 INDEX_NAME = "embedding_ivf_pq"

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Collection
 from datetime import datetime
 
-from episodelake.lake.core.errors import Conflict
+from episodelake.lake.storage.errors import Conflict
 
 #: What a listing joins to give each row its `version`, `changed_by` and `changed_at`:
 #: `versions_of('sets')` is a subquery keyed by `target_id`.

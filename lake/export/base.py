@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
-from episodelake.lake.core.lake import Lake
 from episodelake.lake.export.images import ImageStore
 from episodelake.lake.export.samples import Sample
 from episodelake.lake.export.spec import ExportSpec
+from episodelake.lake.storage.lake import Lake
 
 SPLITS = ("train", "val")
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from episodelake.lake.core.lake import Lake
 from episodelake.lake.export.base import SPLITS, ExportFormat, WriteContext
 from episodelake.lake.export.samples import Sample
+from episodelake.lake.storage.lake import Lake
 
 #: The folder layout, shared with the importer (:mod:`episodelake.collectors.clawgui.importer`).
 EPISODE_FILE = "episode.json"

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from episodelake.lake.core import schema
-from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.export.base import SPLITS, ExportFormat, WriteContext, dumps
 from episodelake.lake.export.samples import Sample
+from episodelake.lake.storage import schema
+from episodelake.lake.storage.errors import InvalidInput
 
 #: Step and episode columns the pairing reads (beside the sample itself).
 FACT_COLUMNS = schema.pick("steps", ["step", "anchor_key", "step_reward", "step_reward_reason", "action_type",

@@ -6,7 +6,7 @@ its usual JSON shape.
 
 from __future__ import annotations
 
-from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
+from episodelake.lake.storage.errors import Conflict, InvalidInput, NotFound
 
 
 class UnknownFormat(InvalidInput):

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.export import clawgui, dpo, llamafactory, openai, prm, swift, trl
 from episodelake.lake.export.base import ExportFormat
 from episodelake.lake.export.errors import UnknownFormat
 from episodelake.lake.export.spec import ExportOptions
+from episodelake.lake.storage.errors import InvalidInput
 
 Options = TypeVar("Options", bound=ExportOptions)
 

@@ -20,12 +20,12 @@ from pathlib import Path
 import lance
 from PIL import Image
 
-from episodelake.lake.core import schema
-from episodelake.lake.core.errors import Conflict, LakeCorrupt
-from episodelake.lake.core.images import MEDIA_TYPES
-from episodelake.lake.core.lake import Lake
 from episodelake.lake.curation.redact import Redactor, Region, mask_pixels
 from episodelake.lake.export.selection import EpisodeSteps
+from episodelake.lake.storage import schema
+from episodelake.lake.storage.errors import Conflict, LakeCorrupt
+from episodelake.lake.storage.images import MEDIA_TYPES
+from episodelake.lake.storage.lake import Lake
 
 IMAGE_DIR = "images"
 _SUFFIX = {"png": "png", "jpeg": "jpg", "webp": "webp"}

@@ -8,7 +8,7 @@ Callers that show progress (the CLI's bar, the API's job status) pass `progress(
 total)`, called once with done = 0 when the selection is resolved and the folder claimed,
 then after each episode.
 
-An export's record moves running -> finished | failed, and its job (`episodelake.lake.core.jobs`,
+An export's record moves running -> finished | failed, and its job (`episodelake.lake.ops.jobs`,
 the one record of status, progress and who, same id) with it. A process that dies
 mid-export leaves the record running; its job reads `interrupted` at once, and the next
 server marks the record so too (`mark_interrupted`); `delete_export`
@@ -31,11 +31,6 @@ from pathlib import Path
 
 import lance
 
-from episodelake.lake.core import lineage
-from episodelake.lake.core.errors import Conflict, NotFound
-from episodelake.lake.core.jobs import Job
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.layout import check_id
 from episodelake.lake.curation.redact import Redactor
 from episodelake.lake.curation.similar import NearDuplicates
 from episodelake.lake.export import manifest as manifest_mod
@@ -47,6 +42,11 @@ from episodelake.lake.export.samples import Sample, samples
 from episodelake.lake.export.selection import EpisodeSteps, Selection, select
 from episodelake.lake.export.spec import ExportSpec
 from episodelake.lake.export.split import Dedup, split_of
+from episodelake.lake.ops import lineage
+from episodelake.lake.ops.jobs import Job
+from episodelake.lake.storage.errors import Conflict, NotFound
+from episodelake.lake.storage.lake import Lake
+from episodelake.lake.storage.layout import check_id
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +193,7 @@ def run_export(lake: Lake, spec: ExportSpec, progress: Progress | None = None, *
     """Export `spec` from `lake` (writable: the export is recorded in it). Raises an
     `EpisodeLakeError` for bad input before anything is written.
 
-    The export is a job (`episodelake.lake.core.jobs`) whose id is the export's: `job` lets a
+    The export is a job (`episodelake.lake.ops.jobs`) whose id is the export's: `job` lets a
     caller that runs it (the API, which names the folder after the id) make it first; by
     default a new one is made. `prepare` says where samples are built and images read (see
     `Prepare`); the files written are the same wherever that is."""

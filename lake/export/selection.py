@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from episodelake.lake.core import schema
-from episodelake.lake.core.errors import InvalidInput, NotFound
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.sql import sql_in
 from episodelake.lake.export.errors import EmptySelection, SetEpisodesMissing
 from episodelake.lake.export.spec import ExportSpec
+from episodelake.lake.storage import schema
+from episodelake.lake.storage.errors import InvalidInput, NotFound
+from episodelake.lake.storage.lake import Lake
+from episodelake.lake.storage.sql import sql_in
 
 #: Step columns that samples are built from (images are read separately, as blobs).
 STEP_COLUMNS = schema.pick("steps", ["episode_id", "step", "model_response", "action_type", "action",

@@ -14,11 +14,11 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from episodelake.lake.core.errors import InvalidInput
-from episodelake.lake.core.layout import check_id
-from episodelake.lake.core.sql import condition
 from episodelake.lake.curation.fields import MAX_NAME
 from episodelake.lake.curation.redact import Redactor, RedactRules, load_rules
+from episodelake.lake.storage.errors import InvalidInput
+from episodelake.lake.storage.layout import check_id
+from episodelake.lake.storage.sql import condition
 from episodelake.lake.vocab.prompts import Style
 from episodelake.lake.vocab.spec_model import SpecModel
 

@@ -33,7 +33,7 @@ from typing import Any, Literal
 from PIL import Image, ImageDraw, ImageFont
 from pydantic import BaseModel, Field
 
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.lake.vocab.action_space import action_summary
 
 MarkerKind = Literal["click", "long_press", "double_tap", "swipe", "drag", "none"]

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 
 
 def describe(exc: ValidationError, *, name: Callable[[str], str] = str,

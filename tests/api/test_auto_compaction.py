@@ -8,7 +8,7 @@ import httpx
 
 from episodelake.api.maintenance import MAX_FRAGMENTS
 from episodelake.api.settings import Settings
-from episodelake.lake.core import tables
+from episodelake.lake.storage import tables
 from tests.api.webapp_support import ServerThread, build_lake
 from tests.waiting import wait_for
 

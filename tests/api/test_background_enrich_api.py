@@ -11,9 +11,9 @@ import httpx
 
 from episodelake.api.cli import main
 from episodelake.api.settings import Settings
-from episodelake.collectors.record.anchor import phash64, phash_key
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
+from episodelake.lake.derive.anchor import phash64, phash_key
 from tests.api.webapp_support import ServerThread
 from tests.factories import response, screenshot
 from tests.waiting import wait_for

@@ -15,8 +15,8 @@ from episodelake.api.settings import Settings
 from episodelake.collectors.jobs.branch import BranchSpec, run_branches
 from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.core import users
-from episodelake.lake.core.lake import Lake
+from episodelake.lake.ops import users
+from episodelake.lake.storage.lake import Lake
 from episodelake.lake.vocab.families import format_tool_call
 from tests.api.webapp_support import ServerThread, error_of, screen
 from tests.waiting import wait_job

@@ -10,9 +10,9 @@ import pytest
 
 from episodelake.api import cli
 from episodelake.api.settings import EnvSettings, Settings
-from episodelake.lake.core.errors import InvalidInput
-from episodelake.lake.core.lake import Lake
-from episodelake.lake.core.store import DEFAULT_LAKE
+from episodelake.lake.storage.errors import InvalidInput
+from episodelake.lake.storage.lake import Lake
+from episodelake.lake.storage.store import DEFAULT_LAKE
 
 VARIABLES = ("ELAKE_LAKE", "ELAKE_TOKEN", "ELAKE_CORS_ORIGINS", "ELAKE_ENV_TOKEN")
 

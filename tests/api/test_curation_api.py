@@ -150,9 +150,9 @@ def test_step_annotations(client):
 def test_a_set_deleted_by_another_process_refuses_members_at_once(lake):
     """The live sets are remembered per version of the sets table: a deletion made through
     another `Lake` (another process) is seen by the next write, not after a delay."""
-    from episodelake.lake.core.errors import NotFound
-    from episodelake.lake.core.lake import Lake
     from episodelake.lake.curation import curation
+    from episodelake.lake.storage.errors import NotFound
+    from episodelake.lake.storage.lake import Lake
 
     s = curation.create_set(lake, "deleted-elsewhere")
     curation.add_member(lake, s["set_id"], "wifi_on-2", note="before")
@@ -163,8 +163,8 @@ def test_a_set_deleted_by_another_process_refuses_members_at_once(lake):
 
 def test_curation_survives_a_restart(lake, tmp_path):
     """Durable: a fresh Lake (a new server process) reads what the API wrote."""
-    from episodelake.lake.core.lake import Lake
     from episodelake.lake.curation import curation
+    from episodelake.lake.storage.lake import Lake
 
     s = curation.create_set(lake, "durable-check")
     curation.add_member(lake, s["set_id"], "wifi_on-2", failure_category="perception", failing_step=0)

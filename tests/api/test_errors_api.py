@@ -7,7 +7,12 @@ import httpx
 import pytest
 
 from episodelake.api.settings import Settings
-from episodelake.lake.core.errors import ActionFailed, DeviceError, DeviceUnavailable, LakeCorrupt
+from episodelake.lake.storage.errors import (
+    ActionFailed,
+    DeviceError,
+    DeviceUnavailable,
+    LakeCorrupt,
+)
 from tests.api.webapp_support import ServerThread
 
 

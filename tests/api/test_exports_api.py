@@ -14,9 +14,9 @@ import httpx
 import pytest
 
 from episodelake.api.jobs import Jobs
-from episodelake.lake.core.errors import Conflict, InvalidInput
 from episodelake.lake.export import ExportSpec, run_export
 from episodelake.lake.export.spec import ExportOptions
+from episodelake.lake.storage.errors import Conflict, InvalidInput
 from tests.api.test_security import raw_get
 from tests.api.webapp_support import error_of
 from tests.waiting import wait_job

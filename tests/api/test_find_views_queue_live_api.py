@@ -16,9 +16,10 @@ import pytest
 
 from episodelake.api.settings import Settings
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.core import layout, schema, tables, users
-from episodelake.lake.core.lake import Lake
 from episodelake.lake.curation import curation
+from episodelake.lake.ops import users
+from episodelake.lake.storage import layout, schema, tables
+from episodelake.lake.storage.lake import Lake
 from episodelake.lake.vocab.families import format_tool_call
 from tests.api.webapp_support import ServerThread, build_lake, error_of, screen
 

@@ -16,7 +16,7 @@ from episodelake.api.security import CONTENT_SECURITY_POLICY
 from episodelake.api.settings import Settings
 from tests.api.test_security import raw_get
 from tests.api.webapp_support import ServerThread, error_of
-from tests.lake.core.test_sql_sandbox import WRAPPED
+from tests.lake.storage.test_sql_sandbox import WRAPPED
 
 FINGERPRINT = """
     SELECT upper('x') AS upper, lower('X') AS lower,

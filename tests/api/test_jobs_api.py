@@ -24,13 +24,13 @@ from episodelake.collectors.jobs.backfill import backfill
 from episodelake.collectors.jobs.rerun import RerunSpec, run_rerun
 from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.core import schema, tables
-from episodelake.lake.core.lake import Lake
 from episodelake.lake.curation import curation
+from episodelake.lake.storage import schema, tables
+from episodelake.lake.storage.lake import Lake
 from episodelake.lake.vocab.families import format_tool_call
 from tests import factories
 from tests.api.webapp_support import ServerThread, error_of
-from tests.lake.core.test_jobs import start_runner
+from tests.lake.ops.test_jobs import start_runner
 from tests.waiting import wait_job, wait_serving
 
 EPISODES, STEPS = 100, 10

@@ -14,8 +14,8 @@ from episodelake.api.listing import EpisodeFilter, list_episodes
 from episodelake.api.models import ActionView
 from episodelake.api.settings import Settings
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.core.errors import InvalidInput
-from episodelake.lake.core.lake import Lake
+from episodelake.lake.storage.errors import InvalidInput
+from episodelake.lake.storage.lake import Lake
 from episodelake.lake.vocab.families import format_tool_call
 from episodelake.lake.vocab.overlay import RED, draw_action
 from tests.api.webapp_support import TASKS, ServerThread, error_of, screen

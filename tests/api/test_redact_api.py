@@ -12,8 +12,8 @@ from episodelake.api.settings import Settings
 from episodelake.collectors.jobs.enrich import DERIVATIONS
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.core.updates import update_columns
 from episodelake.lake.curation.redact import MASK
+from episodelake.lake.ops.updates import update_columns
 from tests.api.webapp_support import ServerThread
 from tests.factories import response
 from tests.waiting import wait_job

@@ -14,7 +14,7 @@ import pytest
 from episodelake.api.settings import Settings
 from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.core.lake import Lake
+from episodelake.lake.storage.lake import Lake
 from episodelake.lake.vocab.families import format_tool_call
 from tests.api.webapp_support import ServerThread, error_of, screen
 from tests.waiting import wait_job

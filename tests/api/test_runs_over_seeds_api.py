@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from episodelake.api.settings import Settings
-from episodelake.lake.core.lake import Lake
+from episodelake.lake.storage.lake import Lake
 from episodelake.trainer.config import TrainConfig
 from tests.api.webapp_support import ServerThread
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from episodelake.api.settings import Settings
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 from tests.api.webapp_support import ServerThread, error_of
 
 TOKEN = "s3cret-token-0123456789"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from episodelake.api.settings import EnvSettings, Settings
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 
 
 def test_server_settings_name_the_field_and_the_value_given(tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from episodelake.api.settings import Settings
-from episodelake.lake.core import users
+from episodelake.lake.ops import users
 from tests.api.webapp_support import ServerThread, build_lake, error_of
 
 HTML = {"Accept": "text/html,application/xhtml+xml"}

@@ -11,7 +11,7 @@ import pytest
 
 from episodelake.api.cli import main
 from episodelake.api.settings import Settings
-from episodelake.lake.core import users
+from episodelake.lake.ops import users
 from tests.api.webapp_support import ServerThread, build_lake, error_of
 from tests.waiting import wait_for
 

@@ -12,7 +12,7 @@ import time
 import pyarrow.parquet as pq
 from PIL import Image
 
-from episodelake.lake.core import layout
+from episodelake.lake.storage import layout
 from tests.api.webapp_support import error_of
 
 

@@ -20,7 +20,7 @@ from PIL import Image, ImageDraw
 from episodelake.api.app import create_app
 from episodelake.api.settings import Settings
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.core.lake import Lake
+from episodelake.lake.storage.lake import Lake
 from episodelake.lake.vocab.families import format_tool_call
 from tests.waiting import wait_for
 

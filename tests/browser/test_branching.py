@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from episodelake.api.settings import Settings, default_static_dir
-from episodelake.lake.core import users
+from episodelake.lake.ops import users
 from tests.api.test_branches_api import parents, sim_lake
 from tests.api.webapp_support import ServerThread
 from tests.browser.conftest import axe_violations, shot, signed_in_pages

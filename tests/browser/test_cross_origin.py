@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from episodelake.api.settings import Settings, default_static_dir
-from episodelake.lake.core import edits, users
+from episodelake.lake.ops import edits, users
 from tests.api.webapp_support import ServerThread, build_lake
 from tests.waiting import wait_for
 

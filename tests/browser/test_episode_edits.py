@@ -1,6 +1,6 @@
 """Edits on the replay in headless Chromium: retask, split before the step shown and delete,
 each confirmed first and undone from its toast (the API and the lake do the work; see
-tests/lake/core/test_edits.py for the edits themselves)."""
+tests/lake/ops/test_edits.py for the edits themselves)."""
 
 from __future__ import annotations
 

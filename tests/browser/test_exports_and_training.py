@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rollouts, task_ids
-from episodelake.lake.core.lineage import record
+from episodelake.lake.ops.lineage import record
 from tests.browser.conftest import axe_violations, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

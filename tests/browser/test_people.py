@@ -11,8 +11,8 @@ import pytest
 from playwright.sync_api import expect
 
 from episodelake.api.settings import Settings, default_static_dir
-from episodelake.lake.core import users
 from episodelake.lake.curation import curation
+from episodelake.lake.ops import users
 from tests.api.webapp_support import ServerThread, build_lake
 from tests.browser.conftest import axe_violations, shot
 

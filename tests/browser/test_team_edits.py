@@ -13,8 +13,8 @@ import pytest
 from playwright.sync_api import expect
 
 from episodelake.api.settings import Settings, default_static_dir
-from episodelake.lake.core import users
 from episodelake.lake.curation import curation, saved_queries
+from episodelake.lake.ops import users
 from tests.api.webapp_support import ServerThread, build_lake
 from tests.browser.conftest import axe_violations, shot, signed_in_pages
 

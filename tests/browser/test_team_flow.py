@@ -12,8 +12,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from episodelake.lake.core import users
 from episodelake.lake.curation import curation
+from episodelake.lake.ops import users
 from tests.browser.conftest import axe_violations
 from tests.browser.test_team_edits import person, team_lake, team_server  # noqa: F401  (fixtures)
 

@@ -10,7 +10,7 @@ import pytest
 
 from episodelake.collectors.envs import adb
 from episodelake.collectors.envs.base import Screen
-from episodelake.lake.core.errors import ActionFailed, DeviceUnavailable, EnvironmentLost
+from episodelake.lake.storage.errors import ActionFailed, DeviceUnavailable, EnvironmentLost
 from episodelake.lake.vocab.families import format_tool_call, parse_response
 from tests import factories
 

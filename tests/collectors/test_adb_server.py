@@ -15,7 +15,7 @@ from episodelake.collectors.envs import adb
 from episodelake.collectors.envs.base import Task
 from episodelake.collectors.loop import run_episode
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.core.errors import DeviceUnavailable
+from episodelake.lake.storage.errors import DeviceUnavailable
 from tests import factories
 from tests.collectors.device_support import ScriptedPolicy, elake
 from tests.collectors.fake_adbd import FakeAdbd

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.core.errors import Conflict, InvalidInput, NotFound
+from episodelake.lake.storage.errors import Conflict, InvalidInput, NotFound
 from tests.factories import response, screenshot
 
 

@@ -10,7 +10,7 @@ from episodelake.collectors.envs.base import Task
 from episodelake.collectors.envs.remote import RemoteOptions
 from episodelake.collectors.jobs import batch
 from episodelake.collectors.loop import EpisodeSummary
-from episodelake.lake.core.errors import DeviceUnavailable, InvalidInput
+from episodelake.lake.storage.errors import DeviceUnavailable, InvalidInput
 from tests.collectors.device_support import elake
 from tests.factories import needs_ray
 

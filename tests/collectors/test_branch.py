@@ -27,11 +27,11 @@ from episodelake.collectors.jobs.rollout import RolloutSpec, demo_agent, run_rol
 from episodelake.collectors.loop import run_episode
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.core import layout, schema, tables
-from episodelake.lake.core.errors import BranchDiverged, InvalidInput
 from episodelake.lake.curation import curation
 from episodelake.lake.export.job import run_export
 from episodelake.lake.export.spec import ExportSpec
+from episodelake.lake.storage import layout, schema, tables
+from episodelake.lake.storage.errors import BranchDiverged, InvalidInput
 from episodelake.lake.vocab.families import ParsedAction
 from tests.factories import response, screenshot
 

@@ -12,10 +12,10 @@ import pytest
 
 from episodelake.collectors import clawgui
 from episodelake.collectors.clawgui import dropin, importer
-from episodelake.collectors.record.derived import enrich_anchor_keys
 from episodelake.lake import Lake
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.derive.derivations import enrich_anchor_keys
 from episodelake.lake.export import clawgui as clawgui_folders
+from episodelake.lake.storage.errors import InvalidInput
 from tests.factories import response, screenshot, write_reference_episode
 from tests.waiting import wait_for
 
@@ -507,7 +507,7 @@ def test_export_of_a_lost_screenshot_writes_a_path_that_does_not_exist(tmp_path)
 def test_derived_group_ids_are_valid_ids_and_never_shared_by_two_tasks():
     from datetime import UTC, datetime
 
-    from episodelake.lake.core.layout import check_id
+    from episodelake.lake.storage.layout import check_id
 
     names = ["a b/c", "a_b_c", "..", "", None, "日本語", "設定", "x" * 500, "-lead", "wifi_on"]
     at = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)

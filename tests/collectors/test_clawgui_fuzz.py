@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from episodelake.collectors.clawgui import importer
 from episodelake.lake import Lake
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 from tests.factories import response, screenshot
 
 SCALARS = st.one_of(

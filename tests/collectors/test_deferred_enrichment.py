@@ -9,9 +9,9 @@ import pytest
 from episodelake.collectors.jobs.enrich import enrich
 from episodelake.collectors.jobs.rollout import RolloutReport
 from episodelake.collectors.loop import EpisodeSummary
-from episodelake.collectors.record.derived import BackgroundEnricher, enrich_anchor_keys
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
+from episodelake.lake.derive.derivations import BackgroundEnricher, enrich_anchor_keys
 from episodelake.trainer import loop
 from episodelake.trainer.config import TrainConfig
 from tests.collectors.test_bad_input import with_damaged_pixels

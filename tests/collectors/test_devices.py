@@ -28,7 +28,7 @@ from episodelake.collectors.envs.remote import RemoteSpec
 from episodelake.collectors.envs.sim.device import SimSpec
 from episodelake.collectors.jobs.rerun import ENVS, RerunSpec, device_spec
 from episodelake.lake import Lake
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 from tests import factories
 
 

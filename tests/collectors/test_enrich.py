@@ -9,13 +9,13 @@ import pyarrow as pa
 import pytest
 
 from episodelake.collectors.jobs.enrich import DERIVATIONS, enrich
-from episodelake.collectors.record import derived as enrich_mod
-from episodelake.collectors.record.anchor import phash64
+from episodelake.lake.derive import derivations as enrich_mod
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.core import schema
-from episodelake.lake.core.errors import InvalidInput
-from episodelake.lake.core.jobs import list_jobs
+from episodelake.lake.derive.anchor import phash64
+from episodelake.lake.ops.jobs import list_jobs
+from episodelake.lake.storage import schema
+from episodelake.lake.storage.errors import InvalidInput
 from tests import factories
 
 PAYMENT = factories.text_screen("Payment", "declined")

@@ -11,7 +11,7 @@ from episodelake.collectors.envs.base import Screen
 from episodelake.collectors.envs.jsonaction import from_json_action, to_json_action
 from episodelake.collectors.envs.server import create_app, is_loopback, serve
 from episodelake.collectors.envs.sim.device import SimDevice, task_infos
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.lake.vocab.families import format_tool_call, parse_response
 from tests.collectors.device_support import elake
 

@@ -15,7 +15,7 @@ from episodelake.collectors import clawgui
 from episodelake.collectors.clawgui import dropin
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake, WriterOptions
-from episodelake.lake.core.errors import Conflict
+from episodelake.lake.storage.errors import Conflict
 from tests.factories import race, response, screenshot
 
 #: Rows stay in the spool until close: what a crash leaves behind.

@@ -18,7 +18,7 @@ from episodelake.collectors.envs.sim.device import SimDevice, SimJudge
 from episodelake.collectors.jobs.tasks import load_tasks
 from episodelake.collectors.loop import Reply, run_episode
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 from tests import factories
 from tests.collectors.device_support import elake
 

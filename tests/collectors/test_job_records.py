@@ -21,9 +21,9 @@ from episodelake.collectors.clawgui.importer import import_clawgui
 from episodelake.collectors.jobs.backfill import backfill
 from episodelake.collectors.jobs.rerun import RerunSpec, get_rerun, list_reruns, run_rerun
 from episodelake.lake import Lake
-from episodelake.lake.core.errors import DeviceUnavailable, NotFound
-from episodelake.lake.core.jobs import list_jobs
 from episodelake.lake.export import ExportSpec, run_export
+from episodelake.lake.ops.jobs import list_jobs
+from episodelake.lake.storage.errors import DeviceUnavailable, NotFound
 from tests import factories
 from tests.collectors.test_judge import QUICK, record, yes
 from tests.collectors.test_rerun import record_set

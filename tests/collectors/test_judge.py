@@ -16,9 +16,9 @@ from episodelake.collectors.agents.judge import (
 from episodelake.collectors.agents.model_client import ModelClient, ModelOptions
 from episodelake.collectors.jobs.backfill import backfill
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.core.errors import InvalidInput, NotFound, SqlRefused
 from episodelake.lake.curation import curation
 from episodelake.lake.export.selection import select_episodes
+from episodelake.lake.storage.errors import InvalidInput, NotFound, SqlRefused
 from tests import factories
 from tests.collectors.device_support import elake
 

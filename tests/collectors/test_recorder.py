@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.core.errors import Conflict, InvalidInput
+from episodelake.lake.storage.errors import Conflict, InvalidInput
 from tests.factories import response, screenshot
 
 

@@ -15,7 +15,7 @@ from episodelake.collectors.envs.server import create_app
 from episodelake.collectors.envs.sim.device import SimDevice, task_infos
 from episodelake.collectors.loop import collect_one, run_episode
 from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake.core.errors import DeviceError, DeviceUnavailable
+from episodelake.lake.storage.errors import DeviceError, DeviceUnavailable
 from tests.collectors.device_support import ScriptedPolicy, oracle_script
 
 FAST = RemoteOptions(health_timeout_s=2, init_timeout_s=5, screenshot_timeout_s=2,

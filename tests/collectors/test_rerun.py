@@ -24,9 +24,9 @@ from episodelake.collectors.jobs.rerun import (
 from episodelake.collectors.loop import run_episode
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.curation import curation
 from episodelake.lake.export import SetEpisodesMissing
+from episodelake.lake.storage.errors import InvalidInput
 
 TASK_IDS = [t.id for t in sample_tasks(4, seed=7)]
 

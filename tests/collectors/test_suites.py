@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from episodelake.collectors.envs.suites import SUITES, get_suite
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 
 
 def test_the_sim_suite_lists_its_tasks_templates_and_apps():

@@ -1,4 +1,4 @@
-"""Writers upload, one committer commits (`episodelake.lake.core.committer`), on a lake in a
+"""Writers upload, one committer commits (`episodelake.lake.storage.committer`), on a lake in a
 local folder with real Lance: many writer processes share commits, and a SIGKILL of a writer
 or of the committer at any stage of a hand-off loses and doubles nothing."""
 
@@ -13,7 +13,7 @@ import time
 import pytest
 
 from episodelake.lake import Lake, LakeWriter, WriterOptions
-from episodelake.lake.core import committer
+from episodelake.lake.storage import committer
 from tests.factories import screenshot
 from tests.handoff import WRITER, acknowledged_by, spawn, start_committer, stored
 

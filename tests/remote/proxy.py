@@ -207,7 +207,7 @@ class TcpProxy:
 def flush_once_back(recorder, timeout_s: float = 120.0) -> None:
     """Flush `recorder` as soon as the store takes commits again (its background retry may
     land the rows first); fail the test if it does not within `timeout_s`."""
-    from episodelake.lake.core.writer import CommitFailed
+    from episodelake.lake.storage.writer import CommitFailed
 
     def flushed() -> bool:
         try:

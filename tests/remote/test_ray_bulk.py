@@ -12,8 +12,8 @@ from episodelake.collectors.jobs.bulk import RayOptions, chunks, run_parts
 from episodelake.collectors.jobs.rekey import rekey_anchors
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.core.errors import InvalidInput
 from episodelake.lake.export import ExportSpec, run_export
+from episodelake.lake.storage.errors import InvalidInput
 from tests.factories import needs_ray, response, screenshot
 from tests.lake.export.test_export import build_lake, tree
 from tests.remote.ray_cluster import ray_cluster  # noqa: F401

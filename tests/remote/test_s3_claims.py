@@ -11,7 +11,7 @@ import pytest
 from episodelake.api.cli import main
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Conflict, Lake
-from episodelake.lake.core import claims, layout, tables
+from episodelake.lake.storage import claims, layout, tables
 from tests.factories import response, screenshot
 
 

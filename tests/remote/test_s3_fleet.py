@@ -18,9 +18,9 @@ import pytest
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Conflict, Lake, WriterOptions
-from episodelake.lake.core import layout, spool
-from episodelake.lake.core.store import StoreUnavailable
-from episodelake.lake.core.writer import CommitFailed
+from episodelake.lake.storage import layout, spool
+from episodelake.lake.storage.store import StoreUnavailable
+from episodelake.lake.storage.writer import CommitFailed
 from tests.factories import child_env, response, screenshot
 from tests.handoff import WRITER, acknowledged_by, spawn, start_committer, stored
 from tests.remote.proxy import flush_once_back
@@ -112,7 +112,7 @@ KILLED = textwrap.dedent("""
     from tests.factories import response, screenshot
     from episodelake.collectors.record.recorder import Recorder
     from episodelake.lake import WriterOptions
-    from episodelake.lake.core import committer
+    from episodelake.lake.storage import committer
     seen = []
     def hook(name):
         if name == {stage!r}:

@@ -18,7 +18,7 @@ import pytest
 from episodelake.api.cli import main
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Conflict, Lake, WriterOptions
-from episodelake.lake.core import claims, conflicts, layout, tables
+from episodelake.lake.storage import claims, conflicts, layout, tables
 from tests.factories import child_env, response, screenshot
 from tests.remote.proxy import flush_once_back
 from tests.waiting import wait_for

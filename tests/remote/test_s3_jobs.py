@@ -11,14 +11,14 @@ import sys
 import textwrap
 
 from episodelake.lake import Lake
-from episodelake.lake.core.jobs import get_job, reap
+from episodelake.lake.ops.jobs import get_job, reap
 
 RUNNER = textwrap.dedent("""
     import socket, sys, time
     if {host!r}:
         socket.gethostname = lambda: {host!r}  # another machine
     from episodelake.lake import Lake
-    from episodelake.lake.core.jobs import Job
+    from episodelake.lake.ops.jobs import Job
     job = Job(Lake({lake!r}), "export", job_id={job_id!r})
     with job.recording():
         job.progress(0, 1)

@@ -10,8 +10,8 @@ import pytest
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Conflict, Lake
-from episodelake.lake.core import layout
-from episodelake.lake.core.store import StoreUnavailable, describe_failure, location
+from episodelake.lake.storage import layout
+from episodelake.lake.storage.store import StoreUnavailable, describe_failure, location
 from tests.factories import response, screenshot
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.core import claims, layout, tables
+from episodelake.lake.storage import claims, layout, tables
 from tests.factories import child_env, response, screenshot
 from tests.remote.test_shared_commits import FLEET_WRITER
 

@@ -12,8 +12,8 @@ import pytest
 
 from episodelake.collectors.record.recorder import SETTLE_AFTER, Recorder
 from episodelake.lake import InvalidInput, Lake, WriterOptions
-from episodelake.lake.core import layout, spool, tables
-from episodelake.lake.core.writer import CommitFailed
+from episodelake.lake.storage import layout, spool, tables
+from episodelake.lake.storage.writer import CommitFailed
 from tests.factories import response, screenshot
 from tests.remote.proxy import flush_once_back
 from tests.waiting import wait_for

@@ -11,7 +11,7 @@ import pytest
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake, WriterOptions
-from episodelake.lake.core.writer import Backpressure
+from episodelake.lake.storage.writer import Backpressure
 from tests.factories import response, screenshot
 from tests.remote.proxy import flush_once_back
 

@@ -13,7 +13,7 @@ import textwrap
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Conflict, Lake
-from episodelake.lake.core import layout
+from episodelake.lake.storage import layout
 from tests.factories import child_env, race, response, screenshot
 
 WRITER = textwrap.dedent("""

@@ -6,8 +6,8 @@ from __future__ import annotations
 import hashlib
 
 from episodelake.lake import Lake
-from episodelake.lake.core import purge
-from tests.lake.core.test_purge import GOAL, build, needles, snapshot
+from episodelake.lake.ops import purge
+from tests.lake.ops.test_purge import GOAL, build, needles, snapshot
 
 
 def objects_holding(s3_server, bucket: str, patterns: list[bytes]) -> tuple[list[str], list[str]]:

@@ -10,8 +10,8 @@ import pickle
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.core import schema
-from episodelake.lake.core.store import location
+from episodelake.lake.storage import schema
+from episodelake.lake.storage.store import location
 from tests.factories import response, screenshot
 
 #: Opening a lake: one listing of the lake, then each table's versions listed and its

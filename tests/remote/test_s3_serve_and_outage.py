@@ -16,7 +16,7 @@ import pytest
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake, WriterOptions
-from episodelake.lake.core.writer import CommitFailed
+from episodelake.lake.storage.writer import CommitFailed
 from tests.factories import child_env, free_port, response, screenshot
 from tests.remote.proxy import flush_once_back
 from tests.waiting import wait_serving

@@ -7,8 +7,8 @@ import pytest
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.core.store import StoreUnavailable, location
-from episodelake.lake.core.updates import update_columns
+from episodelake.lake.ops.updates import update_columns
+from episodelake.lake.storage.store import StoreUnavailable, location
 from tests.factories import response, screenshot
 
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from episodelake.lake import Lake
-from episodelake.lake.core import group_commit, layout, tables
+from episodelake.lake.storage import group_commit, layout, tables
 from tests.factories import child_env
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from episodelake.api.security import APP_HEADER, COOKIE, origin_of
 from episodelake.api.settings import Settings
-from episodelake.lake.core import users
+from episodelake.lake.ops import users
 from tests.api.webapp_support import ServerThread, build_lake, error_of
 
 WRITES = ("post", "put", "patch", "delete")

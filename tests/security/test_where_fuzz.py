@@ -23,10 +23,10 @@ import pytest
 from episodelake.api import cli
 from episodelake.api.settings import Settings
 from episodelake.lake import Lake
-from episodelake.lake.core.errors import EpisodeLakeError, SqlRefused
-from episodelake.lake.core.sql import condition
 from episodelake.lake.curation.search import search
 from episodelake.lake.export.selection import select_episodes
+from episodelake.lake.storage.errors import EpisodeLakeError, SqlRefused
+from episodelake.lake.storage.sql import condition
 from episodelake.trainer.data import sft_dataset
 from tests.api.webapp_support import ServerThread, build_lake, error_of
 

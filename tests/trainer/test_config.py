@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from episodelake.lake.core.errors import EpisodeLakeError
+from episodelake.lake.storage.errors import EpisodeLakeError
 from episodelake.trainer.advantages import (
     REFERENCE_ADVANTAGES,
     TUNED_ADVANTAGES,

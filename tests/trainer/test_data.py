@@ -17,10 +17,10 @@ from torch.utils.data import DataLoader
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.core.errors import InvalidInput, NotFound
-from episodelake.lake.core.lineage import lineage_of
 from episodelake.lake.curation import curation
 from episodelake.lake.export.samples import with_image_tokens
+from episodelake.lake.ops.lineage import lineage_of
+from episodelake.lake.storage.errors import InvalidInput, NotFound
 from episodelake.trainer.data import sft_dataset
 from tests.lake.export.test_export import build_lake, export, jsonl, record
 
@@ -334,7 +334,7 @@ def test_rgb_images_are_decoded_once_per_screenshot_and_read_in_blocks(lake):
 
 
 def test_constructing_a_dataset_logs_no_index_warning(tmp_path, capfd):
-    from episodelake.lake.core import tables
+    from episodelake.lake.storage import tables
 
     lake = build_lake(tmp_path / "lake", episodes_per_task=1, steps=2)
     for table in ("episodes", "steps"):  # key indexes, as `elake optimize` builds them

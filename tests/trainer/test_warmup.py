@@ -15,9 +15,9 @@ import pytest
 from episodelake.api.cli import main
 from episodelake.api.routes.runs import runs as list_runs
 from episodelake.lake import Lake
-from episodelake.lake.core.errors import NotFound, SqlRefused
-from episodelake.lake.core.lineage import lineage_of
 from episodelake.lake.export.errors import EmptySelection
+from episodelake.lake.ops.lineage import lineage_of
+from episodelake.lake.storage.errors import NotFound, SqlRefused
 from episodelake.trainer import checkpoint, loop, warmup
 from episodelake.trainer.config import ConfigError, TrainConfig
 from episodelake.trainer.data import sft_dataset

@@ -12,7 +12,7 @@ job that needs only the task registry does not load the renderer):
 
 Its agent, the scripted demo policy (``DemoPolicy(task, NoiseConfig.demo(), seed)``, answering
 in MAI-UI text), is :mod:`episodelake.collectors.agents.oracle`. Anchor keys for its screens
-come from :mod:`episodelake.collectors.record.anchor`, shared with every other device.
+come from :mod:`episodelake.lake.derive.anchor`, shared with every other device.
 
 Modules below those: ``state`` (plain data), ``catalog`` (the fixed world), ``widgets``
 (layout), ``apps/`` (one module per app), ``overlays`` (system UI), ``render`` and ``icons``

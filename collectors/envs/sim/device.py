@@ -37,7 +37,7 @@ from episodelake.collectors.envs.sim.geometry import HEIGHT, WIDTH
 from episodelake.collectors.envs.sim.judge import RuleJudge
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.state import PhoneState
-from episodelake.lake.core.errors import ActionFailed, DeviceError, InvalidInput
+from episodelake.lake.storage.errors import ActionFailed, DeviceError, InvalidInput
 from episodelake.lake.vocab.families import ParsedAction
 
 if TYPE_CHECKING:  # the server (FastAPI) loads only for `elake serve-env`

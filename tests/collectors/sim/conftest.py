@@ -9,7 +9,7 @@ import pytest
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.tasks import Task, all_tasks
 from episodelake.collectors.envs.sim.widgets import Screen
-from episodelake.collectors.record.anchor import ui_tree_hash
+from episodelake.lake.derive.anchor import ui_tree_hash
 
 MAX_STEPS = 40
 

@@ -10,7 +10,7 @@ from PIL import Image
 
 from episodelake.collectors.envs.sim.navigation import tap
 from episodelake.collectors.envs.sim.phone import Phone
-from episodelake.collectors.record.anchor import (
+from episodelake.lake.derive.anchor import (
     AnchorKeyer,
     group_anchor_keys,
     hamming,

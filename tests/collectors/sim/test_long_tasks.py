@@ -10,7 +10,7 @@ from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.tasks import TEMPLATES, all_tasks, get_task
 from episodelake.collectors.envs.sim.tasks import long as long_tasks
 from episodelake.collectors.envs.sim.tasks.base import Template
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 
 LONG = [t for t in all_tasks() if t.difficulty == "long"]
 

@@ -22,7 +22,7 @@ from episodelake.collectors.envs.sim.tasks import (
     sample_tasks,
     task_for_goal,
 )
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 
 
 def test_registry_has_enough_templates_and_tasks():
@@ -182,7 +182,7 @@ def test_a_bad_template_is_invalid_input_naming_the_field(kwargs, field):
 def test_template_checks_hold_under_python_dash_o():
     # `assert` would be stripped by -O and the bad difficulty accepted without a word
     code = ("from episodelake.collectors.envs.sim.tasks import Template\n"
-            "from episodelake.lake.core.errors import InvalidInput\n"
+            "from episodelake.lake.storage.errors import InvalidInput\n"
             "try:\n    Template('t', 'Goal.', 'trivial', None, None)\n"
             "except InvalidInput as e:\n    print('refused:', e)\n")
     out = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True, check=True).stdout

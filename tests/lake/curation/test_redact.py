@@ -30,11 +30,11 @@ from episodelake.collectors.envs.sim.state import Contact, Note, PhoneState
 from episodelake.collectors.jobs.enrich import DERIVATIONS, enrich
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.core.errors import Conflict, InvalidInput
-from episodelake.lake.core.updates import update_columns
 from episodelake.lake.curation.redact import MASK, RedactRules, load_rules, luhn_ok
 from episodelake.lake.export import ExportSpec, run_export
 from episodelake.lake.export.job import ExportResult, prepare_episode
+from episodelake.lake.ops.updates import update_columns
+from episodelake.lake.storage.errors import Conflict, InvalidInput
 from tests.factories import response
 
 # --- planted personal data -------------------------------------------------------------------

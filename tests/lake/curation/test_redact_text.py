@@ -22,11 +22,11 @@ from episodelake.collectors.jobs.enrich import DERIVATIONS
 from episodelake.collectors.loop import run_episode
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.core.errors import InvalidInput
-from episodelake.lake.core.updates import update_columns
 from episodelake.lake.curation.redact import TEXT_MASK, RedactRules
 from episodelake.lake.export import ExportSpec, run_export
 from episodelake.lake.export.formats import checked
+from episodelake.lake.ops.updates import update_columns
+from episodelake.lake.storage.errors import InvalidInput
 from tests import factories
 
 NAME, PHONE, EMAIL, CARD, TICKET = "Alice Chen", "+1 (415) 555-0199", "ana.lee@example.com", \

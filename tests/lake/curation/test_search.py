@@ -8,8 +8,8 @@ from episodelake.api.cli import main
 from episodelake.collectors.jobs.enrich import enrich
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.core.errors import InvalidInput, SqlRefused
 from episodelake.lake.curation.search import refresh_indexes, search
+from episodelake.lake.storage.errors import InvalidInput, SqlRefused
 from tests import factories
 
 

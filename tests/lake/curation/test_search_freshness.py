@@ -7,8 +7,8 @@ from episodelake.api.cli import main
 from episodelake.collectors.jobs.enrich import enrich
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.core import tables
 from episodelake.lake.curation.search import FIELDS, index_name, refresh_indexes, search
+from episodelake.lake.storage import tables
 from tests import factories
 
 

@@ -16,19 +16,19 @@ from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.tasks import get_task
 from episodelake.collectors.jobs.enrich import enrich
 from episodelake.collectors.jobs.rekey import rekey_anchors
-from episodelake.collectors.record.embedding import (
+from episodelake.collectors.record.recorder import Recorder
+from episodelake.lake import Lake
+from episodelake.lake.curation.similar import INDEX_NAME, has_index, refresh_index, similar
+from episodelake.lake.derive.embedding import (
     EMBEDDING_VERSION,
     embedding_anchor_keys,
     screen_embedding,
 )
-from episodelake.collectors.record.recorder import Recorder
-from episodelake.lake import Lake
-from episodelake.lake.core import schema
-from episodelake.lake.core.errors import InvalidInput, NotFound, SqlRefused
-from episodelake.lake.core.updates import update_columns
-from episodelake.lake.curation.similar import INDEX_NAME, has_index, refresh_index, similar
 from episodelake.lake.export.job import run_export
 from episodelake.lake.export.spec import ExportSpec
+from episodelake.lake.ops.updates import update_columns
+from episodelake.lake.storage import schema
+from episodelake.lake.storage.errors import InvalidInput, NotFound, SqlRefused
 from tests import factories
 
 TASKS = ("wifi_on", "bluetooth_on")

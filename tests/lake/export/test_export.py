@@ -16,7 +16,6 @@ from PIL import Image
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
-from episodelake.lake.core.errors import InvalidInput, SqlRefused
 from episodelake.lake.curation import curation
 from episodelake.lake.export import (
     EmptySelection,
@@ -28,6 +27,7 @@ from episodelake.lake.export import (
     run_export,
 )
 from episodelake.lake.export.split import split_of
+from episodelake.lake.storage.errors import InvalidInput, SqlRefused
 from episodelake.lake.vocab.prompts import HistoryStep, build_messages
 from tests.factories import response, screenshot
 

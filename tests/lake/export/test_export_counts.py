@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from episodelake.lake import Lake
-from episodelake.lake.core.lineage import lineage_of
 from episodelake.lake.export import FORMATS
+from episodelake.lake.ops.lineage import lineage_of
 from tests.lake.export.test_export import export
 from tests.lake.export.test_preference_formats import build
 

@@ -22,10 +22,10 @@ from episodelake.api import cli  # noqa: E402
 from episodelake.collectors.clawgui.importer import import_clawgui  # noqa: E402
 from episodelake.collectors.record.recorder import Recorder  # noqa: E402
 from episodelake.lake import Lake  # noqa: E402
-from episodelake.lake.core.errors import InvalidInput  # noqa: E402
 from episodelake.lake.export import FORMATS, ExportSpec, formats  # noqa: E402
 from episodelake.lake.export.formats import checked  # noqa: E402
 from episodelake.lake.export.samples import episode_chunks  # noqa: E402
+from episodelake.lake.storage.errors import InvalidInput  # noqa: E402
 from tests.lake.export.test_export import TASKS, build_lake, export, jsonl, record  # noqa: E402
 
 SIZE = (108, 240)  # the factories' screenshot size

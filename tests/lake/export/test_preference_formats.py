@@ -20,10 +20,10 @@ datasets = pytest.importorskip("datasets", reason="the exports are loaded with `
 from episodelake.collectors.jobs.enrich import DERIVATIONS  # noqa: E402
 from episodelake.collectors.record.recorder import Recorder  # noqa: E402
 from episodelake.lake import Lake  # noqa: E402
-from episodelake.lake.core.errors import InvalidInput  # noqa: E402
-from episodelake.lake.core.updates import update_columns  # noqa: E402
 from episodelake.lake.curation.redact import TEXT_MASK  # noqa: E402
 from episodelake.lake.export.dpo import Candidate, outranks  # noqa: E402
+from episodelake.lake.ops.updates import update_columns  # noqa: E402
+from episodelake.lake.storage.errors import InvalidInput  # noqa: E402
 from tests.factories import response, screenshot  # noqa: E402
 from tests.lake.export.test_export import export, jsonl  # noqa: E402
 

@@ -9,7 +9,7 @@ import math
 import pytest
 from PIL import Image
 
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.lake.vocab.overlay import (
     BADGE_COLOURS,
     BLUE,

@@ -21,7 +21,7 @@ from functools import cache
 from importlib import import_module
 
 from episodelake.collectors.envs.sim.tasks.base import DIFFICULTIES, TASK_ID, Params, Task, Template
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 
 #: The apps whose task modules make up the registry, in registry order.
 TASK_APPS = ("settings", "launcher", "clock", "notes", "contacts", "phone", "messages", "shop", "long")

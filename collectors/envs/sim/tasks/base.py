@@ -28,7 +28,7 @@ from episodelake.collectors.envs.sim.state import (
     PhoneState,
     initial_state,
 )
-from episodelake.lake.core.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput
 
 log = logging.getLogger(__name__)
 

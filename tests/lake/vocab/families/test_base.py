@@ -181,7 +181,7 @@ def test_bad_image_size_is_a_value_error():
 
 
 def test_to_row_fills_the_steps_columns():
-    from episodelake.lake.core.schema import STEPS
+    from episodelake.lake.storage.schema import STEPS
 
     row = parse_response(
         mai({"action": "drag", "start_coordinate": [1, 2], "end_coordinate": [3, 4]})
