@@ -1,5 +1,5 @@
 // Links from what was produced (an export, a training run) to the episodes it read: the
-// episode list filtered by a condition over the lake's `lineage` table (lake/core/lineage.py),
+// episode list filtered by a condition over the lake's `lineage` table (lake/ops/lineage.py),
 // so "which episodes made this" is one click and the same SQL anyone can run.
 
 const quote = (text: string) => `'${text.replaceAll("'", "''")}'`;
