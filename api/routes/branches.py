@@ -24,14 +24,14 @@ from fastapi import APIRouter, Query
 
 from episodelake.api.deps import IdPath, JobsDep, LakeDep, SettingsDep, WhoDep, needs
 from episodelake.api.models import BranchCreate, BranchJob, EpisodeBranches
-from episodelake.api.routes.episodes import episode_out
-from episodelake.api.routes.reruns import SIM_POLICIES
+from episodelake.api.shaping import SIM_POLICIES, episode_out
 from episodelake.collectors.jobs.branch import (
     BranchSpec,
     branch_point,
     new_branch_id,
     run_branches,
 )
+from episodelake.lake.ops import episode_reads
 from episodelake.lake.storage.errors import InvalidInput, NotFound
 from episodelake.lake.storage.lake import Lake
 from episodelake.lake.storage.layout import check_id
@@ -47,11 +47,9 @@ OWN_STEPS = 10
 DEFAULT_MAX_STEPS: int = cast(int, BranchSpec.__dataclass_fields__["max_steps"].default)
 
 
-def branches_of(lake: Lake, column: str, value: str) -> list[dict]:
+def branches_of(lake: Lake, column: episode_reads.BranchColumn, value: str) -> list[dict]:
     """Episodes whose `column` (branch_of, run_id) is `value`, by branch step, oldest first."""
-    rows = lake.sql(f"SELECT * FROM episodes WHERE {column} = ? AND branch_of IS NOT NULL "
-                    "ORDER BY branch_step, created_at, episode_id", [value]).to_pylist()
-    return [episode_out(r) for r in rows]
+    return [episode_out(r) for r in episode_reads.branches_of(lake, column, value)]
 
 
 def job_out(lake: Lake, job: dict) -> dict:

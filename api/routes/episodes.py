@@ -7,7 +7,6 @@ depends on, so a client that polls with If-None-Match (the web app's live view) 
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Header, Query, Response
@@ -15,42 +14,14 @@ from fastapi import APIRouter, Header, Query, Response
 from episodelake.api.deps import FilterDep, IdPath, LakeDep, SettingsDep
 from episodelake.api.listing import SORTS, list_episodes, queue_position
 from episodelake.api.models import EpisodeDetail, EpisodePage, QueuePosition
+from episodelake.api.shaping import episode_out, step_out
 from episodelake.lake.curation import curation
 from episodelake.lake.storage.lake import Lake
 from episodelake.lake.storage.layout import check_id
-from episodelake.lake.vocab import overlay
 
 router = APIRouter(tags=["episodes"])
 
 SortField = Literal[tuple(SORTS)]  # type: ignore[valid-type]  # listing.SORTS' keys, read at import
-
-
-def image_url(episode_id: str, step: int) -> str:
-    return f"/api/episodes/{episode_id}/steps/{step}/image"
-
-
-def parse_json(text: str | None, field: str) -> dict | None:
-    """A JSON text column as an object; anything else (old or foreign data) is wrapped."""
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {"unparsed": text, "field": field}
-    return value if isinstance(value, dict) else {"value": value}
-
-
-def episode_out(row: dict) -> dict:
-    return {**row, "extra": parse_json(row.get("extra"), "extra")}
-
-
-def step_out(row: dict) -> dict:
-    """A steps row as the API sends it, with the one description of its action that the web
-    app's overlay and the annotated screenshot both draw."""
-    out = {**row, "action": parse_json(row.get("action"), "action"),
-           "image_url": image_url(row["episode_id"], row["step"]) if row.get("image_format") else None}
-    out["action_view"] = overlay.describe_step(out)
-    return out
 
 
 def lake_etag(lake: Lake) -> str:

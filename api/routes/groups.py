@@ -17,7 +17,8 @@ from fastapi import APIRouter, Query
 from episodelake.api.deps import FilterDep, IdPath, LakeDep, SettingsDep
 from episodelake.api.listing import where_clause
 from episodelake.api.models import GroupDetail, GroupSummary
-from episodelake.api.routes.episodes import episode_out, image_url
+from episodelake.api.shaping import episode_out, image_url
+from episodelake.lake.ops import episode_groups
 from episodelake.lake.storage.errors import InvalidInput, NotFound
 from episodelake.lake.storage.lake import Lake
 from episodelake.lake.storage.layout import check_id
@@ -35,10 +36,8 @@ def trainer_values(lake: Lake, group_id: str, gamma: float) -> tuple[dict[tuple[
     too, rather than answered with numbers no training step would compute.
     """
     config = advantages.TUNED_ADVANTAGES.replace(gamma=gamma)
-    episodes = lake.sql(f"SELECT {', '.join(advantages.EPISODE_COLUMNS)} FROM episodes WHERE group_id = ?",
-                        [group_id])
-    steps = lake.sql(f"SELECT {', '.join('s.' + c for c in advantages.STEP_COLUMNS)} FROM steps s "
-                     "JOIN episodes e USING (episode_id) WHERE e.group_id = ?", [group_id])
+    episodes, steps = episode_groups.advantage_inputs(lake, group_id, advantages.EPISODE_COLUMNS,
+                                                      advantages.STEP_COLUMNS)
     con = duckdb.connect()
     try:
         result = advantages.compute_advantages(con, config, steps=steps, episodes=episodes)
@@ -55,26 +54,17 @@ def groups(lake: LakeDep, settings: SettingsDep, filt: FilterDep,
            limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> list[dict]:
     """Episode groups, newest first, with their size, successes and mean reward."""
     where, params = where_clause(lake, filt, timeout_s=settings.sql_timeout_s)
-    return lake.sql(f"""
-        SELECT group_id, any_value(task_name) AS task_name, count(*) AS episodes,
-               count(*) FILTER (WHERE success) AS successes, avg(episode_reward) AS mean_reward
-        FROM episodes e WHERE group_id IS NOT NULL AND {where}
-        GROUP BY group_id ORDER BY max(created_at) DESC NULLS LAST, group_id LIMIT {int(limit)}
-    """, params).to_pylist()
+    return episode_groups.group_summaries(lake, where, params, limit)
 
 
 @router.get("/groups/{group_id}", response_model=GroupDetail)
 def group(lake: LakeDep, group_id: IdPath,
           gamma: Annotated[float, Query(ge=0.0, le=1.0, description="discount for the returns")] = 0.95) -> dict:
     check_id(group_id, "group_id")
-    episodes = lake.sql("SELECT * FROM episodes WHERE group_id = ? ORDER BY episode_id", [group_id]).to_pylist()
+    episodes = episode_groups.group_episodes(lake, group_id)
     if not episodes:
         raise NotFound(f"group {group_id!r} has no episodes")
-    steps = lake.sql("""
-        SELECT s.episode_id, s.step, s.anchor_key, s.action_type, s.reward, s.step_reward
-        FROM steps s JOIN episodes e USING (episode_id) WHERE e.group_id = ?
-        ORDER BY s.episode_id, s.step
-    """, [group_id]).to_pylist()
+    steps = episode_groups.group_steps(lake, group_id)
     trained, note = trainer_values(lake, group_id, gamma)
     anchors: dict[str, list[dict]] = defaultdict(list)
     unanchored = 0

@@ -15,6 +15,7 @@ from fastapi import APIRouter
 from episodelake.api.deps import IdPath, JobsDep, LakeDep, SettingsDep, WhoDep
 from episodelake.api.jobs import ACTIVE
 from episodelake.api.models import RerunCreate, RerunDetail, RerunSummary
+from episodelake.api.shaping import SIM_POLICIES
 from episodelake.collectors.jobs.rerun import (
     RerunSpec,
     get_rerun,
@@ -29,7 +30,6 @@ from episodelake.lake.storage.layout import check_id
 router = APIRouter(tags=["reruns"])
 
 KIND = "rerun"
-SIM_POLICIES = ("oracle", "noisy", "random")
 
 
 def pending_out(job: dict) -> dict:

@@ -19,6 +19,7 @@ from fastapi import APIRouter, Query
 
 from episodelake.api.deps import IdPath, LakeDep
 from episodelake.api.models import RunDetail, RunsOverSeeds, RunSummary
+from episodelake.lake.ops import runs as lake_runs
 from episodelake.lake.storage.errors import InvalidInput, NotFound
 from episodelake.lake.storage.layout import check_id
 from episodelake.trainer import learning_stats as stats
@@ -82,15 +83,7 @@ def runs(
     kind: Annotated[str | None, Query(max_length=50, description="train | rerun | rollout")] = None,
 ) -> list[dict]:
     """Every run, most recently updated first, with its last iteration's numbers."""
-    where, params = ("WHERE kind = ?", [kind]) if kind is not None else ("", [])
-    rows = lake.sql(f"""
-        SELECT run_id, arg_max(kind, iteration) AS kind,
-               count(*) FILTER (WHERE iteration >= 0) AS iterations,
-               max(iteration) AS last_iteration, min(created_at) AS started_at,
-               max(created_at) AS updated_at, arg_max(metrics, iteration) AS metrics,
-               arg_max(config, iteration) AS config
-        FROM runs {where} GROUP BY run_id ORDER BY updated_at DESC NULLS LAST, run_id
-    """, params).to_pylist()
+    rows = lake_runs.run_summaries(lake, kind)
     out = []
     for r in rows:
         config = parse_object(r.pop("config")) or {}
@@ -110,8 +103,7 @@ def runs_over_seeds(
     """Training runs grouped into arms (same settings but the seed), each arm's metric per
     iteration as a mean with its 95% interval over the runs: how an algorithm or a setting
     does beyond one seed's luck (what `bench/bench_learning.py --seeds N` prints)."""
-    rows = lake.sql("SELECT run_id, iteration, config, metrics FROM runs WHERE kind = 'train' "
-                    "ORDER BY run_id, iteration").to_pylist()
+    rows = lake_runs.training_iterations(lake)
     by_run: dict[str, dict[str, Any]] = {}
     for r in rows:
         run = by_run.setdefault(r["run_id"], {"points": {}})
@@ -173,8 +165,7 @@ def _interval(interval: stats.Interval) -> dict[str, Any]:
 def run(lake: LakeDep, run_id: IdPath) -> dict:
     """A run's iterations in order with their metrics, and each numeric metric as a series."""
     check_id(run_id, "run_id")
-    rows = lake.sql("SELECT iteration, kind, config, metrics, created_at FROM runs WHERE run_id = ? "
-                    "ORDER BY iteration", [run_id]).to_pylist()
+    rows = lake_runs.run_iterations(lake, run_id)
     if not rows:
         raise NotFound(f"no run {run_id!r}; GET /api/runs lists them")
     iterations = [{"iteration": r["iteration"], "created_at": r["created_at"],

@@ -9,8 +9,9 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from episodelake.api.deps import LakeDep
-from episodelake.api.routes.steps import StepsWhere, episode_context
+from episodelake.api.shaping import StepsWhere
 from episodelake.lake.curation import search as lake_search
+from episodelake.lake.ops.episode_reads import episode_context
 from episodelake.lake.storage.layout import check_id
 
 router = APIRouter(tags=["search"])

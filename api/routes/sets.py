@@ -22,6 +22,7 @@ from episodelake.api.models import (
     SetUpdate,
 )
 from episodelake.lake.curation import curation, reviews
+from episodelake.lake.ops.episode_reads import episode_ids_where
 from episodelake.lake.storage.errors import InvalidInput
 
 router = APIRouter(tags=["sets"])
@@ -83,8 +84,7 @@ def add_members(lake: LakeDep, settings: SettingsDep, who: CuratorDep, set_id: I
     ids = body.episode_ids
     if body.filter is not None:
         condition, params = where_clause(lake, body.filter, timeout_s=settings.sql_timeout_s)
-        ids = [r["episode_id"] for r in lake.sql(f"SELECT e.episode_id FROM episodes e WHERE {condition} "
-                                                 "ORDER BY e.episode_id", params).to_pylist()]
+        ids = episode_ids_where(lake, condition, params)
     return curation.add_members(lake, set_id, ids or [], failure_category=body.failure_category, note=body.note,
                                 added_by=who or "web")
 

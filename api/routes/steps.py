@@ -14,47 +14,32 @@ import hashlib
 import logging
 import os
 import threading
-from collections.abc import Iterable
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, Field
 
 from episodelake.api.deps import IdPath, LakeDep
 from episodelake.api.images_cache import stored_image
 from episodelake.api.models import StepDetail
-from episodelake.api.routes.episodes import step_out
+from episodelake.api.shaping import StepNo, step_out
 from episodelake.lake.curation.redact import RedactRules, Region
 from episodelake.lake.export.images import export_image
+from episodelake.lake.ops.episode_reads import step_row
 from episodelake.lake.storage import layout
 from episodelake.lake.storage.errors import Conflict, NotFound
 from episodelake.lake.storage.images import MEDIA_TYPES
 from episodelake.lake.storage.lake import Lake
-from episodelake.lake.storage.layout import check_id
-from episodelake.lake.storage.sql import sql_in
 from episodelake.lake.vocab import overlay
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["steps"])
 
-StepNo = Annotated[int, Path(ge=0, le=1_000_000)]
-#: A caller's condition selecting steps (search, similar screens), run in the sandbox.
-StepsWhere = Annotated[str | None, Query(max_length=4000, description="SQL condition over episodes e JOIN "
-                                         "steps s, run in the sandbox")]
 #: Screenshots of a stored step never change (steps are append-only); a private cache
 #: lets the browser step back and forth without asking again.
 IMAGE_CACHE = "private, max-age=3600"
 #: The rules of the API's redaction preview: the built-in ones (phone, e-mail, card).
 PREVIEW_RULES = RedactRules()
-
-
-def step_row(lake: Lake, episode_id: str, step: int) -> dict:
-    check_id(episode_id, "episode_id")
-    rows = lake.sql("SELECT * FROM steps WHERE episode_id = ? AND step = ?", [episode_id, step]).to_pylist()
-    if not rows:
-        lake.episode(episode_id)  # a missing episode says so, rather than "no step"
-        raise NotFound(f"episode {episode_id!r} has no step {step}")
-    return rows[0]
 
 
 def redaction_regions(row: dict) -> list[Region]:
@@ -64,15 +49,6 @@ def redaction_regions(row: dict) -> list[Region]:
         raise Conflict(f"episode {row['episode_id']!r} step {row['step']} has no OCR text to "
                        "redact by; run `elake enrich --what ocr`")
     return PREVIEW_RULES.redactor().find(row["ocr_boxes"] or [])
-
-
-def episode_context(lake: Lake, episode_ids: Iterable[str]) -> dict[str, dict]:
-    """Task, run and policy version of each episode, for results that list steps of many
-    episodes (search hits, similar screens) so a reader sees where each one comes from."""
-    ids = sorted(set(episode_ids))
-    table = lake.sql("SELECT episode_id, task_name, run_id, policy_version FROM episodes WHERE "
-                     + sql_in("episode_id", ids))
-    return {row.pop("episode_id"): row for row in table.to_pylist()}
 
 
 def thumbnail(lake: Lake, image: bytes, max_side: int) -> bytes:
