@@ -51,5 +51,5 @@ bench *names: setup web
 # as its installed module, since mypy cannot follow the editable install's import hook).
 lint:
     {{venv}}/bin/ruff check lake collectors trainer api tests bench
-    {{venv}}/bin/lint-imports
+    {{py}} -m tests.package_tree "$PWD/{{venv}}/bin/lint-imports"
     {{py}} tests/test_types.py
