@@ -418,6 +418,8 @@ def _fits(table: str, rows: list[dict]) -> None:
     never lands without its steps."""
     try:
         schema.conform(table, rows)
+    except InvalidInput:  # conform's own, naming the column (an InvalidInput is a ValueError)
+        raise
     except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
         raise InvalidInput(f"does not fit the {table} table ({str(exc)[:200]})") from None
 

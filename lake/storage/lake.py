@@ -24,6 +24,7 @@ from lance.dataset import Version
 from episodelake.lake.storage import layout, schema, tables
 from episodelake.lake.storage import sql as lake_sql
 from episodelake.lake.storage.errors import (
+    EpisodeLakeError,
     InvalidInput,
     LakeCorrupt,
     LakeError,
@@ -147,6 +148,8 @@ class Lake:
         tag; at that time it held nothing, which is its first version (created empty)."""
         try:
             return tables.open_table(self.path, table, version=self.tag)
+        except EpisodeLakeError:  # the store's or a setting's (InvalidInput is a ValueError): no missing tag
+            raise
         except (ValueError, OSError) as exc:
             if table != "steps" and layout.table_path(self.path, table).exists():
                 first = tables.open_table(self.path, table, version=1)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Literal, TypeVar
 from urllib.parse import urlsplit
 
-from episodelake.lake.storage.errors import InvalidInput, LakeError
+from episodelake.lake.storage.errors import EpisodeLakeError, InvalidInput, LakeError
 
 T = TypeVar("T")
 
@@ -387,7 +387,9 @@ class store_errors:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> Literal[False]:  # never swallows: raises or passes
-        if exc is None or self.where.is_local or isinstance(exc, LakeError):
+        # the product's own errors pass as they are: an `InvalidInput` is a `ValueError`, but
+        # not the store's
+        if exc is None or self.where.is_local or isinstance(exc, EpisodeLakeError):
             return False
         if isinstance(exc, (OSError, ValueError)) and (_cause(str(exc)) or isinstance(exc, OSError)):
             raise StoreUnavailable(describe_failure(self.where, exc)) from exc
