@@ -6,9 +6,12 @@ defined outside the product, or at run time, answers as its nearest listed base)
 class the product defines is listed: a test walks the packages and fails on one that is not,
 so a new error gets its status decided rather than inherited by accident.
 
-FastAPI's validation errors become `InvalidInput` naming each bad field; routing errors (404,
-405) keep their status; anything else is a bug, logged with its traceback and answered with
-a 500 that reveals nothing.
+FastAPI's validation errors become `InvalidInput` naming each bad field, except that an error
+a model's own check raised (an `InvalidInput` is a `ValueError`, which pydantic reports as a
+field's error) answers as it was raised; routing errors (404, 405) keep their status;
+anything else is a bug, logged with its traceback and answered with a 500 that reveals
+nothing. The classes that also inherit a builtin (`InvalidInput` a `ValueError`, `NotFound` a
+`LookupError`) answer by their product class: nothing here is keyed by a builtin.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from episodelake.lake.storage.spool import SpoolWriteError
 from episodelake.lake.storage.store import StoreSilent, StoreUnavailable
 from episodelake.lake.storage.tables import CommitContention, DatasetMissing, StorageFull
 from episodelake.lake.storage.writer import Backpressure, CommitFailed
+from episodelake.lake.vocab.spec_model import raised
 from episodelake.trainer.config import ConfigError
 
 log = logging.getLogger(__name__)
@@ -173,7 +177,12 @@ def _field(loc: tuple) -> str:
 
 
 def _validation_message(exc: RequestValidationError) -> str:
-    return "; ".join(f"{_field(tuple(e['loc']))}: {e['msg']}" for e in exc.errors()[:10])
+    return "; ".join(_problem(e) for e in exc.errors()[:10])
+
+
+def _problem(error: dict) -> str:
+    own = raised([error])  # a check's own error names the field in its own words
+    return str(own) if own is not None else f"{_field(tuple(error['loc']))}: {error['msg']}"
 
 
 def install(app: FastAPI) -> None:
@@ -183,7 +192,10 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(InvalidInput(_validation_message(exc)))
+        # a model's own check (an `InvalidInput`, so a `ValueError` pydantic reports as a
+        # field's error) answers as it was raised: its class, status and message
+        own = raised(exc.errors())
+        return error_response(own if own is not None else InvalidInput(_validation_message(exc)))
 
     @app.exception_handler(HTTPException)
     async def http_error(_: Request, exc: HTTPException) -> JSONResponse:

@@ -29,7 +29,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from episodelake.lake.storage import layout
 from episodelake.lake.storage.errors import InvalidInput
 from episodelake.lake.storage.store import DEFAULT_LAKE
-from episodelake.lake.vocab.spec_model import describe
+from episodelake.lake.vocab.spec_model import describe, raised
 
 ENV_PREFIX = "ELAKE_"
 DEFAULT_HOST = "127.0.0.1"
@@ -140,6 +140,18 @@ class Settings(BaseModel):
     background_enrich: tuple[str, ...] = Field(("phash",), description="derived step columns a "
                                                "background worker fills as steps are committed "
                                                "(`elake enrich --what` names; empty: none)")
+
+    def __init__(self, **data: Any) -> None:
+        """As pydantic's, except that the error a check of this class raises (a shared bind
+        without a token) is raised as it is, not inside a `ValidationError` (`InvalidInput`
+        is a `ValueError`, which pydantic would report as a field's error)."""
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            own = raised(exc.errors(include_url=False))
+            if own is None:
+                raise
+            raise own from None
 
     @field_validator("background_enrich")
     @classmethod

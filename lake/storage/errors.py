@@ -8,8 +8,8 @@ there is one, the next thing to do.
 
 ```
 EpisodeLakeError                 anything raised on purpose (catch this for "a product error")
-    InvalidInput                 bad data from a caller: an image that is not one, a NaN reward
-    NotFound                     no such episode, set, tag, job ...
+    InvalidInput(ValueError)     bad data from a caller: an image that is not one, a NaN reward
+    NotFound(LookupError)        no such episode, set, tag, job ...
     Conflict                     contradicts what is stored (a duplicate step, a finished episode)
     LakeError                    the lake itself: storage and queries
         SqlRefused               the SQL sandbox refused a statement
@@ -25,6 +25,15 @@ that handles the lake's errors (`except LakeError`) never swallows a lost phone.
 grow where their raisers live (the writer's `CommitFailed` is a `LakeError`, the API's
 `Unauthorized` an `EpisodeLakeError`); every class needs a status in the API's table, which a
 test checks.
+
+Two classes also inherit the builtin that means the same thing, so a caller may catch either
+way: `except ValueError` catches `InvalidInput`, `except LookupError` catches `NotFound`
+(`except KeyError` does not: a missing episode is not a missing key of a mapping). No class
+inherits an `OSError` (not even `TimeoutError`, whose meaning `StoreSilent` shares): code
+around file and network I/O catches `OSError` to retry or to describe a failed call, and must
+never take a product error for one. One consequence to know: pydantic turns a `ValueError`
+raised in a validator into a `ValidationError`, so an `InvalidInput` a model's check raises
+arrives inside one (`episodelake.lake.vocab.spec_model.raised` hands it back unchanged).
 """
 
 from __future__ import annotations
@@ -39,12 +48,14 @@ class EpisodeLakeError(Exception):
         return type(self).__name__
 
 
-class InvalidInput(EpisodeLakeError):
-    """Bad data from a caller: an image that is not one, a NaN reward, a bad id."""
+class InvalidInput(EpisodeLakeError, ValueError):
+    """Bad data from a caller: an image that is not one, a NaN reward, a bad id. Also a
+    `ValueError`, so `except ValueError` catches it."""
 
 
-class NotFound(EpisodeLakeError):
-    """What was asked for is not there (an episode, a set, a tag, a job)."""
+class NotFound(EpisodeLakeError, LookupError):
+    """What was asked for is not there (an episode, a set, a tag, a job). Also a
+    `LookupError` (not a `KeyError`), so `except LookupError` catches it."""
 
 
 class Conflict(EpisodeLakeError):

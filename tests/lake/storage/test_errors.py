@@ -92,3 +92,46 @@ def test_the_command_line_prints_one_line_for_a_device_error(capsys):
     err = capsys.readouterr().err
     assert code == 1
     assert err == "elake collect: no device attached: plug one in and run `adb devices`\n"
+
+
+# -- the builtins the family inherits ----------------------------------------------------------
+def test_invalid_input_is_a_value_error_and_not_found_a_lookup_error():
+    from episodelake.trainer.config import ConfigError
+
+    with pytest.raises(ValueError) as caught:  # a caller may catch either way
+        raise errors.InvalidInput("reward: must be a finite number, not nan")
+    assert caught.value.kind == "InvalidInput"
+    try:
+        raise errors.NotFound("no episode 'ep-1'")
+    except LookupError as exc:
+        assert exc.kind == "NotFound" and str(exc) == "no episode 'ep-1'"
+    assert issubclass(ConfigError, ValueError)  # subclasses inherit it too
+    # a missing episode is not a missing key of a mapping: `except KeyError` (dict lookups,
+    # `Mapping.get`) does not catch it
+    assert not issubclass(errors.NotFound, KeyError)
+    # statuses still come from the product's classes, not the builtins
+    assert status_of(errors.InvalidInput("x")) == 422 and status_of(errors.NotFound("x")) == 404
+    assert status_of(ConfigError("x")) == STATUS[ConfigError]
+
+
+def test_no_product_error_is_an_os_error():
+    """Code around file and network I/O catches OSError to retry or to describe a failed
+    call (`store_errors`, the writer's commit loop): a product error must never look like one,
+    so not even `StoreSilent` is a `TimeoutError`."""
+    product_modules()
+    assert [c.__qualname__ for c in error_classes() if issubclass(c, OSError)] == []
+
+
+def test_a_check_a_model_raises_comes_out_as_it_was_raised():
+    """pydantic reports a ValueError a validator raises inside a ValidationError; since
+    InvalidInput is one, `SpecModel` (and `Settings`) hand the check's own error back: its
+    class and its message, as before InvalidInput was a ValueError."""
+    from episodelake.api.settings import Settings
+    from episodelake.trainer.config import ConfigError, TrainConfig
+
+    with pytest.raises(ConfigError) as caught:
+        TrainConfig(group_size=1)
+    assert str(caught.value).startswith("group_size: 1 leaves every episode without a baseline")
+    with pytest.raises(errors.InvalidInput, match=r"^binding 0\.0\.0\.0 exposes the lake") as refused:
+        Settings(lake="unused", host="0.0.0.0")
+    assert type(refused.value) is errors.InvalidInput
