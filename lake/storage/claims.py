@@ -215,10 +215,10 @@ def _append(lake: Location, rows: pa.Table, *, folder: Path | None = None):
     with store_errors(lake):
         tables.ensure_table(lake, layout.CLAIMS_TABLE, CLAIMS_SCHEMA.empty_table())
     if folder is not None:
-        group_commit.together(_claims_lock(lake), folder, layout.CLAIMS_TABLE, "place", rows,
-                              lambda merged: _append_locked(lake, merged))
+        group_commit.together(shared_lock(lake, layout.CLAIMS_TABLE, "place"), folder, layout.CLAIMS_TABLE,
+                              "place", rows, lambda merged: _append_locked(lake, merged))
         return None
-    with tables.one_at_a_time(lake, layout.CLAIMS_TABLE):
+    with tables.file_lock(shared_lock(lake, layout.CLAIMS_TABLE, "place")):
         return _append_locked(lake, rows)
 
 
@@ -231,9 +231,18 @@ def _append_locked(lake: Location, rows: pa.Table, table: str = layout.CLAIMS_TA
             rows, str(path), mode="append", storage_options=lake.storage_options))
 
 
-def _claims_lock(lake: Location) -> Path:
-    """The lock `tables.one_at_a_time` takes for the claims table."""
-    return layout.lock_path(lake, f"commit-{layout.CLAIMS_TABLE}")
+def shared_lock(lake: Location, table: str, kind: str) -> Path:
+    """The machine's lock that commits of `kind` into `table` take (a shared commit's
+    leader, `group_commit.together`, and a lone commit alike): `tables.one_at_a_time`'s,
+    except for claim rows placed (appends to `_claims`), which have a lock of their own.
+    Lance rebases an append on a delete (they never conflict), so placing claims need not
+    queue behind a delete of released ones: with 8 writers on one store the claims lock was
+    busy more than all the time (a delete of released claims took 350 ms, an append 220 ms,
+    35 of them per 1,000 steps), and every writer's rows waited behind it for their claims.
+    Deletes still queue with deletes (two deletes from one fragment conflict)."""
+    if table == layout.CLAIMS_TABLE and kind == "place":
+        return layout.lock_path(lake, f"commit-{table}-place")
+    return layout.lock_path(lake, f"commit-{table}")
 
 
 def _append_claims(lake: Location, rows: pa.Table) -> list[dict]:
@@ -576,7 +585,8 @@ class ClaimBook:
                 every = sorted(set(merged.column("token").to_pylist()))
                 _delete_locked(lake, sql_in("token", every), f"release {len(every)} claim(s)")
 
-            group_commit.together(_claims_lock(lake), self.folder, layout.CLAIMS_TABLE, "release",
+            group_commit.together(shared_lock(lake, layout.CLAIMS_TABLE, "release"), self.folder,
+                                  layout.CLAIMS_TABLE, "release",
                                   pa.table({"token": tokens}, schema=_TOKENS), delete)
         else:
             _delete(self.lake, sql_in("token", tokens), f"release {len(tokens)} claim(s)")

@@ -197,13 +197,14 @@ def _requests(root: Path, suffix: str) -> list[Path]:
     return sorted(found, key=lambda p: p.name)
 
 
-def withdraw(folder: Path, lock_of: Callable[[str], Path]) -> int:
-    """Remove a dead writer's requests, each under its table's lock (`lock_of(table)`), so no
-    leader commits them after its spool is replayed. Returns how many there were."""
+def withdraw(folder: Path, lock_of: Callable[[str, str], Path]) -> int:
+    """Remove a dead writer's requests, each under the lock its leader takes
+    (`lock_of(table, kind)`), so no leader commits them after its spool is replayed. Returns
+    how many there were."""
     gone = 0
     for request in sorted(folder.glob(f"*{REQUEST_SUFFIX}")):
-        table = request.name.split(".")[1]
-        lock = lock_of(table)
+        table, kind = request.name.lstrip(".").split(".")[1:3]
+        lock = lock_of(table, kind)
         lock.parent.mkdir(parents=True, exist_ok=True)
         with open(lock, "a+") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)

@@ -240,7 +240,7 @@ def replay_orphans(lake: Location | Path | str, spool_dir: Path | None = None, *
                                            "replayed by the next writer or `elake recover`")
                     continue
                 settled = committer.settle_dead(folder)
-            settled += group_commit.withdraw(folder, lambda table: layout.lock_path(loc, f"commit-{table}"))
+            settled += group_commit.withdraw(folder, lambda table, kind: claims.shared_lock(loc, table, kind))
             if settled:
                 log.info("spool %s: %d hand-off(s) and shared-commit request(s) withdrawn; its rows are "
                          "merged by key", folder.name, settled)
@@ -841,7 +841,7 @@ class LakeWriter:
         `table` now (`group_commit.together`): one merge for all of them, not one each
         queued behind the others."""
         lake = self.lake
-        group_commit.together(layout.lock_path(lake, f"commit-{table}"), self._spool.dir, table, "upsert", rows,
+        group_commit.together(claims.shared_lock(lake, table, "upsert"), self._spool.dir, table, "upsert", rows,
                               lambda merged: tables.commit(lake, table, merged, "upsert", locked=True))
 
     def _write_ahead(self, taken: dict[str, _Pending], order: list[str]) -> _Ahead | None:

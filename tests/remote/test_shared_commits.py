@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from episodelake.lake import Lake
-from episodelake.lake.storage import group_commit, layout, tables
+from episodelake.lake.storage import claims, group_commit, layout, tables
 from tests.factories import child_env
 
 
@@ -86,12 +86,38 @@ def test_a_failed_round_leaves_the_other_writers_requests_to_them(tmp_path):
 
 
 def test_a_dead_writers_requests_are_withdrawn_under_the_lock(tmp_path):
+    """Each request goes under the lock its leader takes: claim rows placed under the
+    placing lock, released claims under the deleting one."""
     (dead,) = _writers(tmp_path / "spool", 1)
-    request = dead / f"00000000000000000001-1-abcdef._claims.place{group_commit.REQUEST_SUFFIX}"
-    request.write_bytes(b"")
+    placed = dead / f"00000000000000000001-1-abcdef._claims.place{group_commit.REQUEST_SUFFIX}"
+    released = dead / f"00000000000000000002-1-abcdef._claims.release{group_commit.REQUEST_SUFFIX}"
+    for request in (placed, released):
+        request.write_bytes(b"")
     locks = []
-    assert group_commit.withdraw(dead, lambda table: locks.append(table) or tmp_path / f"{table}.lock") == 1
-    assert locks == ["_claims"] and not request.exists()
+    assert group_commit.withdraw(dead, lambda table, kind: locks.append((table, kind)) or tmp_path / f"{table}.lock") == 2
+    assert locks == [("_claims", "place"), ("_claims", "release")] and not placed.exists() and not released.exists()
+
+
+def test_claims_are_placed_while_released_ones_are_being_deleted(s3_lake, tmp_path):
+    """Placing new episodes' claims (an append, which Lance rebases on a delete) does not
+    queue behind a delete of released claims on this machine: with the deletes' lock held,
+    a writer's claims still land. Before, both took one lock, and a writer's rows waited for
+    their claims behind every delete of its machine's fleet."""
+    lake = Lake(s3_lake)
+    (folder,) = _writers(tmp_path / "spool", 1)
+    book = claims.ClaimBook(lake.location, folder)
+    book.take("ep-placed", folder.name)
+    placed = threading.Event()
+
+    def place() -> None:
+        book.place()
+        placed.set()
+
+    with tables.file_lock(claims.shared_lock(lake.location, layout.CLAIMS_TABLE, "release")):
+        threading.Thread(target=place, daemon=True).start()
+        assert placed.wait(120), "placing a claim waited for the lock of the claims' deletes"
+    rows = tables.dataset(lake.location / f"{layout.CLAIMS_TABLE}.lance").to_table(columns=["episode_id"])
+    assert rows.column("episode_id").to_pylist() == ["ep-placed"]
 
 
 FLEET_WRITER = textwrap.dedent("""
