@@ -26,6 +26,11 @@ launcher as the tests) against a local folder, measured in the same run.
   at once and, with `--store-latency-ms 25`, through a proxy that delays every request (a
   bucket 25 ms away). Each row is the median of `--fleet-repeat` runs, interleaved.
 
+`--stages`: each fleet row also prints, per 1,000 steps, the wall ms, CPU ms (the calling
+thread's) and calls of each stage of the commit path in every writer process (uploads,
+offers, the committer's rounds and appends, shared commits by table and kind, claim appends
+and deletes, episode upserts): which stage grows with writers.
+
 `--quick`: 10 s outages and a shorter fleet, run once (the rows' shape, in a fraction of the time);
 `--only-outage` / `--only-fleet`: those rows alone.
 
@@ -216,6 +221,45 @@ def log_step_ms(uri: str, screens: list[bytes], seconds: float, proxy: TcpProxy 
             "episodes": len(episodes)}
 
 
+#: With `--stages`: each writer process times these engine calls (wall and thread CPU seconds,
+#: calls), so a fleet row says which stage of the commit path grows with writers.
+STAGES = [("tables", "commit"), ("committer", "write"), ("committer", "offer"), ("committer", "offered"),
+          ("committer", "append_fragments"), ("group_commit", "together"), ("claims", "_append_locked"),
+          ("claims", "_delete_locked"), ("claims", "settle"), ("committer.NodeCommitter", "round"),
+          ("writer.LakeWriter", "_commit"), ("writer.LakeWriter", "_settle_flights")]
+
+
+def _time_stages() -> dict[str, list[float]]:
+    """Wrap the `STAGES` calls of this process; returns their totals [wall s, cpu s, calls]."""
+    import functools  # noqa: PLC0415
+    import importlib  # noqa: PLC0415
+
+    totals: dict[str, list[float]] = {}
+    for where, name in STAGES:
+        module, _, cls = where.partition(".")
+        owner = importlib.import_module(f"episodelake.lake.storage.{module}")
+        if cls:
+            owner = getattr(owner, cls)
+        fn = getattr(owner, name)
+        key = f"{where.split('.')[-1]}.{name}"
+        totals[key] = [0.0, 0.0, 0]
+
+        def timed(*args, __fn=fn, __key=key, **kwargs):
+            t, c = time.perf_counter(), time.thread_time()
+            try:
+                return __fn(*args, **kwargs)
+            finally:
+                if __key == "group_commit.together":  # by table and kind of write
+                    __key = f"together.{args[2]}.{args[3]}"
+                entry = totals.setdefault(__key, [0.0, 0.0, 0])
+                entry[0] += time.perf_counter() - t
+                entry[1] += time.thread_time() - c
+                entry[2] += 1
+
+        setattr(owner, name, functools.wraps(fn)(timed))
+    return totals
+
+
 def _fleet_writer(uri: str, index: int, steps: int, handoff: bool, env: dict[str, str], start, out) -> None:
     """One recorder process: `steps` steps in episodes of 20, ids minted by the recorder
     (every other episode's id given by the caller with `--fleet-given-ids`). `env`: the
@@ -224,6 +268,7 @@ def _fleet_writer(uri: str, index: int, steps: int, handoff: bool, env: dict[str
     from episodelake.lake.storage import tables  # noqa: PLC0415  (after the environment is set)
 
     given = env.get("BENCH_GIVEN_IDS") == "1"
+    stages = _time_stages() if env.get("BENCH_STAGES") == "1" else {}
     rate = float(env.get("BENCH_RATE") or 0)  # steps/s of this writer (0: as fast as it can)
     slowest = {"open": 0.0, "start": 0.0, "log_step": 0.0, "finish": 0.0}
 
@@ -258,7 +303,8 @@ def _fleet_writer(uri: str, index: int, steps: int, handoff: bool, env: dict[str
     # and, where it was elected, the machine's committer) since the start
     out.put({"begun": begun, "acknowledged": acknowledged, "closed": time.perf_counter(),
              "cpu_s": time.process_time() - cpu, "slowest_ms": slowest, "acks": acks,
-             "commits": tables.commit_counts["commits"], "conflict_retries": tables.commit_counts["conflict_retries"]})
+             "commits": tables.commit_counts["commits"], "conflict_retries": tables.commit_counts["conflict_retries"],
+             "stages": stages})
 
 
 def _versions(uri: str) -> dict[str, int]:
@@ -312,7 +358,7 @@ class Reader:
 
 def fleet(uri: str, writers: int, steps: int, handoff: bool = True, store_pid: int | None = None,
           endpoint: str | None = None, machines: int = 1, spool_base: Path | None = None,
-          given_ids: bool = False, rate: float = 0.0) -> dict[str, float]:
+          given_ids: bool = False, rate: float = 0.0, stages: bool = False) -> dict:
     """One fleet run: `writers` recorder processes writing `steps` steps each at once,
     reaching the store at `endpoint` (a delaying proxy, or moto itself), played as
     `machines` machines (writer i on machine i % machines: its own spool root under
@@ -323,7 +369,8 @@ def fleet(uri: str, writers: int, steps: int, handoff: bool = True, store_pid: i
     start, out = context.Event(), context.Queue()
     envs = []
     for i in range(writers):
-        env = {"BENCH_GIVEN_IDS": "1" if given_ids else "0", "BENCH_RATE": str(rate)}
+        env = {"BENCH_GIVEN_IDS": "1" if given_ids else "0", "BENCH_RATE": str(rate),
+               "BENCH_STAGES": "1" if stages else "0"}
         if endpoint:
             env["AWS_ENDPOINT_URL"] = endpoint
         if machines > 1:
@@ -376,6 +423,8 @@ def fleet(uri: str, writers: int, steps: int, handoff: bool = True, store_pid: i
         "fresh_p99_ms": percentile(delays, 99) * 1000 if delays else float("nan"),
         "conflict_retries_per_1000_commits": sum(r["conflict_retries"] for r in results) * 1000 / max(commits, 1),
         **{f"max_{k}_ms": max(r["slowest_ms"][k] for r in results) for k in ("open", "start", "log_step", "finish")},
+        "stages": {k: [sum(r["stages"].get(k, [0, 0, 0])[i] for r in results) for i in range(3)]
+                   for k in sorted({k for r in results for k in r["stages"]})},
     }
 
 
@@ -424,11 +473,12 @@ def measure_fleet(args, tmp: Path, bucket, server: S3Server) -> None:
                     _, w, machines, handoff, rate = c
                     runs[c].append(fleet(bucket(), w, args.fleet_steps, handoff, server.proc.pid, endpoint,
                                          machines, tmp / f"spools-{latency}-{r}-{w}-{machines}",
-                                         args.fleet_given_ids, rate))
-            one = _median_run(runs[configs[0]])
+                                         args.fleet_given_ids, rate, args.stages))
             for c in configs:
-                what, w, machines, handoff, _ = c
+                what, w, machines, handoff, rate = c
                 m = _median_run(runs[c])
+                # against one writer of the same kind: paced rows against the paced writer
+                one = _median_run(runs.get((what, counts[0], 1, handoff, rate), runs[configs[0]]))
                 line(f"fleet {latency:.0f} ms store, {what}, {w} writer(s), {args.fleet_steps} steps each",
                      committed_steps_s=m["committed_steps_s"], acknowledged_steps_s=m["acknowledged_steps_s"],
                      committed_vs_1_writer=m["committed_steps_s"] / one["committed_steps_s"],
@@ -443,6 +493,11 @@ def measure_fleet(args, tmp: Path, bucket, server: S3Server) -> None:
                      conflict_retries_per_1000_commits=m["conflict_retries_per_1000_commits"],
                      max_open_ms=m["max_open_ms"], max_start_ms=m["max_start_ms"],
                      max_log_step_ms=m["max_log_step_ms"], max_finish_ms=m["max_finish_ms"])
+                if args.stages:  # per 1,000 steps: wall ms, CPU ms, calls, of every writer process
+                    per = 1000 / (w * args.fleet_steps)
+                    line(f"  stages per 1,000 steps, {what}, {w} writer(s)",
+                         **{k: f"{v[0] * 1000 * per:.0f}/{v[1] * 1000 * per:.0f}ms/{v[2] * per:.1f}"
+                            for k, v in m["stages"].items() if v[2]})
         finally:
             if proxy is not None:
                 proxy.stdin.close()
@@ -471,6 +526,8 @@ def main() -> None:
                     help="leave out the handoff=False rows")
     ap.add_argument("--fleet-given-ids", action="store_true",
                     help="every other fleet episode with an id the caller gives (claimed provisionally)")
+    ap.add_argument("--stages", action="store_true",
+                    help="fleet rows: also print each engine stage's wall/CPU ms and calls per 1,000 steps")
     ap.add_argument("--only-outage", action="store_true", help="measure the log_step rows only")
     ap.add_argument("--only-fleet", action="store_true", help="measure the fleet rows only")
     ap.add_argument("--quick", action="store_true", help="10 s outages, 150 steps per fleet writer")
