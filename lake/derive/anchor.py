@@ -26,6 +26,8 @@ from typing import Literal, TypeVar
 import numpy as np
 from PIL import Image
 
+from episodelake.lake.storage.errors import InvalidInput
+
 #: What `connected_keys` names a connected set after (its smallest member).
 Ordered = TypeVar("Ordered", int, bytes)
 
@@ -73,7 +75,7 @@ def phash64(image: bytes | Image.Image, status_bar_px: int | None = None) -> int
     width, height = picture.size
     top = round(height * STATUS_BAR_FRACTION) if status_bar_px is None else status_bar_px
     if not 0 <= top < height:
-        raise ValueError(f"status_bar_px={top} leaves nothing of a {width}x{height} image")
+        raise InvalidInput(f"status_bar_px={top} leaves nothing of a {width}x{height} image")
     grey = picture.crop((0, top, width, height)).convert("L").resize((SAMPLE_SIZE, SAMPLE_SIZE),
                                                                       Image.Resampling.BOX)
     dct = _dct_matrix(SAMPLE_SIZE)
@@ -126,9 +128,9 @@ class AnchorKeyer:
 
     def __init__(self, threshold: int = DEFAULT_THRESHOLD, mode: KeyMode = "auto", max_groups: int = 4096):
         if not 0 <= threshold < 64:
-            raise ValueError(f"threshold must be 0..63 bits, got {threshold}")
+            raise InvalidInput(f"threshold must be 0..63 bits, got {threshold}")
         if mode not in ("phash", "ui_tree", "auto"):
-            raise ValueError(f"mode must be 'phash', 'ui_tree' or 'auto', got {mode!r}")
+            raise InvalidInput(f"mode must be 'phash', 'ui_tree' or 'auto', got {mode!r}")
         self.threshold = threshold
         self.mode = mode
         self.max_groups = max_groups  # clusters of older groups are dropped (bounded memory)
@@ -142,10 +144,10 @@ class AnchorKeyer:
         if ui_tree is not None and self.mode != "phash":
             return f"ui:{ui_tree_hash(ui_tree)}"
         if self.mode == "ui_tree":
-            raise ValueError("AnchorKeyer(mode='ui_tree') needs ui_tree; use mode='auto' to fall back to phash")
+            raise InvalidInput("AnchorKeyer(mode='ui_tree') needs ui_tree; use mode='auto' to fall back to phash")
         if phash is None:
             if image is None:
-                raise ValueError("give the screenshot (image=) or its perceptual hash (phash=)")
+                raise InvalidInput("give the screenshot (image=) or its perceptual hash (phash=)")
             phash = phash64(image)
         with self._lock:
             representatives = self._representatives.setdefault(group_id, [])

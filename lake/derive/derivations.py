@@ -155,7 +155,7 @@ def _ocr(image: bytes) -> dict[str, Any]:
 
     pixels = cv2.imdecode(np.frombuffer(image, np.uint8), cv2.IMREAD_COLOR)
     if pixels is None:  # `derive` finds out why (damage is flagged, anything else raised)
-        raise ValueError("OpenCV could not decode the screenshot")
+        raise InvalidInput("OpenCV could not decode the screenshot")
     height, width = pixels.shape[:2]
     # Small screenshots (a 540 px wide phone) read with the spaces between words lost
     # ("Connecteddevices"); at phone resolution they come back. Boxes stay in fractions.
@@ -199,13 +199,13 @@ def register(derivation: Derivation) -> None:
     taken, no help text (`elake enrich --help` and the docs show it), or a column the steps
     table does not declare (declare it in `lake/storage/schema.py` first)."""
     if derivation.name in DERIVATIONS:
-        raise ValueError(f"a derivation named {derivation.name!r} is already registered")
+        raise InvalidInput(f"a derivation named {derivation.name!r} is already registered")
     if not derivation.help.strip():
-        raise ValueError(f"derivation {derivation.name!r}: help is required")
+        raise InvalidInput(f"derivation {derivation.name!r}: help is required")
     undeclared = [c for c in (*derivation.written(), *derivation.reads) if c not in schema.STEPS.names]
     if undeclared:
-        raise ValueError(f"derivation {derivation.name!r}: the steps table has no column(s) "
-                         f"{undeclared}; declare them in lake/storage/schema.py")
+        raise InvalidInput(f"derivation {derivation.name!r}: the steps table has no column(s) "
+                           f"{undeclared}; declare them in lake/storage/schema.py")
     DERIVATIONS[derivation.name] = derivation
 
 

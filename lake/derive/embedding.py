@@ -26,6 +26,7 @@ import numpy as np
 from PIL import Image
 
 from episodelake.lake.derive.anchor import STATUS_BAR_FRACTION, connected_keys
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.lake.storage.schema import EMBEDDING_DIM
 
 #: (columns, rows) of the grey grid: a phone's 9:20 screen in cells about 34 px square.
@@ -44,7 +45,7 @@ def screen_embedding(image: bytes | Image.Image, status_bar_px: int | None = Non
     width, height = picture.size
     top = round(height * STATUS_BAR_FRACTION) if status_bar_px is None else status_bar_px
     if not 0 <= top < height:
-        raise ValueError(f"status_bar_px={top} leaves nothing of a {width}x{height} image")
+        raise InvalidInput(f"status_bar_px={top} leaves nothing of a {width}x{height} image")
     grey = picture.crop((0, top, width, height)).convert("L").resize(EMBEDDING_GRID, Image.Resampling.BOX)
     vector = np.asarray(grey, dtype=np.float32).ravel() / 255.0
     vector -= vector.mean()
@@ -58,7 +59,7 @@ def embedding_anchor_keys(embeddings: Sequence[np.ndarray], threshold: float) ->
     by the hash of its first member's vector in (byte) order. The mode for devices with no
     UI tree; `threshold` 0 keys identical screens together and nothing else."""
     if threshold < 0:
-        raise ValueError(f"threshold must be at least 0, not {threshold}")
+        raise InvalidInput(f"threshold must be at least 0, not {threshold}")
     matrix = np.asarray(embeddings, dtype=np.float32).reshape(len(embeddings), EMBEDDING_DIM)
     exact = [v.tobytes() for v in matrix]
     # |a - b|^2 = 2 - 2 a.b for unit vectors; equal vectors link whatever rounding says

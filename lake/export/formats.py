@@ -38,9 +38,9 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in _BUILT_IN}
 def register(fmt: ExportFormat) -> None:
     """Add a format; a name already taken is refused rather than silently replaced."""
     if fmt.name in FORMATS:
-        raise ValueError(f"an export format named {fmt.name!r} is already registered")
+        raise InvalidInput(f"an export format named {fmt.name!r} is already registered")
     if not fmt.summary.strip() or not (fmt.doc or "").strip():
-        raise ValueError(f"export format {fmt.name!r}: summary and doc are required")
+        raise InvalidInput(f"export format {fmt.name!r}: summary and doc are required")
     FORMATS[fmt.name] = fmt
 
 

@@ -14,6 +14,7 @@ from typing import Annotated, ClassVar, Literal, get_args
 
 import pyarrow as pa
 
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.lake.storage.rows import (
     Arrow,
     Binary,
@@ -398,14 +399,13 @@ def conform(table: str, rows: list[dict]) -> pa.Table:
     column, and must not reach a caller raw. Callers that take values from users check them
     first (`collectors.record.recorder.field_value`); this is the net under every write.
     """
-    from episodelake.lake.storage.errors import InvalidInput
 
     schema = TABLES[table]
     names = set(schema.names)
     for row in rows:
         unknown = set(row) - names
         if unknown:
-            raise ValueError(f"unknown column(s) for table {table!r}: {sorted(unknown)}")
+            raise InvalidInput(f"unknown column(s) for table {table!r}: {sorted(unknown)}")
     try:
         return pa.Table.from_pylist(rows, schema=schema)
     except (pa.ArrowException, OverflowError, TypeError, ValueError) as exc:

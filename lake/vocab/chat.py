@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.lake.vocab.action_space import action_summary
 
 #: The action space as every layout's system prompt states it.
@@ -72,9 +73,9 @@ class HistoryStep:
     def line(self) -> str:
         """The step as one line of text."""
         if self.summary is None:
-            raise ValueError("a history step needs its summary: HistoryStep.from_step derives "
-                             "it from a stored row, lake.vocab.families.history_step from a "
-                             "response")
+            raise InvalidInput("a history step needs its summary: HistoryStep.from_step derives "
+                               "it from a stored row, lake.vocab.families.history_step from a "
+                               "response")
         return self.summary
 
 

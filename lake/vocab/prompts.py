@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.lake.vocab.chat import (
     HistoryStep,
     ImagePart,
@@ -54,17 +55,17 @@ def build_messages(
     """
     family = FAMILIES.get(style)
     if family is None or family.layout is None:
-        raise ValueError(f"style: unknown prompt style {style!r}; expected one of "
-                         f"{tuple(prompt_styles())}")
+        raise InvalidInput(f"style: unknown prompt style {style!r}; expected one of "
+                           f"{tuple(prompt_styles())}")
     if history_length < 0:
-        raise ValueError(f"history_length: must be >= 0, got {history_length}")
+        raise InvalidInput(f"history_length: must be >= 0, got {history_length}")
     if not isinstance(goal, str) or not goal.strip():
-        raise ValueError("goal: the task goal must be non-empty text")
+        raise InvalidInput("goal: the task goal must be non-empty text")
     for index, step in enumerate(history):
         if step.summary is None:
-            raise ValueError(f"history[{index}]: needs a summary (the one-line action); "
-                             "HistoryStep.from_step derives it from a stored row, "
-                             "lake.vocab.families.history_step from a response")
+            raise InvalidInput(f"history[{index}]: needs a summary (the one-line action); "
+                               "HistoryStep.from_step derives it from a stored row, "
+                               "lake.vocab.families.history_step from a response")
     split = max(0, len(history) - history_length)
     return family.layout(goal, history, split, screenshot, image_part)
 

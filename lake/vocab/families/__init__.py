@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.lake.vocab.action_space import action_summary
 from episodelake.lake.vocab.chat import HistoryStep
 from episodelake.lake.vocab.families import gui_owl, mai_ui, qwen_vl, ui_tars
@@ -82,11 +83,11 @@ def register(family: ModelFamily, *, replace: bool = False) -> None:
     A name already taken is refused unless `replace`; so is one without a summary, a
     docstring or an example response, and the reserved name ``auto``."""
     if family.name == "auto":
-        raise ValueError("'auto' is reserved for family detection; pick another name")
+        raise InvalidInput("'auto' is reserved for family detection; pick another name")
     if family.name in FAMILIES and not replace:
-        raise ValueError(f"model family {family.name!r} is already registered; pass replace=True")
+        raise InvalidInput(f"model family {family.name!r} is already registered; pass replace=True")
     if not family.summary.strip() or not (family.doc or "").strip() or not family.example.strip():
-        raise ValueError(f"model family {family.name!r}: summary, doc and example are required")
+        raise InvalidInput(f"model family {family.name!r}: summary, doc and example are required")
     FAMILIES[family.name] = family
 
 
@@ -103,7 +104,7 @@ def get_family(name: str) -> ModelFamily:
     try:
         return FAMILIES[name]
     except KeyError:
-        raise ValueError(f"fmt: unknown action format {name!r}; registered: {families()}") from None
+        raise InvalidInput(f"fmt: unknown action format {name!r}; registered: {families()}") from None
 
 
 def prompt_styles() -> list[str]:
@@ -125,7 +126,7 @@ def parse_response(
     if image_size is not None:
         width, height = image_size
         if width <= 0 or height <= 0:
-            raise ValueError(f"image_size: width and height must be positive, got {image_size}")
+            raise InvalidInput(f"image_size: width and height must be positive, got {image_size}")
     if not text.strip():
         return unparsed("empty response")
     if family is None:

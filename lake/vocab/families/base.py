@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.lake.vocab.action_space import (
     ACTION_TYPES,
     BUTTONS,
@@ -63,13 +64,13 @@ class ParsedAction:
     def point(self) -> tuple[float, float]:
         """The normalised (x, y) of an action that has one (a click, a drag's start)."""
         if self.x is None or self.y is None:
-            raise ValueError(f"{self.action_type}: the action has no point")
+            raise InvalidInput(f"{self.action_type}: the action has no point")
         return self.x, self.y
 
     def end_point(self) -> tuple[float, float]:
         """The normalised (x2, y2) of an action that has an end (a drag)."""
         if self.x2 is None or self.y2 is None:
-            raise ValueError(f"{self.action_type}: the action has no end point")
+            raise InvalidInput(f"{self.action_type}: the action has no end point")
         return self.x2, self.y2
 
     def to_row(self) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.lake.vocab.action_space import GRID
 from episodelake.lake.vocab.chat import ACTION_SPACE_TEXT, HistoryStep, ImagePart, text_part
 from episodelake.lake.vocab.families.base import (
@@ -49,12 +50,12 @@ def format_tool_call(action: Mapping[str, Any], thinking: str | None = None) -> 
     ``parse_response(format_tool_call(a, t))`` gives back `a` and `t`.
     """
     if not isinstance(action.get("action"), str):
-        raise ValueError(
+        raise InvalidInput(
             f"action: needs an 'action' name, e.g. {{'action': 'click', 'coordinate': [500, 300]}},"
             f" got {dict(action)!r}"
         )
     if thinking is not None and "</thinking>" in thinking:
-        raise ValueError("thinking: must not contain '</thinking>'")
+        raise InvalidInput("thinking: must not contain '</thinking>'")
     call = json.dumps({"name": "mobile_use", "arguments": dict(action)}, ensure_ascii=False)
     parts = [f"<thinking>\n{thinking}\n</thinking>"] if thinking else []
     parts.append(f"<tool_call>\n{call}\n</tool_call>")
