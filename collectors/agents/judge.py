@@ -32,6 +32,7 @@ from typing import Any
 from PIL import Image
 
 from episodelake.collectors.agents.model_client import ModelClient
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.lake.storage.images import sniff_format
 from episodelake.lake.vocab.action_space import action_summary
 from episodelake.lake.vocab.overlay import describe, draw_action
@@ -206,7 +207,7 @@ class StepJudge:
     def __init__(self, client: ModelClient, *, attempts: int = 3, cache: JudgeCache | None = None,
                  temperature: float = 0.1):
         if attempts < 1:
-            raise ValueError(f"attempts must be >= 1, got {attempts}")
+            raise InvalidInput(f"attempts must be >= 1, got {attempts}")
         self.client = client
         self.attempts = attempts
         self.cache = cache or JudgeCache()

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from episodelake.lake.storage.errors import EpisodeLakeError
+from episodelake.lake.storage.errors import EpisodeLakeError, InvalidInput
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +44,9 @@ class ModelOptions:
 
     def __post_init__(self) -> None:
         if self.timeout_s <= 0 or self.connect_timeout_s <= 0:
-            raise ValueError("timeouts must be positive")
+            raise InvalidInput("timeouts must be positive")
         if self.max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
+            raise InvalidInput(f"max_retries must be >= 0, got {self.max_retries}")
 
 
 def completions_url(base_url: str) -> str:

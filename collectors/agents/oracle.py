@@ -60,7 +60,7 @@ class NoiseConfig:
 
     def __post_init__(self) -> None:
         if min(self.grounding, self.planning, self.premature_terminate, self.loop) < 0 or self.total > 1:
-            raise ValueError(f"noise probabilities must be >= 0 and sum to at most 1, got {self}")
+            raise InvalidInput(f"noise probabilities must be >= 0 and sum to at most 1, got {self}")
 
     @property
     def total(self) -> float:
@@ -69,7 +69,7 @@ class NoiseConfig:
     def scaled(self, total: float) -> NoiseConfig:
         """The same mix of mistakes, made with probability `total` per step in all."""
         if not 0 <= total <= 1:
-            raise ValueError(f"a total mistake probability must be in [0, 1], got {total}")
+            raise InvalidInput(f"a total mistake probability must be in [0, 1], got {total}")
         factor = total / self.total if self.total else 0.0
         return replace(self, grounding=self.grounding * factor, planning=self.planning * factor,
                        premature_terminate=self.premature_terminate * factor, loop=self.loop * factor)

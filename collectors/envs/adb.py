@@ -125,7 +125,7 @@ def action_commands(action: ParsedAction, screen: Screen | None, motion: Motion 
     """
     kind, args = action.action_type, action.action
     if kind in POINTED and screen is None:
-        raise ValueError(f"{kind}: needs the screen size to place its points")
+        raise InvalidInput(f"{kind}: needs the screen size to place its points")
 
     def pixel(x: float, y: float) -> tuple[int, int]:
         assert screen is not None  # checked above for every pointed action
@@ -152,11 +152,11 @@ def action_commands(action: ParsedAction, screen: Screen | None, motion: Motion 
         return [["input", "keyevent", KEYCODES[args["button"]]]]
     if kind == "open":
         if package is None:
-            raise ValueError("open: resolve the app's package first (AdbDevice.resolve_package)")
+            raise InvalidInput("open: resolve the app's package first (AdbDevice.resolve_package)")
         return [["monkey", "-p", package, "-c", "android.intent.category.LAUNCHER", "1"]]
     if kind in ("wait", "terminate", "answer"):
         return []
-    raise ValueError(f"no adb command for action type {kind!r}")
+    raise InvalidInput(f"no adb command for action type {kind!r}")
 
 
 def swipe_end(start: tuple[float, float], direction: str, distance: float) -> tuple[float, float]:

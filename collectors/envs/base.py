@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from episodelake.lake.storage.errors import DeviceUnavailable
+from episodelake.lake.storage.errors import DeviceUnavailable, InvalidInput
 from episodelake.lake.vocab.families import ParsedAction
 
 
@@ -42,9 +42,9 @@ class Screen:
 
     def __post_init__(self) -> None:
         if self.width <= 0 or self.height <= 0:
-            raise ValueError(f"screen size must be positive, got {self.width}x{self.height}")
+            raise InvalidInput(f"screen size must be positive, got {self.width}x{self.height}")
         if self.rotation not in (0, 1, 2, 3):
-            raise ValueError(f"rotation must be 0, 1, 2 or 3 quarter turns, got {self.rotation}")
+            raise InvalidInput(f"rotation must be 0, 1, 2 or 3 quarter turns, got {self.rotation}")
 
     def pixel(self, fx: float, fy: float) -> tuple[int, int]:
         """A point given as fractions of the screen, in whole pixels inside the screen."""
@@ -88,8 +88,8 @@ class Branch:
 
     def __post_init__(self) -> None:
         if [s.step for s in self.steps] != list(range(self.step + 1)):
-            raise ValueError(f"branch of {self.parent} at step {self.step}: needs the parent's steps "
-                             f"0..{self.step} in order, got {[s.step for s in self.steps]}")
+            raise InvalidInput(f"branch of {self.parent} at step {self.step}: needs the parent's steps "
+                               f"0..{self.step} in order, got {[s.step for s in self.steps]}")
 
 
 @dataclass(frozen=True)

@@ -49,19 +49,19 @@ def register(kind: DeviceKind) -> None:
     """Add a device kind. Refused: a name or re-run env already taken, no summary,
     description or docstring, an option named like a shared one, an unknown policy."""
     if kind.name in DEVICES:
-        raise ValueError(f"a device named {kind.name!r} is already registered")
+        raise InvalidInput(f"a device named {kind.name!r} is already registered")
     if not kind.summary.strip() or not kind.description.strip() or not (kind.doc or "").strip():
-        raise ValueError(f"device {kind.name!r}: summary, description and doc are required")
+        raise InvalidInput(f"device {kind.name!r}: summary, description and doc are required")
     clash = sorted({o.name for o in kind.options} & _SHARED)
     if clash:
-        raise ValueError(f"device {kind.name!r}: options {clash} are shared by every `elake collect` "
-                         "command; name them otherwise")
+        raise InvalidInput(f"device {kind.name!r}: options {clash} are shared by every `elake collect` "
+                           "command; name them otherwise")
     unknown = sorted(set(kind.policies) - set(BUILTIN_POLICIES))
     if unknown:
-        raise ValueError(f"device {kind.name!r}: unknown built-in policies {unknown}; "
-                         f"known: {', '.join(BUILTIN_POLICIES)}")
+        raise InvalidInput(f"device {kind.name!r}: unknown built-in policies {unknown}; "
+                           f"known: {', '.join(BUILTIN_POLICIES)}")
     if kind.rerun is not None and kind.rerun.env in rerun_envs():
-        raise ValueError(f"device {kind.name!r}: the re-run env {kind.rerun.env!r} is already taken")
+        raise InvalidInput(f"device {kind.name!r}: the re-run env {kind.rerun.env!r} is already taken")
     DEVICES[kind.name] = kind
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from episodelake.collectors.envs.base import Screen
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.lake.vocab.families import CoordinateScale, ParsedAction, normalise_arguments
 
 #: Our system buttons and the server's action types for them.
@@ -25,7 +26,7 @@ ACTION_TYPES = ("click", "long_press", "double_tap", "input_text", "swipe", "dra
 def to_json_action(action: ParsedAction, screen: Screen) -> dict[str, Any]:
     """The server's JSONAction for a valid action, points in `screen` pixels."""
     if not action.valid:
-        raise ValueError(f"only valid actions go to a device; this one is not: {action.error}")
+        raise InvalidInput(f"only valid actions go to a device; this one is not: {action.error}")
     kind, args = action.action_type, action.action
     if kind in ("click", "long_press", "double_tap"):
         x, y = screen.pixel(*action.point())
@@ -59,7 +60,7 @@ def from_json_action(body: dict[str, Any], screen: Screen) -> ParsedAction:
     and the reason in ``error``."""
     kind = body.get("action_type")
     if kind not in ACTION_TYPES:
-        raise ValueError(f"action_type {kind!r} is not one of {', '.join(ACTION_TYPES)}")
+        raise InvalidInput(f"action_type {kind!r} is not one of {', '.join(ACTION_TYPES)}")
     args: dict[str, Any]
     if kind in ("click", "long_press", "double_tap"):
         args = {"action": kind, "coordinate": _pair(body, "x", "y")}

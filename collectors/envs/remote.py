@@ -73,7 +73,7 @@ class RemoteOptions:
 
     def __post_init__(self) -> None:
         if not self.step_timeouts_s:
-            raise ValueError("step_timeouts_s needs at least one timeout")
+            raise InvalidInput("step_timeouts_s needs at least one timeout")
 
 
 def read_server_file(path: Path | str) -> list[str]:

@@ -30,6 +30,7 @@ from episodelake.collectors.envs.sim.tasks import get_task
 from episodelake.collectors.jobs.batch import AgentSpec, OracleSpec, RunSettings, run_batch
 from episodelake.collectors.loop import EpisodeSummary
 from episodelake.lake import Lake
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.lake.vocab.seeds import derive
 
 #: The episodes ``device`` of every rollout: the phone is rebuilt from each episode's seed,
@@ -53,9 +54,9 @@ class RolloutSpec:
 
     def __post_init__(self):
         if not self.task_ids:
-            raise ValueError("task_ids is empty: give at least one task")
+            raise InvalidInput("task_ids is empty: give at least one task")
         if self.group_size < 1 or self.max_steps < 1:
-            raise ValueError("group_size and max_steps must be >= 1")
+            raise InvalidInput("group_size and max_steps must be >= 1")
 
 
 @dataclass
@@ -126,7 +127,7 @@ def demo_agent(noise_name: str = "demo") -> OracleSpec:
     from episodelake.collectors.agents.oracle import NoiseConfig
 
     if noise_name not in NOISE_LEVELS:
-        raise ValueError(f"noise must be one of {NOISE_LEVELS}, not {noise_name!r}")
+        raise InvalidInput(f"noise must be one of {NOISE_LEVELS}, not {noise_name!r}")
     demo = NoiseConfig.demo()
     noise = {"none": NoiseConfig(), "demo": demo,
              "light": replace(demo, grounding=demo.grounding / 2, planning=demo.planning / 2,

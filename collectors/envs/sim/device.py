@@ -37,7 +37,7 @@ from episodelake.collectors.envs.sim.geometry import HEIGHT, WIDTH
 from episodelake.collectors.envs.sim.judge import RuleJudge
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.state import PhoneState
-from episodelake.lake.storage.errors import ActionFailed, DeviceError, InvalidInput
+from episodelake.lake.storage.errors import ActionFailed, DeviceError, InvalidInput, NotFound
 from episodelake.lake.vocab.families import ParsedAction
 
 if TYPE_CHECKING:  # the server (FastAPI) loads only for `elake serve-env`
@@ -78,8 +78,8 @@ class SimDevice(Device):
     def start_task(self, task: Task) -> str:
         try:
             sim_task = sim_tasks.get_task(task.name)
-        except KeyError as exc:
-            raise DeviceError(f"{exc.args[0]}; `elake serve-env --list-tasks` lists them") from None
+        except NotFound as exc:
+            raise DeviceError(f"{exc}; `elake serve-env --list-tasks` lists them") from None
         self.phone = Phone(self.seed if task.seed is None else task.seed)
         sim_task.setup(self.phone)
         self.task = sim_task
@@ -168,7 +168,7 @@ def _unknown_tasks(names: Sequence[str]) -> list[str]:
     for name in names:
         try:
             sim_tasks.get_task(name)
-        except KeyError:
+        except NotFound:
             unknown.append(name)
     return unknown
 

@@ -15,6 +15,7 @@ from episodelake.collectors.envs.sim import navigation as nav
 from episodelake.collectors.envs.sim.judge import RuleJudge
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.tasks import all_tasks, get_task, sample_tasks
+from episodelake.lake.storage.errors import NotFound
 from episodelake.lake.vocab.families import format_tool_call
 from episodelake.lake.vocab.families import parse_response as parse
 
@@ -132,7 +133,7 @@ def test_judge_scores_terminate_answers_and_invalid_actions():
         if action["action"] == "terminate":
             assert reason == "terminated with the goal reached"
             break
-    with pytest.raises(KeyError):
+    with pytest.raises(NotFound, match="no simulated task has the goal"):
         judge.judge("Fly to the moon.", phone.snapshot(), {"action": "wait"}, phone.snapshot())
 
 

@@ -22,7 +22,7 @@ from episodelake.collectors.envs.sim.tasks import (
     sample_tasks,
     task_for_goal,
 )
-from episodelake.lake.storage.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput, NotFound
 
 
 def test_registry_has_enough_templates_and_tasks():
@@ -43,9 +43,9 @@ def test_ids_round_trip():
 
 
 def test_unknown_ids_say_what_exists():
-    with pytest.raises(KeyError, match="templates: wifi_on"):
+    with pytest.raises(NotFound, match="templates: wifi_on"):
         get_task("teleport")
-    with pytest.raises(KeyError, match="notes_create\\[title="):
+    with pytest.raises(NotFound, match="notes_create\\[title="):
         get_task("notes_create[title=Nope,body=milk]")
 
 

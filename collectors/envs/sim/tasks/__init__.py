@@ -21,7 +21,7 @@ from functools import cache
 from importlib import import_module
 
 from episodelake.collectors.envs.sim.tasks.base import DIFFICULTIES, TASK_ID, Params, Task, Template
-from episodelake.lake.storage.errors import InvalidInput
+from episodelake.lake.storage.errors import InvalidInput, NotFound
 
 #: The apps whose task modules make up the registry, in registry order.
 TASK_APPS = ("settings", "launcher", "clock", "notes", "contacts", "phone", "messages", "shop", "long")
@@ -50,9 +50,9 @@ def get_task(task_id: str) -> Task:
     match = TASK_ID.match(task_id)
     name = match.group("name") if match else task_id
     if name not in TEMPLATES:
-        raise KeyError(f"unknown task template {name!r}; templates: {', '.join(TEMPLATES)}")
+        raise NotFound(f"unknown task template {name!r}; templates: {', '.join(TEMPLATES)}")
     examples = [t.id for t in all_tasks() if t.name == name][:3]
-    raise KeyError(f"no task {task_id!r}; {name} is registered with parameters like: {'; '.join(examples)}")
+    raise NotFound(f"no task {task_id!r}; {name} is registered with parameters like: {'; '.join(examples)}")
 
 
 @cache
@@ -64,7 +64,7 @@ def task_for_goal(goal: str) -> Task:
     """The task whose goal text this is (goals are unique)."""
     task = _by_goal().get(goal)
     if task is None:
-        raise KeyError(f"no simulated task has the goal {goal!r}")
+        raise NotFound(f"no simulated task has the goal {goal!r}")
     return task
 
 
