@@ -113,6 +113,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import ConfigDict, Field
 
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.lake.vocab.spec_model import SpecModel
 
 Algo = Literal["gigpo", "grpo"]
@@ -383,7 +384,7 @@ def _check_columns(
     present = set(con.sql(f"SELECT * FROM {relation} LIMIT 0").columns)
     missing = [name for name in required if name not in present]
     if missing:
-        raise ValueError(f"{role}: {relation} lacks column(s) {missing}; needs {list(required)}")
+        raise InvalidInput(f"{role}: {relation} lacks column(s) {missing}; needs {list(required)}")
     return present
 
 
@@ -394,7 +395,7 @@ def _check_span(rows: pa.Table, gamma: float) -> None:
     limit = int(math.log(_SMALLEST_POWER) / math.log(gamma))
     longest = pc.max(rows["t"]).as_py()
     if longest > limit:
-        raise ValueError(
+        raise InvalidInput(
             f"gamma: an episode spans {longest + 1} steps; with gamma={gamma} discounted "
             f"returns stay exact only up to {limit + 1} steps. Raise gamma or split the episodes."
         )

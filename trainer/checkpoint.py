@@ -21,6 +21,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from episodelake.lake.storage.errors import NotFound
+
 log = logging.getLogger(__name__)
 
 LATEST = "latest"
@@ -40,8 +42,8 @@ def latest(root: Path) -> Path | None:
         return None
     folder = root / pointer.read_text(encoding="utf-8").strip()
     if not (folder / STATE_FILE).is_file():
-        raise FileNotFoundError(f"{pointer} names {folder.name}, which is missing or incomplete; "
-                                f"point it at a complete {PREFIX}* folder or delete {root}")
+        raise NotFound(f"{pointer} names {folder.name}, which is missing or incomplete; "
+                       f"point it at a complete {PREFIX}* folder or delete {root}")
     return folder
 
 

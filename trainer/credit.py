@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.trainer.advantages import (
     EPISODE_COLUMNS,
     STEP_COLUMNS,
@@ -103,4 +104,4 @@ def _check(episodes: pa.Table, steps: pa.Table, batch_column: str | None) -> Non
     missing = {*EPISODE_COLUMNS, *([batch_column] if batch_column else [])} - set(episodes.column_names)
     missing |= set(STEP_COLUMNS) - set(steps.column_names)
     if missing:
-        raise ValueError(f"credit: the batch lacks the column(s) {', '.join(sorted(missing))}")
+        raise InvalidInput(f"credit: the batch lacks the column(s) {', '.join(sorted(missing))}")

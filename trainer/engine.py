@@ -19,6 +19,8 @@ from typing import Protocol
 
 import torch
 
+from episodelake.lake.storage.errors import InvalidInput
+
 log = logging.getLogger(__name__)
 
 #: Where DeepSpeed compiles its C++ ops unless TORCH_EXTENSIONS_DIR says otherwise (the first
@@ -50,7 +52,7 @@ def build_engine(kind: str, module: torch.nn.Module, *, lr: float, max_grad_norm
                                config_path=Path(deepspeed_config))
     if kind == "torch":
         return TorchEngine(module, lr=lr, max_grad_norm=max_grad_norm)
-    raise ValueError(f"engine: {kind!r} is not deepspeed or torch")
+    raise InvalidInput(f"engine: {kind!r} is not deepspeed or torch")
 
 
 def deepspeed_usable() -> bool:
@@ -67,7 +69,7 @@ def deepspeed_usable() -> bool:
 def _trainable(module: torch.nn.Module) -> list[torch.nn.Parameter]:
     params = [p for p in module.parameters() if p.requires_grad]
     if not params:
-        raise ValueError("the policy has no trainable parameters")
+        raise InvalidInput("the policy has no trainable parameters")
     return params
 
 
@@ -124,7 +126,7 @@ class DeepSpeedEngine:
         try:
             config = json.loads(config_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise ValueError(f"deepspeed_config: cannot read {config_path}: {exc}") from None
+            raise InvalidInput(f"deepspeed_config: cannot read {config_path}: {exc}") from None
         config.update(
             train_micro_batch_size_per_gpu=1,
             gradient_accumulation_steps=1,

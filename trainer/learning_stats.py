@@ -13,6 +13,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from episodelake.lake.storage.errors import InvalidInput
+
 #: Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom; above 30 the normal
 #: quantile is within 2% of t.
 _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
@@ -43,14 +45,14 @@ class Interval:
 
 def t95(dof: int) -> float:
     if dof < 1:
-        raise ValueError(f"degrees of freedom must be >= 1, got {dof}")
+        raise InvalidInput(f"degrees of freedom must be >= 1, got {dof}")
     return _T95[dof - 1] if dof <= len(_T95) else _Z95
 
 
 def mean_interval(values: Sequence[float]) -> Interval:
     """The mean of `values` with its 95% t-interval."""
     if not values:
-        raise ValueError("no values to summarise")
+        raise InvalidInput("no values to summarise")
     mean = statistics.fmean(values)
     if len(values) == 1:
         return Interval(mean, None, None, 1)
@@ -62,7 +64,7 @@ def paired_difference(a: Sequence[float], b: Sequence[float]) -> Interval:
     """Mean of a[i] - b[i] with its 95% interval: runs i of both algorithms share seed i, so
     the seed's own luck cancels out of each difference."""
     if len(a) != len(b):
-        raise ValueError(f"paired values need equal counts, got {len(a)} and {len(b)}")
+        raise InvalidInput(f"paired values need equal counts, got {len(a)} and {len(b)}")
     return mean_interval([x - y for x, y in zip(a, b, strict=True)])
 
 
@@ -70,7 +72,7 @@ def final(curve: Sequence[float], last: int = 5) -> float:
     """Mean of the last `last` points: the end of a run, less noisy than its last point."""
     tail = curve[-last:]
     if not tail:
-        raise ValueError("an empty curve has no end")
+        raise InvalidInput("an empty curve has no end")
     return statistics.fmean(tail)
 
 
@@ -78,7 +80,7 @@ def area(curve: Sequence[float]) -> float:
     """Area under the curve per iteration (trapezoids, so 0..1 like the curve): how early
     and how well a run learns, in one number."""
     if len(curve) < 2:
-        raise ValueError("an area needs at least two points")
+        raise InvalidInput("an area needs at least two points")
     return sum((x + y) / 2 for x, y in zip(curve, curve[1:], strict=False)) / (len(curve) - 1)
 
 
@@ -103,13 +105,13 @@ def moving_mean(curve: Sequence[float], window: int = 5) -> list[float]:
     point is mostly one lucky best and one unlucky dip; a fall of the moving mean is a run that
     lost what it had learned."""
     if window < 1:
-        raise ValueError(f"window must be >= 1, got {window}")
+        raise InvalidInput(f"window must be >= 1, got {window}")
     return [statistics.fmean(curve[i:i + window]) for i in range(len(curve) - window + 1)]
 
 
 def per_iteration(curves: Sequence[Sequence[float]]) -> list[Interval]:
     """Mean and interval at each iteration over runs (curves cut to the shortest run)."""
     if not curves:
-        raise ValueError("no curves to summarise")
+        raise InvalidInput("no curves to summarise")
     length = min(len(c) for c in curves)
     return [mean_interval([c[i] for c in curves]) for i in range(length)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from episodelake.collectors.envs.sim import tasks as sim_tasks
+from episodelake.lake.storage.errors import NotFound
 from episodelake.trainer import checkpoint
 from episodelake.trainer.config import ConfigError, TrainConfig
 from episodelake.trainer.loop import sample_tasks, split_tasks
@@ -23,7 +24,7 @@ def test_latest_moves_only_when_a_checkpoint_is_committed(tmp_path):
     assert checkpoint.read_state(partial) == {"iteration": 1}
     assert not first.exists()  # older checkpoints are removed after the commit
     (tmp_path / checkpoint.LATEST).write_text("iter-000009")
-    with pytest.raises(FileNotFoundError, match="iter-000009"):
+    with pytest.raises(NotFound, match="iter-000009"):
         checkpoint.latest(tmp_path)
 
 

@@ -12,6 +12,7 @@ from episodelake.collectors.envs.sim.device import SimDevice
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.envs.sim.tasks import get_task
 from episodelake.collectors.loop import Observation
+from episodelake.lake.storage.errors import NotFound
 from episodelake.lake.vocab.families import parse_response
 from episodelake.lake.vocab.prompts import HistoryStep
 from episodelake.trainer.policies.base import Sample
@@ -143,5 +144,5 @@ def test_same_seed_same_actions_and_agent_specs_survive_pickling(screen, tmp_pat
     assert all(torch.equal(a, b) for a, b in zip(loaded.module.state_dict().values(),
                                                  trained.module.state_dict().values(),
                                                  strict=True))
-    with pytest.raises(FileNotFoundError, match="tiny_policy.json"):
+    with pytest.raises(NotFound, match="tiny_policy.json"):
         TinyPolicy.load(tmp_path)

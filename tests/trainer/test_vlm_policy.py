@@ -9,6 +9,7 @@ import torch
 from episodelake.collectors.envs.sim.device import SimDevice
 from episodelake.collectors.envs.sim.phone import Phone
 from episodelake.collectors.loop import Observation
+from episodelake.lake.storage.errors import NotFound
 from episodelake.lake.vocab.prompts import HistoryStep
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.policies.vlm import IMAGE_TOKEN, VLMPolicy
@@ -89,5 +90,5 @@ def test_checkpoint_folder_reloads_with_the_same_weights(policy, tmp_path):
 
 
 def test_a_missing_model_folder_says_how_to_get_one(tmp_path):
-    with pytest.raises(FileNotFoundError, match="huggingface-cli download"):
+    with pytest.raises(NotFound, match="huggingface-cli download"):
         VLMPolicy(tmp_path / "nothing-here")

@@ -19,6 +19,7 @@ from safetensors.torch import load_file, save_file
 
 from episodelake.collectors.jobs.batch import AgentSpec
 from episodelake.collectors.loop import Agent
+from episodelake.lake.storage.errors import NotFound
 from episodelake.trainer.ppo import TokenLogProbs
 
 
@@ -104,5 +105,5 @@ def read_checkpoint(folder: Path | str, config_file: str, what: str) -> tuple[st
     folder = Path(folder)
     config_path = folder / config_file
     if not config_path.exists():
-        raise FileNotFoundError(f"{folder} holds no {what} ({config_file} is missing)")
+        raise NotFound(f"{folder} holds no {what} ({config_file} is missing)")
     return config_path.read_text(encoding="utf-8"), load_file(str(folder / WEIGHTS_FILE))

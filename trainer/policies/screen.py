@@ -71,6 +71,7 @@ from torch import nn
 
 from episodelake.collectors.envs.suites import get_suite
 from episodelake.collectors.loop import Observation
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.policies.screen_progress import (
     _WORD,
@@ -217,7 +218,7 @@ def encode(config: ScreenConfig, goal: str, screen: ScreenText, history: Sequenc
     tokens = words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
     spans = text_spans(goal)
     if not spans:
-        raise ValueError(f"goal: {goal!r} has no words to act on")
+        raise InvalidInput(f"goal: {goal!r} has no words to act on")
     taps = taps_of(history)
     here = screen.signature
     visit = taps_of(history[visit_start(history, here):])

@@ -30,6 +30,7 @@ from torch import nn
 
 from episodelake.collectors.envs.base import Device
 from episodelake.collectors.loop import Observation, Reply
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.lake.vocab.families import ParsedAction, format_tool_call, parse_response
 from episodelake.trainer.policies.base import Sample, read_checkpoint, save_checkpoint
 from episodelake.trainer.ppo import TokenLogProbs
@@ -312,10 +313,10 @@ class SmallPolicy(Generic[ConfigT, EncodedT]):
         if misfits or missing or unknown:
             # the network's inputs changed since the checkpoint was saved (a feature added or
             # dropped): loading it partly would act with untrained weights where they enter
-            raise ValueError(f"{folder} holds a {cls.__name__} saved by an earlier release whose "
-                             f"network differs: {'; '.join(misfits + missing + unknown)}. "
-                             "It cannot be loaded into this release; train it again (elake train) or "
-                             "load it with the release that saved it")
+            raise InvalidInput(f"{folder} holds a {cls.__name__} saved by an earlier release whose "
+                               f"network differs: {'; '.join(misfits + missing + unknown)}. "
+                               "It cannot be loaded into this release; train it again (elake train) or "
+                               "load it with the release that saved it")
         policy.module.load_state_dict(weights)
         return policy
 

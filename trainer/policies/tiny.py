@@ -39,6 +39,7 @@ from torch import nn
 
 from episodelake.collectors.envs.suites import get_suite
 from episodelake.collectors.loop import Observation
+from episodelake.lake.storage.errors import InvalidInput
 from episodelake.lake.vocab.action_space import GRID
 from episodelake.trainer.policies.base import Sample
 from episodelake.trainer.policies.small import (
@@ -284,7 +285,7 @@ class TinyPolicy(SmallPolicy[TinyConfig, Encoded]):
         tokens = words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
         spans = text_spans(goal)
         if not spans:
-            raise ValueError(f"goal: {goal!r} has no words to act on")
+            raise InvalidInput(f"goal: {goal!r} has no words to act on")
         present = set(words)
         step = min(len(history), STEP_BUCKETS - 1)
         return Encoded(

@@ -38,6 +38,7 @@ from PIL import Image
 
 from episodelake.collectors.jobs.batch import InProcessAgent
 from episodelake.collectors.loop import Observation, Reply
+from episodelake.lake.storage.errors import InvalidInput, NotFound
 from episodelake.lake.vocab.families import history_step
 from episodelake.lake.vocab.prompts import build_messages
 from episodelake.lake.vocab.seeds import derive
@@ -97,7 +98,7 @@ class VLMPolicy:
 
         self.model_path = Path(model_path)
         if not (self.model_path / "config.json").is_file():
-            raise FileNotFoundError(
+            raise NotFound(
                 f"model_path: {self.model_path} is not a Hugging Face model folder (no "
                 "config.json); download one first, e.g. `huggingface-cli download "
                 f"Qwen/Qwen2-VL-2B-Instruct --local-dir {self.model_path}`")
@@ -113,7 +114,7 @@ class VLMPolicy:
         self.dtype = _DTYPES[dtype]
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path, local_files_only=True)
         if self.tokenizer.chat_template is None:
-            raise ValueError(f"{self.model_path}: the tokenizer has no chat template")
+            raise InvalidInput(f"{self.model_path}: the tokenizer has no chat template")
         self.image_processor = AutoImageProcessor.from_pretrained(
             self.model_path, local_files_only=True, max_pixels=max_pixels)
         self.module = AutoModelForImageTextToText.from_pretrained(
@@ -122,14 +123,14 @@ class VLMPolicy:
         self.image_token_id = self.module.config.image_token_id
         self.eos_token_id = self.tokenizer.eos_token_id
         if self.eos_token_id is None:
-            raise ValueError(f"{self.model_path}: the tokenizer has no eos token")
+            raise InvalidInput(f"{self.model_path}: the tokenizer has no eos token")
         self.pad_token_id = self.tokenizer.pad_token_id
         if self.pad_token_id is None:
             self.pad_token_id = self.eos_token_id
         if generation == "auto":
             generation = "vllm" if vllm_available() else "transformers"
         elif generation == "vllm" and not vllm_available():
-            raise RuntimeError("generation: vllm needs a GPU and the `gpu` extra (`just "
+            raise InvalidInput("generation: vllm needs a GPU and the `gpu` extra (`just "
                                "gpu-setup` makes .venv-gpu); or pass --generation transformers")
         self.generation = generation
         self.vllm_gpu_memory = vllm_gpu_memory
@@ -166,8 +167,8 @@ class VLMPolicy:
         messages = list(item["messages"])
         turns = [i for i, message in enumerate(messages) if message["role"] == "assistant"]
         if not turns:
-            raise ValueError("the item has no assistant turn to learn (messages: "
-                             f"{[m['role'] for m in messages]})")
+            raise InvalidInput("the item has no assistant turn to learn (messages: "
+                               f"{[m['role'] for m in messages]})")
         last = turns[-1]
         content = messages[last]["content"]
         response = content if isinstance(content, str) else "".join(
@@ -183,8 +184,8 @@ class VLMPolicy:
         merge = self.image_processor.merge_size ** 2
         pieces = text.split(IMAGE_TOKEN)
         if len(pieces) != len(pictures) + 1:
-            raise ValueError(f"the chat template produced {len(pieces) - 1} image slots for "
-                             f"{len(pictures)} images")
+            raise InvalidInput(f"the chat template produced {len(pieces) - 1} image slots for "
+                               f"{len(pictures)} images")
         expanded = pieces[0]
         for grid, piece in zip(vision["image_grid_thw"], pieces[1:], strict=True):
             expanded += IMAGE_TOKEN * (int(grid.prod()) // merge) + piece
