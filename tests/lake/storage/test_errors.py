@@ -4,8 +4,10 @@ it), and the command line prints any of them as one line."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
+from pathlib import Path
 
 import pytest
 
@@ -135,3 +137,95 @@ def test_a_check_a_model_raises_comes_out_as_it_was_raised():
     with pytest.raises(errors.InvalidInput, match=r"^binding 0\.0\.0\.0 exposes the lake") as refused:
         Settings(lake="unused", host="0.0.0.0")
     assert type(refused.value) is errors.InvalidInput
+
+
+# -- no new builtin raise in product code ------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[3]
+PRODUCT = ("lake", "collectors", "trainer", "api")
+BUILTINS = {"ValueError", "KeyError", "LookupError", "TypeError"}
+
+#: The builtin raises product code keeps, by `file:function`: invariants a caller cannot meet
+#: unless the product itself has a bug, and protocols that require the builtin. Anything a
+#: caller (user code, the command line, the API, a spec) can meet raises a family class instead.
+ALLOWED = {
+    "lake/storage/tables.py:commit.merge":
+        "`kind` is one of the writer's own (append, insert_missing, upsert); another is a bug in the product",
+    "lake/storage/tables.py:_literal":
+        "key values come from the schema's key columns (str or int); another type is a bug",
+    "lake/storage/rows.py:_arrow_field":
+        "a row model declared wrongly, raised when its module loads (a TypeError of a class definition)",
+    "lake/storage/rows.py:arrow_type":
+        "a row model's annotation with no Arrow type, raised when its module loads",
+    "lake/storage/schema.py:pick":
+        "a reader's projection checked when its module loads: a renamed column is a bug found at import",
+    "lake/curation/versions.py:versions_of":
+        "the table names are literals of the product's own queries",
+    "lake/vocab/families/__init__.py:parse_response":
+        "TypeError for a `text` that is not a str (bad model output never raises; a wrong type "
+        "is the calling code's bug, as for str's own methods)",
+    "collectors/envs/jsonaction.py:to_json_action":
+        "after the validity check every action type maps: reached only by a type added to the "
+        "vocabulary without its JSONAction",
+    "trainer/policies/vlm.py:_one_text":
+        "TypeError: transformers returned a type its own contract excludes",
+    "trainer/advantages.py:_relation":
+        "TypeError for steps=/episodes= that are neither a table name nor a pyarrow.Table",
+    "api/settings.py:Settings._known_derivations":
+        "pydantic's idiom: a ValueError in a field validator is reported naming the field, and "
+        "Settings.from_env raises that as InvalidInput",
+    "api/cli/model_options.py:with_parameters.decorate":
+        "a command whose own parameters clash with shared options, raised when the CLI module loads",
+}
+#: Raises that should become family classes, in files another change owns at the moment; each
+#: is removed here when it is done (a stale entry fails the test too).
+PENDING = {
+    "lake/storage/writer.py:WriterOptions.__post_init__":
+        "WriterOptions' checks are a caller's bad options: InvalidInput",
+}
+
+
+def builtin_raises() -> dict[str, list[int]]:
+    """`file:function` -> line numbers of each `raise ValueError/KeyError/LookupError/TypeError`."""
+    found: dict[str, list[int]] = {}
+
+    class Visitor(ast.NodeVisitor):
+        def __init__(self, path: str):
+            self.path, self.scope = path, []
+
+        def _scoped(self, node: ast.AST, name: str) -> None:
+            self.scope.append(name)
+            self.generic_visit(node)
+            self.scope.pop()
+
+        def visit_ClassDef(self, node: ast.ClassDef) -> None:
+            self._scoped(node, node.name)
+
+        def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+            self._scoped(node, node.name)
+
+        def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+            self._scoped(node, node.name)
+
+        def visit_Raise(self, node: ast.Raise) -> None:
+            exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(exc, ast.Name) and exc.id in BUILTINS:
+                key = f"{self.path}:{'.'.join(self.scope) or '<module>'}"
+                found.setdefault(key, []).append(node.lineno)
+
+    for package in PRODUCT:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            Visitor(relative).visit(ast.parse(path.read_text(encoding="utf-8"), relative))
+    return found
+
+
+def test_product_code_raises_the_family_not_a_bare_builtin():
+    found = builtin_raises()
+    new = {key: lines for key, lines in found.items() if key not in ALLOWED and key not in PENDING}
+    assert not new, (
+        "raise a class of the product's error family (lake/storage/errors.py: InvalidInput for a "
+        "caller's bad argument or config, NotFound for a missing thing, ...), not a builtin; "
+        "InvalidInput is a ValueError and NotFound a LookupError, so callers catching those still "
+        f"do. Only an invariant no caller can meet belongs in ALLOWED, with its reason: {new}")
+    stale = sorted((ALLOWED.keys() | PENDING.keys()) - found.keys())
+    assert not stale, f"these no longer raise a builtin: take them out of ALLOWED/PENDING: {stale}"
