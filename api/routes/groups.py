@@ -41,6 +41,8 @@ def trainer_values(lake: Lake, group_id: str, gamma: float) -> tuple[dict[tuple[
     con = duckdb.connect()
     try:
         result = advantages.compute_advantages(con, config, steps=steps, episodes=episodes)
+    except InvalidInput:
+        raise  # the trainer's own refusal, kept with its class
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
     finally:
