@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 
 from episodelake.collectors.jobs.enrich import DERIVATIONS, enrich
-from episodelake.lake.derive import derivations as enrich_mod
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Lake
+from episodelake.lake.derive import derivations as enrich_mod
 from episodelake.lake.derive.anchor import phash64
 from episodelake.lake.ops.jobs import list_jobs
 from episodelake.lake.storage import schema
