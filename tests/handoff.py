@@ -11,7 +11,8 @@ import textwrap
 from episodelake.lake import Lake
 from tests.factories import child_env
 
-#: A writer process: appends steps of one episode, printing each acknowledged step; with
+#: A writer process: appends steps of one episode (and the episode's row every 25 steps),
+#: printing each acknowledged step; with
 #: `stage`, it SIGKILLs itself the `nth` time the hand-off reaches that stage.
 WRITER = textwrap.dedent(
     """
@@ -29,6 +30,8 @@ WRITER = textwrap.dedent(
     committer.stage_hook = hook
     w = LakeWriter({lake!r}, WriterOptions(batch_rows=10, max_age_s=0.3))
     for n in range(count):
+        if n % 25 == 0:  # the episode's row, updated as it goes: offered with its steps
+            w.append("episodes", {{"episode_id": episode, "task_name": f"at-{{n}}", "status": "running"}})
         w.append("steps", {{"episode_id": episode, "step": n, "image": screenshot(n % 5),
                             "action_type": "click"}})
         print(n, flush=True)  # acknowledged

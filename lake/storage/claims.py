@@ -30,8 +30,10 @@ Two kinds, one contract (`take` -> `Claim` or None, `release`):
 Ids the recorder mints need no claim at `start_episode` (`DeferredClaim`): a fresh uuid4
 is unique by construction, so no other writer can be storing it, and nobody else can know it
 before one of its rows is committed. On an object store its claim row is still written, but
-later, by the writer's committer thread, in one commit for every claim waiting
-(`ClaimBook.place`), and always before the first commit of any of the episode's rows: a
+later: it travels in the writer's next offer to the machine's committer, which appends the
+claims of all its writers' offers in one commit at the start of its round (`ClaimBook.offer`;
+a writer that commits rows itself places them first, `ClaimBook.place`), and always before
+the first commit of any of the episode's rows: a
 reader that can see the episode (and so could try to resume it) also sees the claim, exactly
 as if it had been taken at the start. Releases are batched the same way (one delete for many
 episodes). So `start_episode` with a minted id asks the store nothing and works during an
@@ -205,6 +207,12 @@ class CommitClaim(Claim):
             return
         _delete(self.lake, f"token = {sql_string(self.token)}", f"release claim on episode {self.episode_id}")
         self.released = True
+
+
+def append_rows(lake: Location, rows: pa.Table) -> None:
+    """Append claim rows in one commit under the machine's lock for placing claims: the
+    machine's committer placing the claims its writers offered (`ClaimBook.offer`)."""
+    _append(lake, rows)
 
 
 def _append(lake: Location, rows: pa.Table, *, folder: Path | None = None):
@@ -418,9 +426,11 @@ def settle_noted(lake: Location, folder: Path) -> set[str]:
 
 
 class ClaimBook:
-    """A writer's deferred claims: written in one commit before the writer's next commit of
-    rows (`place`), and deleted in one commit after they are released (`drop_released`).
-    Both run on the writer's committer thread (or in `flush`), never in `start_episode`."""
+    """A writer's deferred claims: handed to the machine's committer in the writer's next
+    offer (`offer`, `offer_settled`), or written in one commit before the writer's own next
+    commit of rows (`place`), and deleted in one commit after they are released
+    (`drop_released`). All run on the writer's threads (or in `flush`), never in
+    `start_episode`."""
 
     def __init__(self, lake: Location, folder: Path | None = None):
         self.lake = lake
@@ -434,6 +444,10 @@ class ClaimBook:
         self._placed: set[str] = set()  # tokens in the lake, still held
         self._releasing: set[str] = set()  # tokens in the lake, to delete
         self._provisional: dict[str, ProvisionalClaim] = {}  # by token: taken during an outage, unsettled
+        #: by token: in an offer to the machine's committer, which places them in its round
+        #: (`offer`, `offer_settled`); released meanwhile: `_dropped_offered`
+        self._offered: dict[str, DeferredClaim] = {}
+        self._dropped_offered: set[str] = set()
         self._lost: set[str] = set()  # episode ids whose provisional claim was lost
         #: set when the writer closes: nothing batches releases any more, so they are done at once
         self.closed = False
@@ -478,6 +492,10 @@ class ClaimBook:
         with self._lock:
             if self._waiting.pop(claim.token, None) is not None:
                 return  # never written: nothing to delete
+            if claim.token in self._offered:  # its row may be landing now: deleted once settled
+                if committed:
+                    self._dropped_offered.add(claim.token)
+                return
             if self._provisional.get(claim.token) is claim:
                 if committed:  # nothing of the episode waits (its start failed): no claim to settle
                     del self._provisional[claim.token]
@@ -516,6 +534,12 @@ class ClaimBook:
             return bool(self._provisional or self._lost)
 
     @property
+    def unsettled(self) -> bool:
+        """Whether provisional claims wait to be settled (`place`, on the writer's thread)."""
+        with self._lock:
+            return bool(self._provisional)
+
+    @property
     def waiting(self) -> int:
         with self._lock:
             return len(self._waiting)
@@ -524,6 +548,36 @@ class ClaimBook:
     def releasing(self) -> int:
         with self._lock:
             return len(self._releasing)
+
+    def offer(self) -> tuple[list[str], pa.Table | None]:
+        """Hand the waiting claims to the machine's committer: their tokens and rows, which
+        the writer puts in its offer (`committer.offer`); the committer appends them in its
+        round before the rows of that round, so each claim is in the lake before any row of
+        its episode. Settled by `offer_settled`. None while provisional claims wait: those
+        must be settled (`place`) first."""
+        with self._placing, self._lock:
+            if self._provisional or not self._waiting:
+                return [], None
+            waiting, self._waiting = self._waiting, {}
+            self._offered.update(waiting)
+        return list(waiting), pa.Table.from_pylist([c.row for c in waiting.values()], schema=CLAIMS_SCHEMA)
+
+    def offer_settled(self, tokens: list[str], *, placed: bool) -> None:
+        """The offer that carried `tokens` was committed (`placed`), or came back (its claim
+        append may have landed or not: the claims wait again, and go in with the writer's next
+        commit before any row, a second row of one token changing nothing)."""
+        with self._lock:
+            for token in tokens:
+                claim = self._offered.pop(token, None)
+                if claim is None:
+                    continue
+                if token in self._dropped_offered:  # released while offered: delete it if it landed
+                    self._dropped_offered.discard(token)
+                    self._releasing.add(token)
+                elif placed:
+                    self._placed.add(token)
+                else:
+                    self._waiting[token] = claim
 
     def place(self) -> int:
         """Settle the provisional claims, then write every waiting claim in one commit (raises,

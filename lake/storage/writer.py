@@ -14,9 +14,11 @@ Append-only rows (steps) are not committed by each writer: the writer's thread u
 as Lance fragments and hands the fragments to the machine's committer, which appends every
 writer's fragments in one commit (`episodelake.lake.storage.committer`: the stages, who the
 committer is, and why nothing is lost or stored twice when any of them dies). Rows of the
-other tables (episodes, curation: upserts) are committed by the writer itself, before the
-steps of the same batch are handed over. `WriterOptions(handoff=False)` commits steps
-directly too (the path before the committer existed).
+other tables (episodes: upserts) and the claims of new episodes go in the same offer, and the
+committer merges them in its round before the steps (`_offer_all`), so the writer's thread
+waits on no lock and no commit. Rows that come back from a failed round are merged by the
+writer itself, claims placed first (`_commit_each`). `WriterOptions(handoff=False)` commits
+every table directly (the path before the committer existed).
 
 The spool keeps a table's rows in segments of at most one batch (`batch_rows` /
 `batch_bytes`), and a backlog is committed one batch at a time, each batch's segments
@@ -163,9 +165,25 @@ def _slices(parts: list[_Part], rows: int, nbytes: int) -> list[list[_Part]]:
 class _Flight:
     """Rows handed to the machine's committer as one offer, until it is committed."""
 
-    table: str
+    #: the table of its fragments (None: it has none) and the rows they hold
+    table: str | None
     parts: list[_Part]
     offer: Path
+    #: rows of upsert tables it carries inline, by table, and the claims (tokens) it places
+    upserts: dict[str, list[_Part]] = field(default_factory=dict)
+    claims: list[str] = field(default_factory=list)
+
+    @property
+    def every_part(self) -> list[_Part]:
+        return self.parts + [p for parts in self.upserts.values() for p in parts]
+
+    @property
+    def holds_back(self) -> bool:
+        """Whether nothing of this writer may be committed or offered until this offer is
+        settled: it carries episode rows (a later commit of the same episode's row would be
+        overwritten by this older one landing after it) or claims (the rows after it need
+        them in the lake first)."""
+        return bool(self.upserts or self.claims)
 
 
 @dataclass
@@ -464,9 +482,9 @@ class LakeWriter:
         """Refuse a row while more acknowledged rows than `max_backlog_bytes` wait for the store."""
         with self._lock:
             waiting = sum(p.bytes for p in self._pending.values())
-            waiting += sum(part.bytes for f in self._flights for part in f.parts)
+            waiting += sum(part.bytes for f in self._flights for part in f.every_part)
             rows = sum(p.rows for p in self._pending.values())
-            rows += sum(part.rows for f in self._flights for part in f.parts)
+            rows += sum(part.rows for f in self._flights for part in f.every_part)
         if waiting < self.options.max_backlog_bytes:
             return
         self._due.set()
@@ -538,7 +556,7 @@ class LakeWriter:
         or handed off. Call with `_lock` held."""
         parts = [p for pending in self._pending.values() for p in pending.parts]
         parts += [p for pending in self._in_hand.values() for p in pending.parts]
-        parts += [p for f in self._flights for p in f.parts]
+        parts += [p for f in self._flights for p in f.every_part]
         return parts
 
     def _parts_now(self) -> set[int]:
@@ -669,15 +687,24 @@ class LakeWriter:
             with self._lock:
                 self._flights.remove(flight)
             if where == committer.DONE:
-                for part in flight.parts:
+                self.claims.offer_settled(flight.claims, placed=True)  # before any waiter runs
+                for part in flight.every_part:
                     part.segment.discard()
-                version = (flight.table, committer.committed_version(flight.offer))
-                if version not in self._versions:  # one commit may carry several offers
+                versions = set()
+                if flight.table is not None:
+                    versions.add((flight.table, committer.committed_version(flight.offer)))
+                if flight.upserts:
+                    versions.add(("", committer.committed_merge(flight.offer)))
+                for version in versions - self._versions:  # one commit may carry several offers
                     self._versions.add(version)
                     self.commits += 1
                 self.last_error = None
             else:  # RETRY, or gone (withdrawn): whether it landed is unknown
-                back.setdefault(flight.table, _Pending([])).parts.extend(flight.parts)
+                self.claims.offer_settled(flight.claims, placed=False)
+                if flight.table is not None:
+                    back.setdefault(flight.table, _Pending([])).parts.extend(flight.parts)
+                for table, parts in flight.upserts.items():
+                    back.setdefault(table, _Pending([])).parts.extend(parts)
             committer.forget(flight.offer)
         for pending in back.values():
             pending.failed = True  # the committer's append may have landed
@@ -737,69 +764,15 @@ class LakeWriter:
             raise self.fatal
         with self._commit_lock:
             self._settle_flights()
+            if self._held_back():
+                return  # an offer with episode rows or claims is in flight: nothing goes after it yet
             taken = self._take(only, older_than)
             try:
                 order = [t for t in tables.COMMIT_ORDER if t in taken]
-                ahead = self._write_ahead(taken, order)
-                try:
-                    self.claims.place()
-                except BaseException as exc:
-                    _abandon(ahead)
-                    self._restore(taken)
-                    self.last_error = exc
-                    raise
-                self._set_aside_lost(taken)
-                order = [t for t in order if t in taken]  # a table left empty by it is done
-                opts = self.options
-                held_back = False
-                for i, table in enumerate(order):
-                    if held_back:
-                        break
-                    pending = taken[table]
-                    if table in schema.APPEND_ONLY:
-                        kind = "insert_missing" if opts.dedupe_steps or pending.failed else "append"
-                    else:
-                        kind = "upsert"
-                    handoff = self._handoff(table, pending)
-                    try:
-                        for parts in _slices(list(pending.parts), opts.batch_rows, opts.batch_bytes):
-                            if handoff and self._in_flight_full():
-                                # the rest waits for the committer: each offer holds its data files
-                                # and its spool segments until committed, so a backlog offered
-                                # whole would need room for all of it twice (a disk with less
-                                # free than the backlog would never drain)
-                                self._restore({t: taken[t] for t in order[i:]})
-                                held_back = True
-                                break
-                            rows = _rows(table, parts)
-                            if handoff:
-                                if ahead is not None and ahead.parts == parts:
-                                    fragments, ahead = ahead.future.result(), None
-                                else:
-                                    fragments = committer.write(self.lake, table, rows, opts.batch_rows)
-                                self._offers += 1
-                                offer = committer.offer(self._spool.dir, f"{self._offers:08d}-{table}", table,
-                                                        rows.num_rows, fragments)
-                                with self._lock:
-                                    self._flights.append(_Flight(table, parts, offer))
-                            else:
-                                if kind == "upsert" and opts.handoff:
-                                    self._upsert_together(table, rows)
-                                else:
-                                    tables.commit(self.lake, table, rows, kind)
-                                self.commits += 1
-                                for part in parts:
-                                    part.segment.discard()
-                            del pending.parts[:len(parts)]
-                    except BaseException as exc:
-                        _abandon(ahead)
-                        # an upload that failed left nothing in any version: not uncertain
-                        self._restore({t: taken[t] for t in order[i:]}, uncertain=None if handoff else table)
-                        self.last_error = exc
-                        raise
-                _abandon(ahead)  # held back before its turn (the committer has two batches)
-                if taken:
-                    self.last_error = None
+                if self._offers_all(taken):
+                    self._commit_offered(taken, order)
+                else:
+                    self._commit_each(taken, order)
             finally:
                 with self._lock:
                     self._in_hand = {}
@@ -811,12 +784,158 @@ class LakeWriter:
             except Exception as exc:  # the claims stay held a little longer; tried again next time
                 log.warning("releasing finished episodes' claims failed; retried at the next commit: %s", exc)
 
+    def _commit_offered(self, taken: dict[str, _Pending], order: list[str]) -> None:
+        """`_commit` handing everything to the machine's committer (`_offer_all`)."""
+        had = bool(taken)
+        try:
+            if self.claims.unsettled:  # provisional claims are settled before any row
+                self.claims.place()
+            self._set_aside_lost(taken)
+            self._offer_all(taken, [t for t in order if t in taken])
+        except BaseException as exc:
+            self._restore(taken)
+            self.last_error = exc
+            raise
+        if had:
+            self.last_error = None
+
+    def _commit_each(self, taken: dict[str, _Pending], order: list[str]) -> None:
+        """`_commit` with this writer committing the rows of upsert tables itself (rows that
+        came back from a failed commit, `handoff=False`, steps that may be stored already):
+        claims placed first, then each table in order, steps offered last or committed here."""
+        ahead = self._write_ahead(taken, order)
+        try:
+            self.claims.place()
+        except BaseException as exc:
+            _abandon(ahead)
+            self._restore(taken)
+            self.last_error = exc
+            raise
+        self._set_aside_lost(taken)
+        order = [t for t in order if t in taken]  # a table left empty by it is done
+        opts = self.options
+        held_back = False
+        for i, table in enumerate(order):
+            if held_back:
+                break
+            pending = taken[table]
+            if table in schema.APPEND_ONLY:
+                kind = "insert_missing" if opts.dedupe_steps or pending.failed else "append"
+            else:
+                kind = "upsert"
+            handoff = self._handoff(table, pending)
+            try:
+                for parts in _slices(list(pending.parts), opts.batch_rows, opts.batch_bytes):
+                    if handoff and self._in_flight_full():
+                        # the rest waits for the committer: each offer holds its data files
+                        # and its spool segments until committed, so a backlog offered
+                        # whole would need room for all of it twice (a disk with less
+                        # free than the backlog would never drain)
+                        self._restore({t: taken[t] for t in order[i:]})
+                        held_back = True
+                        break
+                    rows = _rows(table, parts)
+                    if handoff:
+                        if ahead is not None and ahead.parts == parts:
+                            fragments, ahead = ahead.future.result(), None
+                        else:
+                            fragments = committer.write(self.lake, table, rows, opts.batch_rows)
+                        self._offers += 1
+                        offer = committer.offer(self._spool.dir, f"{self._offers:08d}-{table}", table,
+                                                rows.num_rows, fragments)
+                        with self._lock:
+                            self._flights.append(_Flight(table, parts, offer))
+                    else:
+                        if kind == "upsert" and opts.handoff:
+                            self._upsert_together(table, rows)
+                        else:
+                            tables.commit(self.lake, table, rows, kind)
+                        self.commits += 1
+                        for part in parts:
+                            part.segment.discard()
+                    del pending.parts[:len(parts)]
+            except BaseException as exc:
+                _abandon(ahead)
+                # an upload that failed left nothing in any version: not uncertain
+                self._restore({t: taken[t] for t in order[i:]}, uncertain=None if handoff else table)
+                self.last_error = exc
+                raise
+        _abandon(ahead)  # held back before its turn (the committer has two batches)
+        if taken:
+            self.last_error = None
+
+    def _held_back(self) -> bool:
+        with self._lock:
+            return any(f.holds_back for f in self._flights)
+
+    def _offers_all(self, taken: dict[str, _Pending]) -> bool:
+        """Whether this commit hands everything to the machine's committer (`_offer_all`):
+        not for rows that came back from a failed commit (they are merged by key by this
+        writer, after its claims are placed), nor for steps that may be stored already."""
+        opts = self.options
+        return (opts.handoff and not opts.dedupe_steps and bool(taken)
+                and not any(p.failed for p in taken.values()))
+
+    def _offer_all(self, taken: dict[str, _Pending], order: list[str]) -> None:
+        """Offer the rows of `taken` to the machine's committer, waiting on no lock and no
+        commit: the rows of upsert tables (episodes) and the waiting claims travel inline in
+        the offer with the first slice of steps (uploaded here), and the committer commits
+        them in its round for every writer of the machine, claims first, then episodes, then
+        steps (`committer.NodeCommitter.round`). After an offer with episode rows or claims
+        this writer offers and commits nothing until it is settled (`_Flight.holds_back`):
+        so what the committer sends back is merged by key before anything newer of this
+        writer is committed (no stale episode row wins, no step goes before its episode).
+        Steps beyond what fits in flight stay pending (`MAX_IN_FLIGHT_BATCHES`). Raises with
+        the rows not offered still in `taken` (the caller puts them back)."""
+        opts = self.options
+        upserts = {t: list(taken[t].parts) for t in order if t not in schema.APPEND_ONLY and taken[t].parts}
+        appended = [t for t in order if t in schema.APPEND_ONLY]
+        tokens, claim_rows = self.claims.offer()
+        carried = False  # the upserts and claims are in an offer
+
+        def hand(table: str | None, parts: list[_Part], fragments: list, rows: int) -> None:
+            nonlocal carried
+            ride = not carried and bool(upserts or tokens)
+            self._offers += 1
+            offer = committer.offer(
+                self._spool.dir, f"{self._offers:08d}-{table or 'rows'}", table, rows, fragments,
+                upserts={t: _rows(t, ps) for t, ps in upserts.items()} if ride else None,
+                claims=claim_rows if ride else None)
+            flight = _Flight(table, parts, offer, dict(upserts) if ride else {}, list(tokens) if ride else [])
+            with self._lock:
+                self._flights.append(flight)
+            if ride:
+                carried = True
+                for t in upserts:
+                    del taken[t].parts[:len(upserts[t])]
+
+        try:
+            for table in appended:
+                pending = taken[table]
+                for parts in _slices(list(pending.parts), opts.batch_rows, opts.batch_bytes):
+                    if self._in_flight_full() or self._held_back():
+                        break  # the rest waits for the committer (see `_commit`)
+                    rows = _rows(table, parts)
+                    hand(table, parts, committer.write(self.lake, table, rows, opts.batch_rows), rows.num_rows)
+                    del pending.parts[:len(parts)]
+            if not carried and (upserts or tokens):
+                hand(None, [], [], 0)
+        finally:
+            if not carried:
+                self.claims.offer_settled(tokens, placed=False)
+            self._restore({t: p for t, p in taken.items() if p.parts})
+            taken.clear()
+        if self.node_committer is not None:
+            self.node_committer.wake()
+
     def _claims_aside(self) -> None:
-        """Place new episodes' claims and delete released ones on a thread of their own (a
-        round of `_claims` commits takes a second or two on a busy store): the commits of rows
-        then wait for no claim, and the writer's thread never waits for a release. `_commit`
-        still places whatever is left before any row (`ClaimBook.place` takes turns)."""
-        if not (self.claims.waiting or self.claims.releasing):
+        """Delete released claims (and, without hand-offs, place new episodes' claims) on a
+        thread of their own (a round of `_claims` commits takes a second or two on a busy
+        store): the writer's thread never waits for a release. With hand-offs the machine's
+        committer places new claims, from the writer's offers (`_offer_all`); a commit by the
+        writer itself still places whatever is left before any row (`ClaimBook.place`)."""
+        placing = not self.options.handoff  # with hand-offs, the committer places them (`_offer_all`)
+        if not ((placing and self.claims.waiting) or self.claims.releasing):
             return
         if self._claiming is not None and not self._claiming.done():
             return
@@ -829,7 +948,8 @@ class LakeWriter:
 
         def work() -> None:
             try:
-                self.claims.place()
+                if placing:
+                    self.claims.place()
                 self.claims.drop_released()
             except Exception as exc:  # tried again at the next tick, and by the next commit
                 log.debug("placing or releasing claims failed; tried again: %s", exc)
@@ -903,8 +1023,9 @@ class LakeWriter:
                 # new episodes' claims go now, not with their first rows, and released ones
                 # go on the side (both share their commits with the machine's other writers)
                 self._claims_aside()
-                # an append that saw a full batch may have knocked after this thread took it
-                woken = woken and self._full_batch()
+                # an append that saw a full batch may have knocked after this thread took it, or
+                # while an offer held this writer back (`_Flight.holds_back`)
+                woken = self._full_batch()
                 urgent = self._flushing > 0 or self._eager
                 if urgent or woken or backoff or self._due_by_age(self.options.max_age_s):
                     self._eager = False
@@ -963,7 +1084,7 @@ class LakeWriter:
                 for part in pending.parts:
                     part.segment.close()  # uncommitted: left for replay
             for flight in self._flights:
-                for part in flight.parts:
+                for part in flight.every_part:
                     part.segment.close()  # offered: committed by the committer, or merged at replay
             if self._uploader is not None:
                 self._uploader.shutdown()

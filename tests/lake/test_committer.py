@@ -4,12 +4,13 @@ or of the committer at any stage of a hand-off loses and doubles nothing."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
-import threading
 import time
 
+import pyarrow as pa
 import pytest
 
 from episodelake.lake import Lake, LakeWriter, WriterOptions
@@ -61,19 +62,22 @@ def test_sigkill_of_a_writer_at_each_hand_off_stage_loses_and_doubles_nothing(la
             other.wait(timeout=60)
 
 
-@pytest.mark.parametrize("stage", ["taken", "committed"])
+@pytest.mark.parametrize("stage", ["taken", "merged", "committed"])
 def test_a_committer_killed_mid_round_is_replaced_and_nothing_is_lost_or_doubled(lake, stage):
-    """The committer process dies after taking a writer's offers (before or after its
-    commit landed): the writer becomes the committer, gets those offers back as 'retry' and
-    merges them by key; it finishes normally with every step once."""
+    """The committer process dies after taking a writer's offers (before its commits, after
+    it merged their episode rows, or after the steps' commit landed): the writer becomes the
+    committer, gets those offers back as 'retry' and merges them by key; it finishes normally
+    with every step once, and its episode row as it last wrote it."""
     path = str(lake.path)
     doomed = start_committer(path, stage)
     writer = spawn(WRITER.format(lake=path, stage=None, nth=0, episode="survivor", count=200))
     out, err = writer.communicate(timeout=300)
     assert writer.returncode == 0 and out.endswith("closed\n"), err
     assert doomed.wait(timeout=60) == -signal.SIGKILL
-    got = stored(Lake(path), "survivor")
-    assert got == {"n": 200, "d": 200, "lo": 0, "hi": 199}
+    reopened = Lake(path)
+    assert stored(reopened, "survivor") == {"n": 200, "d": 200, "lo": 0, "hi": 199}
+    episode = reopened.sql("select task_name from episodes where episode_id = 'survivor'").to_pylist()
+    assert episode == [{"task_name": "at-175"}]  # the last row written, not an older one offered before it
 
 
 def test_a_backlog_commits_in_batches_and_frees_the_spool_as_it_goes(lake):
@@ -109,16 +113,18 @@ def test_hand_off_files_name_their_stage(tmp_path):
     assert committer.state(offer) is None
 
 
-def test_steps_are_written_while_their_episode_commits_and_offered_after_it(lake):
-    """A batch with a new episode row: the steps' data files are written on the uploader
-    thread, beside the episode's commit on the writer's thread, instead of after it; the
-    offer still waits for that commit, so no step is ever visible before its episode."""
+def test_episode_rows_are_offered_with_their_steps_and_committed_before_them(lake):
+    """A batch with a new episode row: the writer commits nothing itself, it offers the
+    episode row with the steps' fragments; the committer merges the episode first and
+    appends the steps after, so no step is ever visible before its episode."""
     seen = []
 
     def hook(stage):
-        if stage in ("uploaded", "offered"):
-            has_episode = Lake(lake.path).sql("select count(*) from episodes where episode_id = 'e1'")
-            seen.append((stage, threading.current_thread().name, has_episode.column(0)[0].as_py()))
+        if stage in ("offered", "merged", "committed"):
+            now = Lake(lake.path)
+            episodes = now.sql("select count(*) from episodes where episode_id = 'e1'").column(0)[0].as_py()
+            steps = now.sql("select count(*) from steps where episode_id = 'e1'").column(0)[0].as_py()
+            seen.append((stage, episodes, steps))
 
     committer.stage_hook = hook
     try:
@@ -127,13 +133,53 @@ def test_steps_are_written_while_their_episode_commits_and_offered_after_it(lake
             for n in range(10):  # the tenth fills the batch
                 w.append("steps", {"episode_id": "e1", "step": n, "image": screenshot(n % 5)})
             w.flush()
+            assert w.commits == 2  # the committer's merge and append carried this writer's rows
     finally:
         committer.stage_hook = None
-    (uploaded, writer_thread, _), (offered, committing_thread, has_episode) = seen
-    assert (uploaded, writer_thread, offered) == ("uploaded", "lake-writer-upload_0", "offered")
-    assert committing_thread != writer_thread  # the writer's thread or a flushing caller
-    assert has_episode == 1  # the episode was in the lake before its steps were offered
+    assert seen == [("offered", 0, 0), ("merged", 1, 0), ("committed", 1, 10)]
     assert stored(Lake(lake.path), "e1") == {"n": 10, "d": 10, "lo": 0, "hi": 9}
+
+
+def test_an_offer_with_episode_rows_holds_the_writers_later_rows_until_it_is_settled(lake):
+    """While an offer carrying episode rows is in flight (no committer round has run: the
+    commit lock is held), the writer offers and commits nothing more, so an older episode
+    row that comes back from a failed round can never land over a newer one; once the round
+    runs, the newer row follows and wins."""
+    with LakeWriter(lake.path, WriterOptions(batch_rows=5, max_age_s=60)) as w:
+        deadline = time.monotonic() + 30
+        while w.node_committer is None and time.monotonic() < deadline:  # elected (it takes the lock once)
+            time.sleep(0.02)
+        with committer.commit_lock(w.lake):  # no committer round meanwhile
+            w.append("episodes", {"episode_id": "e2", "task_name": "first", "status": "running"})
+            for n in range(5):
+                w.append("steps", {"episode_id": "e2", "step": n, "image": screenshot(n % 5)})
+            deadline = time.monotonic() + 30
+            while not w._flights and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert len(w._flights) == 1 and w._flights[0].holds_back
+            w.append("episodes", {"episode_id": "e2", "task_name": "second", "status": "done"})
+            for n in range(5, 10):
+                w.append("steps", {"episode_id": "e2", "step": n, "image": screenshot(n % 5)})
+            time.sleep(0.5)  # several ticks of the writer's thread
+            assert len(w._flights) == 1  # nothing offered after it
+        w.flush()
+    reopened = Lake(lake.path)
+    assert stored(reopened, "e2") == {"n": 10, "d": 10, "lo": 0, "hi": 9}
+    assert reopened.sql("select task_name from episodes where episode_id = 'e2'").to_pylist() == [{"task_name": "second"}]
+
+
+def test_an_offer_with_episode_rows_is_sent_back_by_a_committer_of_an_older_release(tmp_path):
+    """A committer of the previous release read offers with `json.loads` and appended their
+    fragments only: an offer carrying episode rows or claims is not JSON to it (so it marks it
+    retry, and the writer merges the rows by key) instead of being committed without them;
+    this release reads both kinds."""
+    rows = pa.table({"episode_id": ["e1"]})
+    with_rows = committer.offer(tmp_path, "00000001-rows", None, 0, [], upserts={"episodes": rows})
+    with pytest.raises(ValueError):
+        json.loads(with_rows.read_text())
+    assert committer._decode(committer._read_offer(with_rows)["upserts"]["episodes"]).equals(rows)
+    steps_only = committer.offer(tmp_path, "00000002-steps", "steps", 0, [])
+    assert json.loads(steps_only.read_text())["table"] == "steps"
 
 
 def test_a_writer_folder_removed_while_offers_are_listed_is_skipped(tmp_path, monkeypatch):

@@ -18,7 +18,7 @@ import pytest
 
 from episodelake.collectors.record.recorder import Recorder
 from episodelake.lake import Conflict, Lake, WriterOptions
-from episodelake.lake.storage import layout, spool
+from episodelake.lake.storage import layout, spool, tables
 from episodelake.lake.storage.store import StoreUnavailable
 from episodelake.lake.storage.writer import CommitFailed
 from tests.factories import child_env, response, screenshot
@@ -233,7 +233,45 @@ def test_a_writer_killed_beside_another_committer_on_s3_loses_and_doubles_nothin
         other.wait(timeout=120)
 
 
-@pytest.mark.parametrize("stage", ["taken", "committed"])
+MINTING = textwrap.dedent("""
+    from tests.factories import response, screenshot
+    from episodelake.collectors.record.recorder import Recorder
+    from episodelake.lake import WriterOptions
+    with Recorder({lake!r}, image_checks="structure", anchor=None,
+                  options=WriterOptions(batch_rows=4, max_age_s=0.2)) as rec:
+        for e in range(6):
+            with rec.start_episode("t") as ep:
+                for s in range(5):
+                    ep.log_step(screenshot(s), response())
+                    print(ep.episode_id, s, flush=True)
+    print("closed", flush=True)
+""")
+
+
+@pytest.mark.parametrize("stage", ["placed", "merged"])
+def test_a_committer_killed_after_placing_claims_or_merging_episodes_loses_and_doubles_nothing(s3_lake, s3_env, stage):
+    """The committer process dies in its round after it appended the offered claims (or
+    merged the offered episode rows) and before the steps' append: the recorder's process
+    becomes the committer, gets the offers back and merges them by key (its claims placed
+    again first). Every step is stored once, every episode once, and no claim is left."""
+    doomed = start_committer(s3_lake, stage)
+    proc = subprocess.Popen([sys.executable, "-c", MINTING.format(lake=s3_lake)], env=child_env(s3_env),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0 and out.endswith("closed\n"), err
+    assert doomed.wait(timeout=60) == -signal.SIGKILL
+    lake = Lake(s3_lake)
+    ids = sorted({line.split()[0] for line in out.splitlines() if line != "closed"})
+    assert len(ids) == 6
+    got = lake.sql("select episode_id, count(*) n, count(distinct step) d from steps group by 1 order by 1").to_pylist()
+    assert got == [{"episode_id": i, "n": 5, "d": 5} for i in ids]
+    episodes = lake.sql("select episode_id, count(*) n from episodes group by 1 order by 1").to_pylist()
+    assert episodes == [{"episode_id": i, "n": 1} for i in ids]
+    claims_left = tables.dataset(lake.location / f"{layout.CLAIMS_TABLE}.lance").count_rows()
+    assert claims_left == 0
+
+
+@pytest.mark.parametrize("stage", ["taken", "merged", "committed"])
 def test_a_committer_killed_mid_round_on_s3_during_an_outage_is_replaced(s3_proxied_lake, s3_proxy, stage):
     """On S3 behind the proxy: the committer process dies after taking a writer's offers
     (before or after its commit landed), and the store then goes away for a while; the

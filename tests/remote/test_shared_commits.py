@@ -15,9 +15,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from episodelake.lake import Lake
+from episodelake.collectors.record.recorder import Recorder
+from episodelake.lake import Lake, WriterOptions
 from episodelake.lake.storage import claims, group_commit, layout, tables
-from tests.factories import child_env
+from tests.factories import child_env, response, screenshot
+from tests.waiting import wait_for
 
 
 def _writers(root: Path, n: int) -> list[Path]:
@@ -118,6 +120,59 @@ def test_claims_are_placed_while_released_ones_are_being_deleted(s3_lake, tmp_pa
         assert placed.wait(120), "placing a claim waited for the lock of the claims' deletes"
     rows = tables.dataset(lake.location / f"{layout.CLAIMS_TABLE}.lance").to_table(columns=["episode_id"])
     assert rows.column("episode_id").to_pylist() == ["ep-placed"]
+
+
+HOLD_LOCKS = textwrap.dedent("""
+    import fcntl, sys
+    held = [open(p, "a+") for p in {paths!r}]
+    for fh in held:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+    print("held", flush=True)
+    sys.stdin.read()  # until the test closes it
+""")
+
+
+def test_a_writer_offers_its_claims_and_episode_rows_while_another_process_holds_their_locks(s3_lake, s3_env):
+    """A recorder's writer thread waits on no commit lock: with another process holding this
+    machine's locks for placing claims and merging episodes, a minted episode's claim, its
+    row and its steps still go out, in one offer to the committer (which places and merges
+    them in its round, once the locks are free). Before, the writer's thread queued on both
+    locks, one after the other, before it could offer its steps."""
+    lake = Lake(s3_lake)
+    locks = [claims.shared_lock(lake.location, layout.CLAIMS_TABLE, "place"),
+             claims.shared_lock(lake.location, "episodes", "upsert")]
+    for path in locks:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCKS.format(paths=[str(p) for p in locks])],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=child_env(s3_env))
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with Recorder(s3_lake, image_checks="structure", anchor=None,
+                      options=WriterOptions(batch_rows=3, max_age_s=0.2)) as rec:
+            ep = rec.start_episode("t")  # a minted id: its claim waits for the writer's thread
+            for s in range(3):
+                ep.log_step(screenshot(s), response())
+            flights = wait_for(lambda: [f for f in rec.writer._flights if f.claims and f.upserts and f.parts], 120,
+                               every_s=0.05, what="an offer with the claim, the episode row and the steps")
+            assert flights[0].table == "steps"
+            assert lake.sql("select count(*) n from steps").to_pylist() == [{"n": 0}]  # the committer waits
+            holder.stdin.close()
+            assert holder.wait(timeout=60) == 0
+            ep.finish(success=True)
+            rec.flush()
+            assert [c["episode_id"] for c in _claim_rows(lake)] == [ep.episode_id]
+        stored = Lake(s3_lake)
+        assert stored.sql(f"select count(*) n from steps where episode_id = '{ep.episode_id}'").to_pylist() == [{"n": 3}]
+        assert stored.sql(f"select status from episodes where episode_id = '{ep.episode_id}'").column(0).to_pylist() != []
+        assert _claim_rows(stored) == []  # released at the close
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+
+
+def _claim_rows(lake: Lake) -> list[dict]:
+    return tables.dataset(lake.location / f"{layout.CLAIMS_TABLE}.lance").to_table().to_pylist()
 
 
 FLEET_WRITER = textwrap.dedent("""
