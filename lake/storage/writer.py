@@ -83,11 +83,11 @@ class WriterOptions:
 
     def __post_init__(self):
         if self.durability not in ("process", "machine"):
-            raise ValueError(f"durability must be 'process' or 'machine', not {self.durability!r}")
+            raise InvalidInput(f"durability must be 'process' or 'machine', not {self.durability!r}")
         if self.batch_rows < 1 or self.max_age_s <= 0:
-            raise ValueError("batch_rows must be >= 1 and max_age_s > 0")
+            raise InvalidInput("batch_rows must be >= 1 and max_age_s > 0")
         if self.max_backlog_bytes < 1:
-            raise ValueError("max_backlog_bytes must be >= 1")
+            raise InvalidInput("max_backlog_bytes must be >= 1")
 
 
 class CommitFailed(LakeError):
@@ -367,7 +367,7 @@ class LakeWriter:
         #: rows `_commit` has taken from pending and not yet committed, offered or put back
         self._in_hand: dict[str, _Pending] = {}
         self._offers = 0
-        self._versions: set[tuple[str, int | None]] = set()  # (table, version) that took offers
+        self._versions: set[tuple[str, int | str | None]] = set()  # (table, version) that took offers
         self._lock = threading.Lock()  # guards _pending and _flights
         self._commit_lock = threading.Lock()  # one commit at a time, in order
         self._elect_lock = threading.Lock()
@@ -690,7 +690,7 @@ class LakeWriter:
                 self.claims.offer_settled(flight.claims, placed=True)  # before any waiter runs
                 for part in flight.every_part:
                     part.segment.discard()
-                versions = set()
+                versions: set[tuple[str, int | str | None]] = set()
                 if flight.table is not None:
                     versions.add((flight.table, committer.committed_version(flight.offer)))
                 if flight.upserts:

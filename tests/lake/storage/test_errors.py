@@ -176,12 +176,6 @@ ALLOWED = {
     "api/cli/model_options.py:with_parameters.decorate":
         "a command whose own parameters clash with shared options, raised when the CLI module loads",
 }
-#: Raises that should become family classes, in files another change owns at the moment; each
-#: is removed here when it is done (a stale entry fails the test too).
-PENDING = {
-    "lake/storage/writer.py:WriterOptions.__post_init__":
-        "WriterOptions' checks are a caller's bad options: InvalidInput",
-}
 
 
 def builtin_raises() -> dict[str, list[int]]:
@@ -221,11 +215,11 @@ def builtin_raises() -> dict[str, list[int]]:
 
 def test_product_code_raises_the_family_not_a_bare_builtin():
     found = builtin_raises()
-    new = {key: lines for key, lines in found.items() if key not in ALLOWED and key not in PENDING}
+    new = {key: lines for key, lines in found.items() if key not in ALLOWED}
     assert not new, (
         "raise a class of the product's error family (lake/storage/errors.py: InvalidInput for a "
         "caller's bad argument or config, NotFound for a missing thing, ...), not a builtin; "
         "InvalidInput is a ValueError and NotFound a LookupError, so callers catching those still "
         f"do. Only an invariant no caller can meet belongs in ALLOWED, with its reason: {new}")
-    stale = sorted((ALLOWED.keys() | PENDING.keys()) - found.keys())
-    assert not stale, f"these no longer raise a builtin: take them out of ALLOWED/PENDING: {stale}"
+    stale = sorted(ALLOWED.keys() - found.keys())
+    assert not stale, f"these no longer raise a builtin: take them out of ALLOWED: {stale}"
