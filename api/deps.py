@@ -94,6 +94,12 @@ IdPath = Annotated[str, Path(pattern=ID_PATTERN, max_length=ID_MAX,
                              description="letters, digits and . _ : @ + = -, starting with a letter or "
                              "digit, never '..'")]
 
+#: A step number in a path (/episodes/{episode_id}/steps/{step}...).
+StepNo = Annotated[int, Path(ge=0, le=1_000_000)]
+#: A caller's condition selecting steps (search, similar screens), run in the sandbox.
+StepsWhere = Annotated[str | None, Query(max_length=4000, description="SQL condition over episodes e JOIN "
+                                         "steps s, run in the sandbox")]
+
 #: The episode filter, its fields as query parameters.
 FilterDep = Annotated[EpisodeFilter, Query()]
 

@@ -1,7 +1,7 @@
 """How the API shapes what it answers, shared by every routes module: a stored row as the
 API sends it (`episode_out`, `step_out`), the address of a step's screenshot (`image_url`),
-and the request parameters that several resources take alike (`StepNo`, `StepsWhere`,
-`SIM_POLICIES`).
+and the simulated phone's policies a request may start (`SIM_POLICIES`). The request
+parameters several resources take alike (`IdPath`, `StepNo`, `StepsWhere`) are in `api/deps`.
 
 The routes modules are independent of each other (an import contract in pyproject.toml):
 what two of them share lives here, never in one of them for the other to borrow.
@@ -10,17 +10,9 @@ what two of them share lives here, never in one of them for the other to borrow.
 from __future__ import annotations
 
 import json
-from typing import Annotated
-
-from fastapi import Path, Query
 
 from episodelake.lake.vocab import overlay
 
-#: A step number in a path (/episodes/{episode_id}/steps/{step}...).
-StepNo = Annotated[int, Path(ge=0, le=1_000_000)]
-#: A caller's condition selecting steps (search, similar screens), run in the sandbox.
-StepsWhere = Annotated[str | None, Query(max_length=4000, description="SQL condition over episodes e JOIN "
-                                         "steps s, run in the sandbox")]
 #: The simulated phone's own policies: the only ones a web request may start (re-runs,
 #: branches); a model endpoint's URL is the command line's to give, not a request's.
 SIM_POLICIES = ("oracle", "noisy", "random")

@@ -8,8 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from episodelake.api.deps import LakeDep
-from episodelake.api.shaping import StepsWhere
+from episodelake.api.deps import LakeDep, StepsWhere
 from episodelake.lake.curation import search as lake_search
 from episodelake.lake.ops.episode_reads import episode_context
 from episodelake.lake.storage.layout import check_id
@@ -53,13 +52,10 @@ class SearchCoverage(BaseModel):
 def coverage(lake: LakeDep) -> dict:
     """Whether "nothing matched" means nothing is there or nothing has been read yet: screen
     text is read after steps are committed (a server's worker, `elake enrich --what ocr`)."""
-    from episodelake.lake.derive.derivations import DERIVATIONS
+    from episodelake.lake.derive.derivations import coverage as derived_coverage
 
-    ocr = DERIVATIONS["ocr"]
-    steps = lake.dataset("steps")
-    return {"screenshots": steps.count_rows(filter="image_sha256 IS NOT NULL"),
-            "screens_read": steps.count_rows(filter=f"{ocr.version_column} = {ocr.version}"),
-            "pending": steps.count_rows(filter=ocr.pending()),
+    ocr = derived_coverage(lake, "ocr")
+    return {"screenshots": ocr["screenshots"], "screens_read": ocr["done"], "pending": ocr["pending"],
             "how": "elake enrich --what ocr, or a server started with --background-enrich phash,ocr"}
 
 

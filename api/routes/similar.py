@@ -9,8 +9,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from episodelake.api.deps import IdPath, LakeDep
-from episodelake.api.shaping import StepNo, StepsWhere, image_url
+from episodelake.api.deps import IdPath, LakeDep, StepNo, StepsWhere
+from episodelake.api.shaping import image_url
 from episodelake.lake.curation import similar as lake_similar
 from episodelake.lake.ops.episode_reads import episode_context
 from episodelake.lake.storage.layout import check_id

@@ -19,10 +19,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, Field
 
-from episodelake.api.deps import IdPath, LakeDep
+from episodelake.api.deps import IdPath, LakeDep, StepNo
 from episodelake.api.images_cache import stored_image
 from episodelake.api.models import StepDetail
-from episodelake.api.shaping import StepNo, step_out
+from episodelake.api.shaping import step_out
 from episodelake.lake.curation.redact import RedactRules, Region
 from episodelake.lake.export.images import export_image
 from episodelake.lake.ops.episode_reads import step_row

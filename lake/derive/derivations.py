@@ -223,6 +223,19 @@ def derivations(names: Sequence[str] | None) -> list[Derivation]:
     return [d for d in DERIVATIONS.values() if d.name in names]
 
 
+def coverage(lake: Lake, name: str) -> dict[str, int]:
+    """How far derivation `name` has got over the stored steps: `screenshots` (steps with an
+    image), `done` (steps holding its current version) and `pending` (steps a run would still
+    compute). Whether "nothing matched" means nothing is there or nothing was computed yet."""
+    d = derivations([name])[0]
+    steps = lake.dataset("steps")
+    screenshots = steps.count_rows(filter="image_sha256 IS NOT NULL")
+    pending = steps.count_rows(filter=d.pending())
+    done = (steps.count_rows(filter=f"{d.version_column} = {d.version}") if d.version_column
+            else screenshots - pending)
+    return {"screenshots": screenshots, "done": done, "pending": pending}
+
+
 def derive(name: str, image: bytes) -> dict[str, Any]:
     """One screenshot's values for derivation `name`, with its version: the unit of work of
     a pool process (it takes names, not functions, so it pickles).

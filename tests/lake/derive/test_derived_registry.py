@@ -39,3 +39,23 @@ def test_register_refuses_what_is_undocumented_taken_or_undeclared():
     with pytest.raises(ValueError, match=r"no column\(s\) \['sparkle'\]; declare them"):
         register(dataclasses.replace(thumbs, name="thumbs2", columns=("sparkle",)))
     assert "thumbs2" not in DERIVATIONS
+
+
+def test_coverage_counts_what_a_derivation_has_done_and_has_left(tmp_path):
+    from episodelake.collectors.record.recorder import Recorder
+    from episodelake.lake import Lake
+    from episodelake.lake.derive.derivations import Scope, coverage, derivations, fill
+    from tests.factories import response, screenshot
+
+    lake = Lake(tmp_path / "lake")
+    with Recorder(lake, anchor=None) as rec, rec.start_episode("t", "goal", episode_id="e-1") as ep:
+        for k in range(3):
+            ep.log_step(screenshot(k), response("click"))
+        ep.finish(success=True)
+    lake.invalidate()
+    assert coverage(lake, "thumbs") == {"screenshots": 3, "done": 0, "pending": 3}
+    fill(lake, derivations(["thumbs"]), Scope())
+    lake.invalidate()
+    assert coverage(lake, "thumbs") == {"screenshots": 3, "done": 3, "pending": 0}
+    with pytest.raises(ValueError, match="unknown derivation"):
+        coverage(lake, "sparkle")
