@@ -15,7 +15,7 @@ equal episodes.
 
     python bench/bench_learning.py            # default budget: about 25 minutes on 2 cores
     python bench/bench_learning.py --quick    # a few minutes: fewer, smaller iterations
-    python bench/bench_learning.py --keep DIR # keep the lakes (DIR/gigpo, DIR/grpo) to browse, and
+    python bench/bench_learning.py --keep DIR # keep the lakes (DIR/seed-S/gigpo, .../grpo) to browse, and
                                               # every curve in DIR/learning.json (with --seeds:
                                               # the bands plotted to DIR/learning.png)
     python bench/bench_learning.py --seeds 5  # seeds 0..4 per algorithm: means, 95% intervals and
@@ -209,6 +209,17 @@ def run_suite(run: dict) -> str | None:
     return run.get("suite") or run.get("settings", {}).get("difficulty")
 
 
+def keep_curves(folder: Path, runs: list[dict]) -> None:
+    """Add `runs` to DIR/learning.json, replacing earlier runs of the same arm and seed: a
+    seed at a time into one DIR (`--seed S --seeds 1 --keep DIR`, each in DIR/seed-S) adds up
+    instead of each run hiding the ones before."""
+    path = folder / "learning.json"
+    kept = json.loads(path.read_text())["runs"] if path.exists() else []
+    ran = {(r["arm"], r["seed"]) for r in runs}
+    kept = [r for r in kept if (r.get("arm", r["algo"]), r["seed"]) not in ran] + runs
+    path.write_text(json.dumps({"seeds": sorted({r["seed"] for r in kept}), "runs": kept}))
+
+
 def kept_runs(folder: Path) -> list[dict]:
     """DIR/learning.json's runs; while the benchmark is still going (or was stopped), the runs
     that finished, read from their lakes' `runs` tables."""
@@ -316,7 +327,7 @@ def main() -> None:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / ARMS).write_text(json.dumps(changes))  # names the arms while runs are going
         jobs = [(algo, {**budget(args.quick, args.iterations, seed, args.suite, args.policy), **changes},
-                 folder if len(seeds) == 1 else folder / f"seed-{seed}", args.verbose)
+                 folder / f"seed-{seed}" if len(seeds) > 1 or args.keep else folder, args.verbose)
                 for seed in seeds for algo in algos]
         if args.serial:
             outcomes = [run(*job) for job in jobs]
@@ -324,10 +335,9 @@ def main() -> None:
             with mp.get_context("spawn").Pool(len(algos)) as pool:  # Lance is not fork-safe
                 outcomes = pool.starmap(run, jobs, chunksize=1)
     if args.keep:
-        (args.keep / "learning.json").write_text(json.dumps(
-            {"seeds": seeds, "runs": [{"algo": job[0], "arm": arm(job[0], changes), "seed": job[1]["seed"],
-                                       "settings": job[1], **outcome}
-                                      for job, outcome in zip(jobs, outcomes, strict=True)]}))
+        keep_curves(args.keep, [{"algo": job[0], "arm": arm(job[0], changes), "seed": job[1]["seed"],
+                                 "settings": job[1], **outcome}
+                                for job, outcome in zip(jobs, outcomes, strict=True)])
     if args.keep:
         report_gathered([args.keep], args.keep / "runs")
     if len(seeds) > 1 or len(algos) != len(ALGOS):
