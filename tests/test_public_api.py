@@ -57,3 +57,16 @@ def test_the_package_ships_py_typed():
     assert (ROOT / "episodelake" / "py.typed").is_file()
     setup = (ROOT / "setup.py").read_text()
     assert '"episodelake": ["py.typed"]' in setup
+
+
+def test_type_checkers_see_every_public_name_at_its_home():
+    """The `TYPE_CHECKING` imports are what mypy reads for `from episodelake import X`: each
+    public name is imported there, from the module `HOMES` names."""
+    import ast
+
+    tree = ast.parse((ROOT / "episodelake" / "__init__.py").read_text())
+    guarded = next(node for node in tree.body if isinstance(node, ast.If)
+                   and getattr(node.test, "id", None) == "TYPE_CHECKING")
+    seen = {alias.name: node.module for node in guarded.body if isinstance(node, ast.ImportFrom)
+            for alias in node.names}
+    assert seen == episodelake.HOMES
