@@ -22,7 +22,9 @@ launcher as the tests) against a local folder, measured in the same run.
   (`WriterOptions(handoff=False)`), and 1 and 8 writers at a collector's pace
   (`--fleet-rate` steps/s each): committed steps/s (a reader polling `Lake.sql`) beside
   acknowledged, commits per 1,000 steps, CPU per step, freshness (p50/p99 from `log_step`
-  to visible), conflict retries per 1,000 commits and each call's max, with moto answering
+  returning to the `steps` version that holds the row being committed, from the versions'
+  timestamps: what any `Lake.sql` from then on sees; `seen_p99_ms`: to the polling reader
+  seeing it, its poll interval and query time included), conflict retries per 1,000 commits and each call's max, with moto answering
   at once and, with `--store-latency-ms 25`, through a proxy that delays every request (a
   bucket 25 ms away). Each row is the median of `--fleet-repeat` runs, interleaved.
 
@@ -54,12 +56,13 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import UTC
 from pathlib import Path
 
 from common import CpuUse, latencies_ms, line, p50, percentile, workdir
 from screens import phone_screen
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests.remote (the proxy, the S3 server)
 from episodelake.collectors.record.recorder import Recorder  # noqa: E402
 from episodelake.lake import Lake  # noqa: E402
 from episodelake.lake.storage.writer import WriterOptions  # noqa: E402
@@ -283,8 +286,9 @@ def _fleet_writer(uri: str, index: int, steps: int, handoff: bool, env: dict[str
     start.wait()
     begun, cpu = time.perf_counter(), time.process_time()
     acks: list[tuple[str, int, float]] = []
+    max_age = float(env.get("BENCH_MAX_AGE_S") or WriterOptions.max_age_s)
     rec = timed("open", Recorder, uri, run_id=f"w{index}", anchor=None, image_checks="structure",
-                options=WriterOptions(handoff=handoff))
+                options=WriterOptions(handoff=handoff, max_age_s=max_age))
     ep = None
     for n in range(steps):
         if rate:
@@ -318,6 +322,30 @@ def _versions(uri: str) -> dict[str, int]:
         found["_claims"] = tables.dataset(claims_table).version
     except tables.DatasetMissing:
         found["_claims"] = 0
+    return found
+
+
+def committed_at(uri: str, after_version: int) -> dict[tuple[str, int], float]:
+    """When each step of the run became visible to `Lake.sql` (which checks out the latest
+    version at every query): the wall time of the first `steps` version holding it, read
+    from the versions' own timestamps after the run (a version's new fragments are its new
+    rows), so a reader's polling and query time do not count."""
+    from episodelake.lake.storage import layout, tables  # noqa: PLC0415
+
+    ds = tables.dataset(layout.table_path(Lake(uri).location, "steps"))
+    found: dict[tuple[str, int], float] = {}
+    known = {f.fragment_id for f in ds.checkout_version(after_version).get_fragments()}
+    for v in ds.versions():
+        if v["version"] <= after_version:
+            continue
+        at = ds.checkout_version(v["version"])
+        new = [f for f in at.get_fragments() if f.fragment_id not in known]
+        known |= {f.fragment_id for f in new}
+        if not new:
+            continue
+        when = v["timestamp"].replace(tzinfo=UTC).timestamp()  # naive UTC
+        for r in at.scanner(fragments=new, columns=["episode_id", "step"]).to_table().to_pylist():
+            found.setdefault((r["episode_id"], r["step"]), when)
     return found
 
 
@@ -358,7 +386,7 @@ class Reader:
 
 def fleet(uri: str, writers: int, steps: int, handoff: bool = True, store_pid: int | None = None,
           endpoint: str | None = None, machines: int = 1, spool_base: Path | None = None,
-          given_ids: bool = False, rate: float = 0.0, stages: bool = False) -> dict:
+          given_ids: bool = False, rate: float = 0.0, stages: bool = False, max_age_s: float | None = None) -> dict:
     """One fleet run: `writers` recorder processes writing `steps` steps each at once,
     reaching the store at `endpoint` (a delaying proxy, or moto itself), played as
     `machines` machines (writer i on machine i % machines: its own spool root under
@@ -370,7 +398,7 @@ def fleet(uri: str, writers: int, steps: int, handoff: bool = True, store_pid: i
     envs = []
     for i in range(writers):
         env = {"BENCH_GIVEN_IDS": "1" if given_ids else "0", "BENCH_RATE": str(rate),
-               "BENCH_STAGES": "1" if stages else "0"}
+               "BENCH_STAGES": "1" if stages else "0", "BENCH_MAX_AGE_S": str(max_age_s or "")}
         if endpoint:
             env["AWS_ENDPOINT_URL"] = endpoint
         if machines > 1:
@@ -408,7 +436,14 @@ def fleet(uri: str, writers: int, steps: int, handoff: bool = True, store_pid: i
     wall = max(r["closed"] for r in results) - begun
     total = writers * steps
     after = _versions(uri)
-    delays = [reader.seen[(e, n)] - at for r in results for e, n, at in r["acks"] if (e, n) in reader.seen]
+    visible = committed_at(uri, before["steps"])
+    delays = [visible[(e, n)] - at for r in results for e, n, at in r["acks"] if (e, n) in visible]
+    seen = [reader.seen[(e, n)] - at for r in results for e, n, at in r["acks"] if (e, n) in reader.seen]
+    by_step: dict[int, list[float]] = {}
+    for r in results:
+        for e, n, at in r["acks"]:
+            if (e, n) in visible:
+                by_step.setdefault(n, []).append(visible[(e, n)] - at)
     commits = sum(r["commits"] for r in results)
     return {
         "steps_s": total / wall,
@@ -421,6 +456,8 @@ def fleet(uri: str, writers: int, steps: int, handoff: bool = True, store_pid: i
         "store_cpu_s_per_s": used.get("store_cpu_s_per_s", 0.0),
         "fresh_p50_ms": p50(delays) * 1000 if delays else float("nan"),
         "fresh_p99_ms": percentile(delays, 99) * 1000 if delays else float("nan"),
+        "seen_p99_ms": percentile(seen, 99) * 1000 if seen else float("nan"),
+        "by_step": {n: (round(p50(d) * 1000), round(percentile(d, 90) * 1000)) for n, d in sorted(by_step.items())},
         "conflict_retries_per_1000_commits": sum(r["conflict_retries"] for r in results) * 1000 / max(commits, 1),
         **{f"max_{k}_ms": max(r["slowest_ms"][k] for r in results) for k in ("open", "start", "log_step", "finish")},
         "stages": {k: [sum(r["stages"].get(k, [0, 0, 0])[i] for r in results) for i in range(3)]
@@ -448,7 +485,8 @@ def measure_fleet(args, tmp: Path, bucket, server: S3Server) -> None:
     until the last `log_step` returned);
     commits per 1,000 steps; CPU per step (the writer processes' and the S3 server's CPU over
     the steps: the work the fleet costs, whatever the cores allow); freshness (p50/p99 from a
-    step's `log_step` returning to a reader seeing it); the slowest recorder call of any
+    step's `log_step` returning to the commit of the version holding it, `committed_at`;
+    `seen_p99_ms` to the polling reader seeing it); the slowest recorder call of any
     writer. With `--store-latency-ms`, every writer reaches the store through a proxy that
     delays each request (a bucket tens of milliseconds away); moto itself answers in about a
     millisecond. Rows: writers in one process group (one machine: one committer), then
@@ -489,11 +527,14 @@ def measure_fleet(args, tmp: Path, bucket, server: S3Server) -> None:
                      cpu_ms_per_step=m["cpu_ms_per_step"],
                      cpu_per_step_vs_1_writer=m["cpu_ms_per_step"] / one["cpu_ms_per_step"],
                      machine_busy=m["machine_busy"], store_cpu_s_per_s=m["store_cpu_s_per_s"],
-                     fresh_p50_ms=m["fresh_p50_ms"], fresh_p99_ms=m["fresh_p99_ms"],
+                     fresh_p50_ms=m["fresh_p50_ms"], fresh_p99_ms=m["fresh_p99_ms"], seen_p99_ms=m["seen_p99_ms"],
                      conflict_retries_per_1000_commits=m["conflict_retries_per_1000_commits"],
                      max_open_ms=m["max_open_ms"], max_start_ms=m["max_start_ms"],
                      max_log_step_ms=m["max_log_step_ms"], max_finish_ms=m["max_finish_ms"])
-                if args.stages:  # per 1,000 steps: wall ms, CPU ms, calls, of every writer process
+                if args.stages:  # freshness p50/p90 ms by the step's place in its episode, then
+                    # per 1,000 steps: wall ms, CPU ms, calls, of every writer process
+                    line(f"  freshness by step of episode, {what}, {w} writer(s)",
+                         **{f"step{n}": f"{v[0]}/{v[1]}" for n, v in m["by_step"].items()})
                     per = 1000 / (w * args.fleet_steps)
                     line(f"  stages per 1,000 steps, {what}, {w} writer(s)",
                          **{k: f"{v[0] * 1000 * per:.0f}/{v[1] * 1000 * per:.0f}ms/{v[2] * per:.1f}"
@@ -527,7 +568,8 @@ def main() -> None:
     ap.add_argument("--fleet-given-ids", action="store_true",
                     help="every other fleet episode with an id the caller gives (claimed provisionally)")
     ap.add_argument("--stages", action="store_true",
-                    help="fleet rows: also print each engine stage's wall/CPU ms and calls per 1,000 steps")
+                    help="fleet rows: also print freshness p50/p90 ms by step of episode, and each engine "
+                         "stage's wall/CPU ms and calls per 1,000 steps")
     ap.add_argument("--only-outage", action="store_true", help="measure the log_step rows only")
     ap.add_argument("--only-fleet", action="store_true", help="measure the fleet rows only")
     ap.add_argument("--quick", action="store_true", help="10 s outages, 150 steps per fleet writer")
