@@ -555,14 +555,14 @@ class Recorder:
         lake (0.7 s per episode at 5,000 episodes in 480 fragments, most of a training iteration)."""
         episode_id = row["episode_id"]
         if not look_up:
-            self._open_row(row)
+            self.writer.append("episodes", dict(row))
             return EpisodeHandle(self, row, claim)
         if self.lake.refresh_s:
             self.lake.invalidate()
         try:
             stored = self.lake.episode(episode_id)
         except NotFound:
-            self._open_row(row)
+            self.writer.append("episodes", dict(row))
             return EpisodeHandle(self, row, claim)
         status = stored["status"]
         if status == "finished":
@@ -581,22 +581,9 @@ class Recorder:
                                steps=set(done["step"].to_pylist()),
                                rewards=[r for r in done["reward"].to_pylist() if r is not None])
         if status != "running":
-            self._open_row(handle.row)
+            self.writer.append("episodes", dict(handle.row))
         log.info("resuming episode %s (%s) after %d stored step(s)", episode_id, status, len(handle.steps))
         return handle
-
-    def _open_row(self, row: dict) -> None:
-        """Append an episode's row as it starts. On an object store it goes to the machine's
-        committer at once (`LakeWriter.commit_soon`), with whatever else is pending: an
-        episode's claim and row cost the commit path two commits before its steps can follow
-        (the claims' append, the episodes' merge: most of a second at 25 ms a request), and
-        going ahead they are done while its first steps are being logged, instead of holding
-        those steps back when their batch is due. Measured at 8 writers of 5 steps/s, 25 ms
-        a request (`bench_remote --stages`): step 0 of an episode visible after 1.5 s at the
-        median, was 2.2 s; its last step 1.2 s, was 2.4 s."""
-        self.writer.append("episodes", dict(row))
-        if not self.lake.location.is_local and self.writer.options.handoff:
-            self.writer.commit_soon()
 
     def episode(self, episode_id: str) -> EpisodeHandle | None:
         """The open handle of an episode recorded by this recorder, if any."""
