@@ -263,6 +263,51 @@ def _time_stages() -> dict[str, list[float]]:
     return totals
 
 
+def _log_uploads() -> list[tuple[float, float, list]]:
+    """Wrap `committer.write` of this process to log each upload of steps: (wall start, wall
+    end, its rows' (episode_id, step)), so a step's freshness splits into its wait before the
+    upload, the upload, and the commit after it (`freshness_parts`)."""
+    from episodelake.lake.storage import committer  # noqa: PLC0415
+
+    uploads: list[tuple[float, float, list]] = []
+    write = committer.write
+
+    def logged(lake, table, rows, max_rows_per_file):
+        started = time.time()
+        fragments = write(lake, table, rows, max_rows_per_file)
+        if table == "steps":
+            keys = list(zip(rows.column("episode_id").to_pylist(), rows.column("step").to_pylist(), strict=True))
+            uploads.append((started, time.time(), keys))
+        return fragments
+
+    committer.write = logged
+    return uploads
+
+
+def freshness_parts(results: list[dict], visible: dict[tuple[str, int], float]) -> dict[str, str]:
+    """Each step's delay split into: from `log_step` to its upload starting (the batch's age,
+    an offer ahead of it held back), the upload, and from the upload to its version's commit
+    (the committer's round, and the round before it); p50 of each over all steps, and their
+    means over the slowest 1% of steps, with the steps of the episode those were."""
+    acks = {(e, n): at for r in results for e, n, at in r["acks"]}
+    parts = []
+    for r in results:
+        for started, ended, keys in r.get("uploads", []):
+            for key in keys:
+                if key in acks and key in visible:
+                    parts.append((visible[key] - acks[key], started - acks[key], ended - started,
+                                  visible[key] - ended, key[1]))
+    if not parts:
+        return {}
+    parts.sort()
+    slowest = parts[int(len(parts) * 0.99):] or parts[-1:]
+    names = ("before_upload", "upload", "to_commit")
+    out = {f"{n}_p50_s": f"{p50([p[i + 1] for p in parts]):.2f}" for i, n in enumerate(names)}
+    out |= {f"{n}_slowest1pct_s": f"{sum(p[i + 1] for p in slowest) / len(slowest):.2f}" for i, n in enumerate(names)}
+    out["slowest1pct_steps_of_episode"] = ",".join(str(s) for s in sorted({p[4] for p in slowest}))
+    return out
+
+
 def _fleet_writer(uri: str, index: int, steps: int, handoff: bool, env: dict[str, str], start, out) -> None:
     """One recorder process: `steps` steps in episodes of 20, ids minted by the recorder
     (every other episode's id given by the caller with `--fleet-given-ids`). `env`: the
@@ -272,6 +317,7 @@ def _fleet_writer(uri: str, index: int, steps: int, handoff: bool, env: dict[str
 
     given = env.get("BENCH_GIVEN_IDS") == "1"
     stages = _time_stages() if env.get("BENCH_STAGES") == "1" else {}
+    uploads = _log_uploads() if env.get("BENCH_STAGES") == "1" else []
     rate = float(env.get("BENCH_RATE") or 0)  # steps/s of this writer (0: as fast as it can)
     slowest = {"open": 0.0, "start": 0.0, "log_step": 0.0, "finish": 0.0}
 
@@ -308,7 +354,7 @@ def _fleet_writer(uri: str, index: int, steps: int, handoff: bool, env: dict[str
     out.put({"begun": begun, "acknowledged": acknowledged, "closed": time.perf_counter(),
              "cpu_s": time.process_time() - cpu, "slowest_ms": slowest, "acks": acks,
              "commits": tables.commit_counts["commits"], "conflict_retries": tables.commit_counts["conflict_retries"],
-             "stages": stages})
+             "stages": stages, "uploads": uploads})
 
 
 def _versions(uri: str) -> dict[str, int]:
@@ -458,6 +504,7 @@ def fleet(uri: str, writers: int, steps: int, handoff: bool = True, store_pid: i
         "fresh_p99_ms": percentile(delays, 99) * 1000 if delays else float("nan"),
         "seen_p99_ms": percentile(seen, 99) * 1000 if seen else float("nan"),
         "by_step": {n: (round(p50(d) * 1000), round(percentile(d, 90) * 1000)) for n, d in sorted(by_step.items())},
+        "parts": freshness_parts(results, visible),
         "conflict_retries_per_1000_commits": sum(r["conflict_retries"] for r in results) * 1000 / max(commits, 1),
         **{f"max_{k}_ms": max(r["slowest_ms"][k] for r in results) for k in ("open", "start", "log_step", "finish")},
         "stages": {k: [sum(r["stages"].get(k, [0, 0, 0])[i] for r in results) for i in range(3)]
@@ -535,6 +582,7 @@ def measure_fleet(args, tmp: Path, bucket, server: S3Server) -> None:
                     # per 1,000 steps: wall ms, CPU ms, calls, of every writer process
                     line(f"  freshness by step of episode, {what}, {w} writer(s)",
                          **{f"step{n}": f"{v[0]}/{v[1]}" for n, v in m["by_step"].items()})
+                    line(f"  freshness parts, {what}, {w} writer(s)", **m["parts"])
                     per = 1000 / (w * args.fleet_steps)
                     line(f"  stages per 1,000 steps, {what}, {w} writer(s)",
                          **{k: f"{v[0] * 1000 * per:.0f}/{v[1] * 1000 * per:.0f}ms/{v[2] * per:.1f}"
@@ -568,7 +616,8 @@ def main() -> None:
     ap.add_argument("--fleet-given-ids", action="store_true",
                     help="every other fleet episode with an id the caller gives (claimed provisionally)")
     ap.add_argument("--stages", action="store_true",
-                    help="fleet rows: also print freshness p50/p90 ms by step of episode, and each engine "
+                    help="fleet rows: also print freshness p50/p90 ms by step of episode and split into its "
+                         "parts (before the upload, the upload, to the commit), and each engine "
                          "stage's wall/CPU ms and calls per 1,000 steps")
     ap.add_argument("--only-outage", action="store_true", help="measure the log_step rows only")
     ap.add_argument("--only-fleet", action="store_true", help="measure the fleet rows only")

@@ -53,7 +53,7 @@ KILLED = textwrap.dedent("""
 """)
 
 
-def test_sigkill_mid_episode_then_recover_from_the_local_spool(s3_lake, s3_env, tmp_path):
+def test_sigkill_mid_episode_then_recover_from_the_local_spool(s3_lake, s3_env, tmp_path, monkeypatch):
     Lake(s3_lake)
     proc = subprocess.Popen([sys.executable, "-c", KILLED.format(lake=s3_lake)], env=child_env(s3_env),
                             stdout=subprocess.PIPE, text=True)
@@ -78,7 +78,11 @@ def test_sigkill_mid_episode_then_recover_from_the_local_spool(s3_lake, s3_env, 
     rows = lake.sql("select count(*) n, count(distinct step) d, max(step) hi from steps "
                     "where episode_id = 'killed'").to_pylist()[0]
     assert rows["n"] == rows["d"] == rows["hi"] + 1 and rows["hi"] >= acknowledged
-    # the dead writer's claim went with its spool: the episode can be resumed
+    # the dead writer's claim went with its spool: the episode can be resumed, here by another
+    # machine (this one's spool folder, with the note of its machine id, was carried away:
+    # under the same id it would be refused as a second machine whenever the dead writer had
+    # registered the id before it was killed, which depends on how soon its thread ran)
+    monkeypatch.setenv(layout.MACHINE_ENV, "node-b")
     with Recorder(s3_lake, image_checks="structure") as rec:
         ep = rec.start_episode("t", episode_id="killed", resume=True)
         assert ep.log_step(screenshot(0), response()).step == rows["hi"] + 1
