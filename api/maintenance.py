@@ -34,7 +34,7 @@ from episodelake.lake.storage.lake import Lake
 log = logging.getLogger(__name__)
 
 #: Compact a table once it has more fragments than this (each compaction brings it to ~1).
-MAX_FRAGMENTS = 16
+MAX_FRAGMENTS = tables.MAX_FRAGMENTS
 #: How often tables are looked at even when nothing was written through this server.
 CHECK_INTERVAL_S = 60.0
 #: Every table but `steps`, whose compaction rewrites all screenshots.
@@ -84,10 +84,10 @@ class AutoCompactor(BackgroundWorker):
 
     def _compact_if_needed(self, table: str) -> None:
         try:
-            count = tables.fragment_count(self.lake.path, table)
-            if count <= self.max_fragments:
+            done = tables.compact_if_over(self.lake.path, table, self.max_fragments)
+            if done is None:
                 return
-            before, after = tables.compact(self.lake.path, table)
+            before, after = done
             self.compactions += 1
             self.lake.invalidate(table)
             log.info("compacted %s: %d -> %d fragments", table, before, after)

@@ -97,6 +97,10 @@ STATES = (OFFER, TAKEN, DONE, RETRY)
 #: commit round (and by a replay settling a dead writer), per lake and machine.
 COMMITTER_LOCK = "committer"
 COMMIT_LOCK = "commit"
+#: Every this many rounds that merged episode rows, the committer compacts the merged tables
+#: past `tables.MAX_FRAGMENTS` fragments: a fleet of collectors with no server beside it
+#: would otherwise make every merge slower than the one before.
+COMPACT_CHECK_EVERY = 16
 #: How often the committer looks for offers (it commits every offer found in one round).
 COMMIT_INTERVAL_S = 0.2
 
@@ -239,6 +243,8 @@ class NodeCommitter:
         self.commits = 0
         self.offers = 0
         self._merges = 0
+        self._merged_tables: set[str] = set()
+        self._merged_since_check = 0
         self.last_error: BaseException | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -322,6 +328,7 @@ class NodeCommitter:
                     count += 1
             if merged is not None:
                 self.commits += 1
+                self._merged_since_check += 1
             for table in [t for t in tables.COMMIT_ORDER if t in taken] + sorted(set(taken) - set(tables.COMMIT_ORDER)):
                 batch = taken[table]
                 try:
@@ -340,7 +347,23 @@ class NodeCommitter:
                 self.commits += 1
                 count += len(batch)
             self.offers += count
-            return count
+        if self._merged_since_check >= COMPACT_CHECK_EVERY:
+            self._compact_merged()
+        return count
+
+    def _compact_merged(self) -> None:
+        """Compact the tables this committer merges into, those past `tables.MAX_FRAGMENTS`
+        fragments; between rounds, never fatal (tried again after the next merges)."""
+        self._merged_since_check = 0
+        for table in sorted(self._merged_tables):
+            try:
+                done = tables.compact_if_over(self.lake, table)
+            except Exception as exc:
+                log.warning("compacting %s failed; tried again after %d more merges: %s",
+                            table, COMPACT_CHECK_EVERY, exc)
+                continue
+            if done is not None:
+                log.info("compacted %s: %d -> %d fragments", table, *done)
 
     def _place_and_merge(self, offers: list[tuple[Path, dict]]) -> str | None:
         """Append the offers' claim rows, then merge their upsert rows, table by table in
@@ -357,6 +380,7 @@ class NodeCommitter:
                 upserts.setdefault(table, []).append(_decode(text))
         if not upserts:
             return None
+        self._merged_tables.update(upserts)
         for table in [t for t in tables.COMMIT_ORDER if t in upserts] + sorted(set(upserts) - set(tables.COMMIT_ORDER)):
             tables.commit(self.lake, table, pa.concat_tables(upserts[table], promote_options="default"), "upsert")
         _stage("merged")

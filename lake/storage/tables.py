@@ -492,6 +492,22 @@ def fragment_count(lake: Location | Path | str, table: str) -> int:
     return len(open_table(lake, table).get_fragments())
 
 
+#: A table merged into again and again (episodes, curation tables) past this many fragments is
+#: compacted by whoever keeps it: the API server's `AutoCompactor`, and the machine's committer
+#: for the episodes a fleet merges. Each merge adds a fragment (and deletion files to the ones
+#: it updates), and the next merge reads them all: on a store 25 ms away a merge of 8 episode
+#: rows took 380 ms at 9 fragments, 700 ms at 50-60, and 410 ms again once compacted.
+MAX_FRAGMENTS = 16
+
+
+def compact_if_over(lake: Location | Path | str, table: str, max_fragments: int = MAX_FRAGMENTS) -> tuple[int, int] | None:
+    """`compact` the table when it has more than `max_fragments` fragments; (before, after)
+    counts when it did, None when it did not need to."""
+    if fragment_count(lake, table) <= max_fragments:
+        return None
+    return compact(lake, table)
+
+
 def compact(lake: Location | Path | str, table: str) -> tuple[int, int]:
     """Merge small fragments (and rows deleted by upserts) into few; (before, after) counts.
 

@@ -119,19 +119,26 @@ def test_episode_rows_are_offered_with_their_steps_and_committed_before_them(lak
     appends the steps after, so no step is ever visible before its episode."""
     seen = []
 
-    def hook(stage):
-        if stage in ("offered", "merged", "committed"):
-            now = Lake(lake.path)
-            episodes = now.sql("select count(*) from episodes where episode_id = 'e1'").column(0)[0].as_py()
-            steps = now.sql("select count(*) from steps where episode_id = 'e1'").column(0)[0].as_py()
-            seen.append((stage, episodes, steps))
+    def look(stage):
+        now = Lake(lake.path)
+        episodes = now.sql("select count(*) from episodes where episode_id = 'e1'").column(0)[0].as_py()
+        steps = now.sql("select count(*) from steps where episode_id = 'e1'").column(0)[0].as_py()
+        seen.append((stage, episodes, steps))
 
-    committer.stage_hook = hook
+    committer.stage_hook = lambda stage: look(stage) if stage in ("merged", "committed") else None
     try:
         with LakeWriter(lake.path, WriterOptions(batch_rows=10, max_age_s=60)) as w:
-            w.append("episodes", {"episode_id": "e1", "task_name": "t", "status": "running"})
-            for n in range(10):  # the tenth fills the batch
-                w.append("steps", {"episode_id": "e1", "step": n, "image": screenshot(n % 5)})
+            deadline = time.monotonic() + 30
+            while w.node_committer is None and time.monotonic() < deadline:  # elected
+                time.sleep(0.02)
+            with committer.commit_lock(w.lake):  # no round until the offer is looked at
+                w.append("episodes", {"episode_id": "e1", "task_name": "t", "status": "running"})
+                for n in range(10):  # the tenth fills the batch
+                    w.append("steps", {"episode_id": "e1", "step": n, "image": screenshot(n % 5)})
+                deadline = time.monotonic() + 30
+                while not w._flights and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                look("offered")
             w.flush()
             assert w.commits == 2  # the committer's merge and append carried this writer's rows
     finally:
@@ -200,3 +207,24 @@ def test_a_writer_folder_removed_while_offers_are_listed_is_skipped(tmp_path, mo
     monkeypatch.setattr(os, "scandir", writer_closes_meanwhile)
     assert committer.offered(root) == [root / "open" / f"seg1{committer.OFFER}"]
     assert committer.offered(tmp_path / "no spool yet") == []
+
+
+def test_the_committer_keeps_the_episodes_it_merges_compact(lake):
+    """A fleet with no server beside it: the machine's committer compacts `episodes` once it
+    is past `tables.MAX_FRAGMENTS` fragments, every `COMPACT_CHECK_EVERY` rounds that merged
+    into it, so a merge never reads an ever longer list of fragments; every row stays."""
+    from episodelake.lake.storage import tables  # noqa: PLC0415
+
+    rounds = 3 * committer.COMPACT_CHECK_EVERY
+    peak = 0
+    with LakeWriter(lake.path, WriterOptions(batch_rows=4, max_age_s=60)) as w:
+        for k in range(rounds):
+            w.append("episodes", {"episode_id": f"e{k}", "task_name": "t", "status": "running"})
+            for n in range(2):
+                w.append("steps", {"episode_id": f"e{k}", "step": n, "image": screenshot(n)})
+            w.flush()  # one round, one merge of its episode row
+            peak = max(peak, tables.fragment_count(lake.path, "episodes"))
+    assert peak <= tables.MAX_FRAGMENTS + committer.COMPACT_CHECK_EVERY + 1, peak  # not one per round
+    reopened = Lake(lake.path)
+    assert reopened.sql("select count(*) from episodes")[0][0].as_py() == rounds
+    assert reopened.sql("select count(*) from steps")[0][0].as_py() == 2 * rounds
