@@ -84,10 +84,9 @@ class AutoCompactor(BackgroundWorker):
 
     def _compact_if_needed(self, table: str) -> None:
         try:
-            done = tables.compact_if_over(self.lake.path, table, self.max_fragments)
-            if done is None:
+            before, after = tables.compact(self.lake.path, table, above=self.max_fragments)
+            if before <= self.max_fragments:
                 return
-            before, after = done
             self.compactions += 1
             self.lake.invalidate(table)
             log.info("compacted %s: %d -> %d fragments", table, before, after)

@@ -24,9 +24,9 @@ launcher as the tests) against a local folder, measured in the same run.
   acknowledged, commits per 1,000 steps, CPU per step, freshness (p50/p99 from `log_step`
   returning to the `steps` version that holds the row being committed, from the versions'
   timestamps: what any `Lake.sql` from then on sees; `seen_p99_ms`: to the polling reader
-  seeing it, its poll interval and query time included), conflict retries per 1,000 commits and each call's max, with moto answering
-  at once and, with `--store-latency-ms 25`, through a proxy that delays every request (a
-  bucket 25 ms away). Each row is the median of `--fleet-repeat` runs, interleaved.
+  seeing it, its poll interval and query time included), conflict retries per 1,000
+  commits and each call's max, with moto answering at once and, with `--store-latency-ms
+  25`, through a proxy that delays every request (a bucket 25 ms away). Each row is the median of `--fleet-repeat` runs, interleaved.
 
 `--stages`: each fleet row also prints, per 1,000 steps, the wall ms, CPU ms (the calling
 thread's) and calls of each stage of the commit path in every writer process (uploads,
@@ -284,19 +284,20 @@ def _log_uploads() -> list[tuple[float, float, list]]:
     return uploads
 
 
-def freshness_parts(results: list[dict], visible: dict[tuple[str, int], float]) -> dict[str, str]:
-    """Each step's delay split into: from `log_step` to its upload starting (the batch's age,
-    an offer ahead of it held back), the upload, and from the upload to its version's commit
-    (the committer's round, and the round before it); p50 of each over all steps, and their
-    means over the slowest 1% of steps, with the steps of the episode those were."""
-    acks = {(e, n): at for r in results for e, n, at in r["acks"]}
+def freshness_parts(results: list[dict], acks: dict[tuple[str, int], float],
+                    delay: dict[tuple[str, int], float]) -> dict[str, str]:
+    """Each step's `delay` (from `log_step` returning, `acks`, to its version's commit) split
+    into: to its upload starting (the batch's age, an offer ahead of it held back), the upload,
+    and from the upload to the commit (the committer's round, and the round before it); p50 of
+    each over all steps, and their means over the slowest 1% of steps, with the steps of the
+    episode those were."""
     parts = []
     for r in results:
         for started, ended, keys in r.get("uploads", []):
             for key in keys:
-                if key in acks and key in visible:
-                    parts.append((visible[key] - acks[key], started - acks[key], ended - started,
-                                  visible[key] - ended, key[1]))
+                if key in delay:
+                    total, at = delay[key], acks[key]
+                    parts.append((total, started - at, ended - started, at + total - ended, key[1]))
     if not parts:
         return {}
     parts.sort()
@@ -332,9 +333,8 @@ def _fleet_writer(uri: str, index: int, steps: int, handoff: bool, env: dict[str
     start.wait()
     begun, cpu = time.perf_counter(), time.process_time()
     acks: list[tuple[str, int, float]] = []
-    max_age = float(env.get("BENCH_MAX_AGE_S") or WriterOptions.max_age_s)
     rec = timed("open", Recorder, uri, run_id=f"w{index}", anchor=None, image_checks="structure",
-                options=WriterOptions(handoff=handoff, max_age_s=max_age))
+                options=WriterOptions(handoff=handoff))
     ep = None
     for n in range(steps):
         if rate:
@@ -432,7 +432,7 @@ class Reader:
 
 def fleet(uri: str, writers: int, steps: int, handoff: bool = True, store_pid: int | None = None,
           endpoint: str | None = None, machines: int = 1, spool_base: Path | None = None,
-          given_ids: bool = False, rate: float = 0.0, stages: bool = False, max_age_s: float | None = None) -> dict:
+          given_ids: bool = False, rate: float = 0.0, stages: bool = False) -> dict:
     """One fleet run: `writers` recorder processes writing `steps` steps each at once,
     reaching the store at `endpoint` (a delaying proxy, or moto itself), played as
     `machines` machines (writer i on machine i % machines: its own spool root under
@@ -444,7 +444,7 @@ def fleet(uri: str, writers: int, steps: int, handoff: bool = True, store_pid: i
     envs = []
     for i in range(writers):
         env = {"BENCH_GIVEN_IDS": "1" if given_ids else "0", "BENCH_RATE": str(rate),
-               "BENCH_STAGES": "1" if stages else "0", "BENCH_MAX_AGE_S": str(max_age_s or "")}
+               "BENCH_STAGES": "1" if stages else "0"}
         if endpoint:
             env["AWS_ENDPOINT_URL"] = endpoint
         if machines > 1:
@@ -483,13 +483,13 @@ def fleet(uri: str, writers: int, steps: int, handoff: bool = True, store_pid: i
     total = writers * steps
     after = _versions(uri)
     visible = committed_at(uri, before["steps"])
-    delays = [visible[(e, n)] - at for r in results for e, n, at in r["acks"] if (e, n) in visible]
-    seen = [reader.seen[(e, n)] - at for r in results for e, n, at in r["acks"] if (e, n) in reader.seen]
+    acks = {(e, n): at for r in results for e, n, at in r["acks"]}
+    delay = {key: visible[key] - at for key, at in acks.items() if key in visible}
+    delays = list(delay.values())
+    seen = [reader.seen[key] - at for key, at in acks.items() if key in reader.seen]
     by_step: dict[int, list[float]] = {}
-    for r in results:
-        for e, n, at in r["acks"]:
-            if (e, n) in visible:
-                by_step.setdefault(n, []).append(visible[(e, n)] - at)
+    for (_, n), d in delay.items():
+        by_step.setdefault(n, []).append(d)
     commits = sum(r["commits"] for r in results)
     return {
         "steps_s": total / wall,
@@ -504,7 +504,7 @@ def fleet(uri: str, writers: int, steps: int, handoff: bool = True, store_pid: i
         "fresh_p99_ms": percentile(delays, 99) * 1000 if delays else float("nan"),
         "seen_p99_ms": percentile(seen, 99) * 1000 if seen else float("nan"),
         "by_step": {n: (round(p50(d) * 1000), round(percentile(d, 90) * 1000)) for n, d in sorted(by_step.items())},
-        "parts": freshness_parts(results, visible),
+        "parts": freshness_parts(results, acks, delay),
         "conflict_retries_per_1000_commits": sum(r["conflict_retries"] for r in results) * 1000 / max(commits, 1),
         **{f"max_{k}_ms": max(r["slowest_ms"][k] for r in results) for k in ("open", "start", "log_step", "finish")},
         "stages": {k: [sum(r["stages"].get(k, [0, 0, 0])[i] for r in results) for i in range(3)]

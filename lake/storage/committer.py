@@ -357,13 +357,13 @@ class NodeCommitter:
         self._merged_since_check = 0
         for table in sorted(self._merged_tables):
             try:
-                done = tables.compact_if_over(self.lake, table)
+                before, after = tables.compact(self.lake, table, above=tables.MAX_FRAGMENTS)
             except Exception as exc:
                 log.warning("compacting %s failed; tried again after %d more merges: %s",
                             table, COMPACT_CHECK_EVERY, exc)
                 continue
-            if done is not None:
-                log.info("compacted %s: %d -> %d fragments", table, *done)
+            if before > tables.MAX_FRAGMENTS:
+                log.info("compacted %s: %d -> %d fragments", table, before, after)
 
     def _place_and_merge(self, offers: list[tuple[Path, dict]]) -> str | None:
         """Append the offers' claim rows, then merge their upsert rows, table by table in

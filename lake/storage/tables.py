@@ -500,16 +500,10 @@ def fragment_count(lake: Location | Path | str, table: str) -> int:
 MAX_FRAGMENTS = 16
 
 
-def compact_if_over(lake: Location | Path | str, table: str, max_fragments: int = MAX_FRAGMENTS) -> tuple[int, int] | None:
-    """`compact` the table when it has more than `max_fragments` fragments; (before, after)
-    counts when it did, None when it did not need to."""
-    if fragment_count(lake, table) <= max_fragments:
-        return None
-    return compact(lake, table)
-
-
-def compact(lake: Location | Path | str, table: str) -> tuple[int, int]:
-    """Merge small fragments (and rows deleted by upserts) into few; (before, after) counts.
+def compact(lake: Location | Path | str, table: str, above: int = 1) -> tuple[int, int]:
+    """Merge small fragments (and rows deleted by upserts) into few, when the table has more
+    than `above` of them (`MAX_FRAGMENTS` for a table kept compact as it is written);
+    (before, after) counts, equal when it did not need to.
 
     Compaction is one Lance commit that concurrent writers can preempt; it is planned again
     from the latest version and retried, like any commit. The table's indexes first take in
@@ -518,9 +512,10 @@ def compact(lake: Location | Path | str, table: str) -> tuple[int, int]:
     otherwise never compact.
     """
     before = fragment_count(lake, table)
-    if before > 1:
-        update_indexes(lake, table)
-        retry_commit(f"compact {table}", lambda: open_table(lake, table).optimize.compact_files())
+    if before <= above:
+        return before, before
+    update_indexes(lake, table)
+    retry_commit(f"compact {table}", lambda: open_table(lake, table).optimize.compact_files())
     return before, fragment_count(lake, table)
 
 
