@@ -20,11 +20,11 @@ launcher as the tests) against a local folder, measured in the same run.
 - the fleet (`measure_fleet`): 1 and 8 recorder processes (`--fleet-writers`) at full speed,
   `--machines` machines of 2 writers, the baseline of writers committing their own batches
   (`WriterOptions(handoff=False)`), and 1 and 8 writers at a collector's pace
-  (`--fleet-rate` steps/s each): committed steps/s (a reader polling `Lake.sql`) beside
+  (`--fleet-rate` steps/s each): committed steps/s (a reader polling the latest `steps` version's row count) beside
   acknowledged, commits per 1,000 steps, CPU per step, freshness (p50/p99 from `log_step`
   returning to the `steps` version that holds the row being committed, from the versions'
   timestamps: what any `Lake.sql` from then on sees; `seen_p99_ms`: to the polling reader
-  seeing it, its poll interval and query time included), conflict retries per 1,000
+  seeing it, its poll interval included), conflict retries per 1,000
   commits and each call's max, with moto answering at once and, with `--store-latency-ms
   25`, through a proxy that delays every request (a bucket 25 ms away). Each row is the median of `--fleet-repeat` runs, interleaved.
 
@@ -371,15 +371,15 @@ def _versions(uri: str) -> dict[str, int]:
     return found
 
 
-def committed_at(uri: str, after_version: int) -> dict[tuple[str, int], float]:
+def committed_at(uri: str, after_version: int) -> dict[tuple[str, int], tuple[float, int]]:
     """When each step of the run became visible to `Lake.sql` (which checks out the latest
-    version at every query): the wall time of the first `steps` version holding it, read
-    from the versions' own timestamps after the run (a version's new fragments are its new
-    rows), so a reader's polling and query time do not count."""
+    version at every query), and in which version: the wall time of the first `steps`
+    version holding it, read from the versions' own timestamps after the run (a version's
+    new fragments are its new rows), so a reader's polling and query time do not count."""
     from episodelake.lake.storage import layout, tables  # noqa: PLC0415
 
     ds = tables.dataset(layout.table_path(Lake(uri).location, "steps"))
-    found: dict[tuple[str, int], float] = {}
+    found: dict[tuple[str, int], tuple[float, int]] = {}
     known = {f.fragment_id for f in ds.checkout_version(after_version).get_fragments()}
     for v in ds.versions():
         if v["version"] <= after_version:
@@ -391,39 +391,45 @@ def committed_at(uri: str, after_version: int) -> dict[tuple[str, int], float]:
             continue
         when = v["timestamp"].replace(tzinfo=UTC).timestamp()  # naive UTC
         for r in at.scanner(fragments=new, columns=["episode_id", "step"]).to_table().to_pylist():
-            found.setdefault((r["episode_id"], r["step"]), when)
+            found.setdefault((r["episode_id"], r["step"]), (when, v["version"]))
     return found
 
 
 class Reader:
-    """A reader polling the lake during a run, as a trainer reading what collectors just wrote
-    would: when each step first became visible to `Lake.sql`, and how many were visible when."""
+    """A trainer polling for what collectors just wrote, every `every_s`: the latest `steps`
+    version and how many rows it holds, both from that version's manifest, as `Lake.sql`
+    would check it out. No data file is read: a trainer then reads only the new fragments,
+    each row once. (Querying every row at every poll instead made the store serve 3.6 GETs
+    of steps data per step at 8 writers, 58% of all its requests: the reader, not the fleet,
+    was loading the store.)"""
 
     def __init__(self, uri: str, every_s: float):
-        self.lake = Lake(uri)
+        from episodelake.lake.storage import layout  # noqa: PLC0415
+
+        self.path = layout.table_path(Lake(uri).location, "steps")
         self.every_s = every_s
-        self.seen: dict[tuple[str, int], float] = {}  # key -> wall time first seen
-        self.counts: list[tuple[float, int]] = []  # (perf_counter, rows visible)
+        self.polls: list[tuple[float, float, int, int]] = []  # (perf_counter, wall time, version, rows)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
+        from episodelake.lake.storage import tables  # noqa: PLC0415
+
         while not self._stop.wait(self.every_s):
             try:
-                count = self.lake.sql("select count(*) n from steps")[0][0].as_py()
-                now_wall, now = time.time(), time.perf_counter()
-                if count > len(self.seen):
-                    rows = self.lake.sql("select episode_id, step from steps").to_pylist()
-                    for r in rows:
-                        self.seen.setdefault((r["episode_id"], r["step"]), now_wall)
-                self.counts.append((now, count))
+                ds = tables.dataset(self.path)
+                self.polls.append((time.perf_counter(), time.time(), ds.version, ds.count_rows()))
             except Exception as exc:  # the store busy: the next poll tries again
                 print(f"reader: {exc}", file=sys.stderr)
 
     def all_visible_at(self, total: int) -> float:
         """When the reader first saw `total` rows (perf_counter); inf if it never did."""
-        return min((t for t, n in self.counts if n >= total), default=float("inf"))
+        return min((t for t, _, _, n in self.polls if n >= total), default=float("inf"))
+
+    def seen_at(self, version: int) -> float | None:
+        """The wall time of the first poll that found `version` or a later one."""
+        return next((wall for _, wall, v, _ in self.polls if v >= version), None)
 
     def stop(self) -> None:
         self._stop.set()
@@ -437,7 +443,7 @@ def fleet(uri: str, writers: int, steps: int, handoff: bool = True, store_pid: i
     reaching the store at `endpoint` (a delaying proxy, or moto itself), played as
     `machines` machines (writer i on machine i % machines: its own spool root under
     `spool_base` and machine id). Returns the run's measures (see `measure_fleet`)."""
-    Lake(uri)  # the tables exist before the writers start
+    before_rows = Lake(uri).sql("select count(*) n from steps")[0][0].as_py()  # the tables exist before the writers start
     before = _versions(uri)
     context = mp.get_context("spawn")  # Lance is not fork-safe
     start, out = context.Event(), context.Queue()
@@ -483,10 +489,18 @@ def fleet(uri: str, writers: int, steps: int, handoff: bool = True, store_pid: i
     total = writers * steps
     after = _versions(uri)
     visible = committed_at(uri, before["steps"])
+    stored = Lake(uri).sql("select count(*) n from steps")[0][0].as_py() - before_rows
+    assert stored == total, f"{stored} of {total} steps are in the lake after the run"
     acks = {(e, n): at for r in results for e, n, at in r["acks"]}
-    delay = {key: visible[key] - at for key, at in acks.items() if key in visible}
+    delay = {key: visible[key][0] - at for key, at in acks.items() if key in visible}
     delays = list(delay.values())
-    seen = [reader.seen[key] - at for key, at in acks.items() if key in reader.seen]
+    # each writer's first episode starts with every other writer's at once, with nothing of
+    # the writer committed yet: the fleet's start-up, not its steady state
+    first = {r["acks"][0][0] for r in results if r["acks"]}
+    steady = [d for (e, _), d in delay.items() if e not in first]
+    seen_at = {v: reader.seen_at(v) for v in {version for _, version in visible.values()}}
+    seen = [seen_at[visible[key][1]] - at for key, at in acks.items()
+            if key in visible and seen_at[visible[key][1]] is not None]
     by_step: dict[int, list[float]] = {}
     for (_, n), d in delay.items():
         by_step.setdefault(n, []).append(d)
@@ -502,14 +516,29 @@ def fleet(uri: str, writers: int, steps: int, handoff: bool = True, store_pid: i
         "store_cpu_s_per_s": used.get("store_cpu_s_per_s", 0.0),
         "fresh_p50_ms": p50(delays) * 1000 if delays else float("nan"),
         "fresh_p99_ms": percentile(delays, 99) * 1000 if delays else float("nan"),
+        "fresh_steady_p99_ms": percentile(steady, 99) * 1000 if steady else float("nan"),
         "seen_p99_ms": percentile(seen, 99) * 1000 if seen else float("nan"),
         "by_step": {n: (round(p50(d) * 1000), round(percentile(d, 90) * 1000)) for n, d in sorted(by_step.items())},
+        "by_quarter": _by_quarter(acks, delay),
         "parts": freshness_parts(results, acks, delay),
         "conflict_retries_per_1000_commits": sum(r["conflict_retries"] for r in results) * 1000 / max(commits, 1),
         **{f"max_{k}_ms": max(r["slowest_ms"][k] for r in results) for k in ("open", "start", "log_step", "finish")},
         "stages": {k: [sum(r["stages"].get(k, [0, 0, 0])[i] for r in results) for i in range(3)]
                    for k in sorted({k for r in results for k in r["stages"]})},
     }
+
+
+def _by_quarter(acks: dict[tuple[str, int], float], delay: dict[tuple[str, int], float]) -> list[str]:
+    """Freshness p50/p99 ms of the steps acknowledged in each quarter of the run: whether it
+    holds as the tables grow."""
+    if not delay:
+        return []
+    first, last = min(acks.values()), max(acks.values())
+    span = max(last - first, 1e-9)
+    quarters: list[list[float]] = [[], [], [], []]
+    for key, d in delay.items():
+        quarters[min(int((acks[key] - first) / span * 4), 3)].append(d)
+    return [f"{p50(q) * 1000:.0f}/{percentile(q, 99) * 1000:.0f}" if q else "-" for q in quarters]
 
 
 def _median_run(runs: list[dict]) -> dict:
@@ -528,7 +557,7 @@ def _proxy(target_port: int, latency_ms: float) -> tuple[subprocess.Popen, str]:
 
 def measure_fleet(args, tmp: Path, bucket, server: S3Server) -> None:
     """The fleet rows: committed steps/s (the steps over the time until a reader polling
-    `Lake.sql` every 0.2 s saw every one of them) beside acknowledged steps/s (over the time
+    the latest `steps` version every 0.2 s saw every one of them; `Lake.sql` counts them after) beside acknowledged steps/s (over the time
     until the last `log_step` returned);
     commits per 1,000 steps; CPU per step (the writer processes' and the S3 server's CPU over
     the steps: the work the fleet costs, whatever the cores allow); freshness (p50/p99 from a
@@ -574,7 +603,8 @@ def measure_fleet(args, tmp: Path, bucket, server: S3Server) -> None:
                      cpu_ms_per_step=m["cpu_ms_per_step"],
                      cpu_per_step_vs_1_writer=m["cpu_ms_per_step"] / one["cpu_ms_per_step"],
                      machine_busy=m["machine_busy"], store_cpu_s_per_s=m["store_cpu_s_per_s"],
-                     fresh_p50_ms=m["fresh_p50_ms"], fresh_p99_ms=m["fresh_p99_ms"], seen_p99_ms=m["seen_p99_ms"],
+                     fresh_p50_ms=m["fresh_p50_ms"], fresh_p99_ms=m["fresh_p99_ms"],
+                     fresh_steady_p99_ms=m["fresh_steady_p99_ms"], seen_p99_ms=m["seen_p99_ms"],
                      conflict_retries_per_1000_commits=m["conflict_retries_per_1000_commits"],
                      max_open_ms=m["max_open_ms"], max_start_ms=m["max_start_ms"],
                      max_log_step_ms=m["max_log_step_ms"], max_finish_ms=m["max_finish_ms"])
@@ -583,6 +613,8 @@ def measure_fleet(args, tmp: Path, bucket, server: S3Server) -> None:
                     line(f"  freshness by step of episode, {what}, {w} writer(s)",
                          **{f"step{n}": f"{v[0]}/{v[1]}" for n, v in m["by_step"].items()})
                     line(f"  freshness parts, {what}, {w} writer(s)", **m["parts"])
+                    line(f"  freshness p50/p99 ms by quarter of the run, {what}, {w} writer(s)",
+                         **{f"q{i + 1}": v for i, v in enumerate(m["by_quarter"])})
                     per = 1000 / (w * args.fleet_steps)
                     line(f"  stages per 1,000 steps, {what}, {w} writer(s)",
                          **{k: f"{v[0] * 1000 * per:.0f}/{v[1] * 1000 * per:.0f}ms/{v[2] * per:.1f}"

@@ -433,6 +433,8 @@ class Recorder:
         if background_enrich and default_keys and image_checks == "structure":
             self.enricher = BackgroundEnricher(self.lake, episodes=True).start()
         self._open: dict[str, EpisodeHandle] = {}
+        #: when the last episode started (`time.monotonic`), for `_episode_boundary`
+        self._last_start: float | None = None
         #: finished episodes whose claims wait for their rows to be committed
         self._settling: dict[str, claims.Claim] = {}
         self._lock = threading.Lock()
@@ -505,9 +507,23 @@ class Recorder:
             raise
         with self._lock:
             self._open[episode_id] = handle
+        self._episode_boundary()
         if self.enricher is not None:
             self.enricher.watch(episode_id)
         return handle
+
+    def _episode_boundary(self) -> None:
+        """A collector at its own pace (the episode before took at least `max_age_s`) on an
+        object store: the writer commits at once what the episode before left pending with
+        this one's claim and row (`LakeWriter.episode_boundary`), instead of both episodes'
+        batches carrying rows and waiting for their age (the slowest 1% of steps at 8 paced
+        writers). Episodes recorded faster than that batch as before."""
+        now = time.monotonic()
+        with self._lock:
+            paced = self._last_start is not None and now - self._last_start >= self.writer.options.max_age_s
+            self._last_start = now
+        if paced and not self.writer.lake.is_local and self.writer.options.handoff:
+            self.writer.episode_boundary()
 
     def _claim(self, episode_id: str, *, minted: bool, resume: bool) -> claims.Claim | None:
         """The episode's claim (see `episodelake.lake.storage.claims`), taken without asking the

@@ -28,9 +28,12 @@ merge per upsert table, then one append per table of fragments. So no writer's t
 on a lock or a commit before it offers (profiled at 8 writers before: ~870 ms queued to place
 claims and ~600 ms for the episodes merge, per pass), a step is never visible before its
 episode, nor an episode before its claim. A failed claims append or merge sends every offer of
-the round back (retry), with nothing after it committed. A writer offers nothing after an
-offer carrying episode rows or claims until it is settled (`writer._Flight.holds_back`), so
-what comes back is merged by its writer before anything newer of the same episode.
+the round back (retry), with nothing after it committed. A writer keeps offering while its
+earlier offers are in flight; once one comes back, it keeps that `.retry` file until all its
+later offers are settled and offers nothing meanwhile, and a round sends back every offer of a
+folder holding a `.retry` file (`_sent_back`): so what comes back is merged by its writer
+before anything newer of it is committed (no step before its episode, no older episode row
+over a newer one).
 
 Where the committer lives: one per machine and lake, in whichever writer process holds the
 flock on the lake's `committer` lock on this machine (`layout.lock_path`; each writer tries to take it at every tick of its
@@ -101,7 +104,9 @@ COMMIT_LOCK = "commit"
 #: past `tables.MAX_FRAGMENTS` fragments: a fleet of collectors with no server beside it
 #: would otherwise make every merge slower than the one before.
 COMPACT_CHECK_EVERY = 16
-#: How often the committer looks for offers (it commits every offer found in one round).
+#: How often the committer looks for offers (it commits every offer found in one round); after
+#: a round it looks again at once, and starts the next one if offers came meanwhile (other
+#: processes' offers cannot wake it: they waited this long after every round).
 COMMIT_INTERVAL_S = 0.2
 
 #: For the crash tests: called with a stage name ("uploaded", "offered", "taken", "placed",
@@ -277,12 +282,15 @@ class NodeCommitter:
         self._wake.set()
 
     def _run(self) -> None:
+        again = False
         while not self._stop.is_set():
-            self._wake.wait(self.interval_s)
+            if not again:
+                self._wake.wait(self.interval_s)
             self._wake.clear()
             try:
-                self.round()
+                again = self.round() > 0 and bool(offered(self.root))
             except Exception as exc:  # the offers are marked retry; the loop goes on
+                again = False
                 log.warning("committer round failed: %s", exc)
 
     def round(self) -> int:
@@ -295,10 +303,15 @@ class NodeCommitter:
         offer comes back merges its rows by key (the commits before may have landed)."""
         with commit_lock(self.lake):
             offers: list[tuple[Path, dict]] = []
-            for offer in offered(self.root):
+            found = offered(self.root)
+            waiting = _sent_back({offer.parent for offer in found})
+            for offer in found:
                 target = _move(offer, TAKEN)
                 if target is None:
                     continue  # withdrawn meanwhile
+                if target.parent in waiting:  # its writer merges what came back first
+                    _move(target, RETRY)
+                    continue
                 try:
                     meta = _read_offer(target)
                 except (OSError, ValueError) as exc:
@@ -419,6 +432,21 @@ def offered(root: Path) -> list[Path]:
         except (FileNotFoundError, NotADirectoryError):
             continue
     return sorted(found)
+
+
+def _sent_back(folders: set[Path]) -> set[Path]:
+    """The writers' folders holding an offer that came back (`.retry.json`, kept by the
+    writer while later offers of it are out): their later offers go back too, so nothing of
+    a writer is committed ahead of what it must merge first."""
+    found = set()
+    for folder in folders:
+        try:
+            with os.scandir(folder) as entries:
+                if any(entry.name.endswith(RETRY) for entry in entries):
+                    found.add(folder)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+    return found
 
 
 def _mark_done(taken: Path, table: str, version: int | None, merged: str | None = None) -> None:

@@ -80,26 +80,14 @@ class Lake:
         self.refresh_s = refresh_s
         opened: dict[str, lance.LanceDataset] = {}
         started = time.monotonic()
-        # `recall`: a lake on an object store whose tables this machine noted before opens
-        # without asking the store anything (a recorder opening during an outage); its tables
-        # are opened by the first read
-        known = recall and create and tag is None and tables.recall_tables(self.location)
-        with store_errors(self.location):
-            # one listing says what is there; only an empty one asks whether the store (its
-            # bucket) is there at all, to say which of the two is missing
-            stored = set(schema.TABLES) if known else tables.existing_tables(self.location)
-            if not stored:
-                self.location.check_reachable()
-            if create and tag is None:
-                self.location.mkdir()
-                opened = tables.ensure_tables(self.location, stored)
-            elif "steps" not in stored:
-                raise NotFound(f"no lake at {self.location}: create one with `elake demo` or by recording into it")
-            elif tag is None:
-                # A lake made by an older release lacks the tables added since; they are created
-                # empty here (an upgrade, not a change of any stored row), so every reader sees
-                # the same set of tables.
-                opened = tables.ensure_tables(self.location, stored)
+        # `recall` (a recorder's open): a lake on an object store opens without asking the
+        # store anything, during an outage and on a machine that never opened it alike; its
+        # tables are made sure of (what is missing created) by the first read (`_resolve`), or
+        # by a writer on its own thread before its first commit (`LakeWriter._register`)
+        if recall and create and tag is None and not self.location.is_local:
+            tables.recall_tables(self.location)  # what this machine noted of it, if anything
+        else:
+            opened = self._check_tables(create, tag)
         #: table -> (when the check for a newer version started, dataset, when it ended); the
         #: tables opened above to check their columns serve the first reads
         checked = time.monotonic()
@@ -113,6 +101,29 @@ class Lake:
         self.write_listeners: list[Callable[[str], None]] = []
         #: concurrent `upsert`/`insert` calls into one table share commits (see group_commit)
         self.group_commit: GroupCommit[_Write] = GroupCommit()
+
+    def _check_tables(self, create: bool, tag: str | None) -> dict[str, lance.LanceDataset]:
+        """Ask the store what the lake holds: create the missing tables (`create`, or a lake
+        by an older release), or raise `NotFound` when there is no lake. Returns the tables it
+        opened on the way, for the first reads."""
+        opened: dict[str, lance.LanceDataset] = {}
+        with store_errors(self.location):
+            # one listing says what is there; only an empty one asks whether the store (its
+            # bucket) is there at all, to say which of the two is missing
+            stored = tables.existing_tables(self.location)
+            if not stored:
+                self.location.check_reachable()
+            if create and tag is None:
+                self.location.mkdir()
+                opened = tables.ensure_tables(self.location, stored)
+            elif "steps" not in stored:
+                raise NotFound(f"no lake at {self.location}: create one with `elake demo` or by recording into it")
+            elif tag is None:
+                # A lake made by an older release lacks the tables added since; they are created
+                # empty here (an upgrade, not a change of any stored row), so every reader sees
+                # the same set of tables.
+                opened = tables.ensure_tables(self.location, stored)
+        return opened
 
     # -- datasets ----------------------------------------------------------------------
     def dataset(self, table: str) -> lance.LanceDataset:
@@ -137,6 +148,11 @@ class Lake:
                 if latest != ds.version:
                     ds = ds.checkout_version(latest)
         else:
+            if table not in self.location.known_tables and not self.location.is_local:
+                # opened with `recall`: the first read of a table this machine has not seen
+                # there makes sure of the lake's tables (a new lake has none yet)
+                with store_errors(self.location):
+                    tables.ensure_tables(self.location)
             ds = tables.open_table(self.path, table)
         checked = time.monotonic()
         with self._cache_lock:

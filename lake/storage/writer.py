@@ -52,7 +52,7 @@ import pyarrow.compute as pc
 
 from episodelake.lake.storage import claims, committer, group_commit, layout, schema, spool, tables
 from episodelake.lake.storage.errors import EpisodeLakeError, InvalidInput, LakeError
-from episodelake.lake.storage.store import Location, StoreUnavailable, location
+from episodelake.lake.storage.store import Location, StoreUnavailable, location, store_errors
 
 log = logging.getLogger(__name__)
 
@@ -178,11 +178,8 @@ class _Flight:
         return self.parts + [p for parts in self.upserts.values() for p in parts]
 
     @property
-    def holds_back(self) -> bool:
-        """Whether nothing of this writer may be committed or offered until this offer is
-        settled: it carries episode rows (a later commit of the same episode's row would be
-        overwritten by this older one landing after it) or claims (the rows after it need
-        them in the lake first)."""
+    def carries(self) -> bool:
+        """Whether it carries episode rows or claims, which its committer commits before any fragment."""
         return bool(self.upserts or self.claims)
 
 
@@ -350,9 +347,10 @@ class LakeWriter:
     def __init__(self, lake: Location | Path | str, options: WriterOptions | None = None):
         self.lake = location(lake)
         self.options = options or WriterOptions()
-        if not self.lake.is_local:
-            tables.recall_tables(self.lake)  # known on this machine: opening asks the store nothing
-        tables.ensure_tables(self.lake)
+        if self.lake.is_local:
+            tables.ensure_tables(self.lake)
+        else:  # opening asks the store nothing: the writer's thread sees to the tables (`_register`)
+            tables.recall_tables(self.lake)
         #: dead writers' spools replayed at the open (a lake on an object store: by the
         #: writer's thread, once the store answers; `replay_done` is set then)
         self.replay = ReplayReport()
@@ -367,6 +365,10 @@ class LakeWriter:
         #: rows `_commit` has taken from pending and not yet committed, offered or put back
         self._in_hand: dict[str, _Pending] = {}
         self._offers = 0
+        #: hand-offs the committer sent back, until none is out any more: their `.retry` files
+        #: stay (so the committer sends the later ones back too, `committer._sent_back`), and
+        #: their rows go back to pending together, in the order they were offered
+        self._returned: list[_Flight] = []
         self._versions: set[tuple[str, int | str | None]] = set()  # (table, version) that took offers
         self._lock = threading.Lock()  # guards _pending and _flights
         self._commit_lock = threading.Lock()  # one commit at a time, in order
@@ -387,8 +389,8 @@ class LakeWriter:
         #: a failure no retry mends (this machine's id taken by another machine): nothing is
         #: committed, and appends and flushes raise it; what was acknowledged stays in the spool
         self.fatal: EpisodeLakeError | None = None
-        #: whether this machine's id is taken in the lake (`claims.register_machine`; a lake
-        #: on an object store: by the writer's thread, before its first commit)
+        #: whether the lake's tables are checked and this machine's id is taken in the lake
+        #: (`_register`; a lake on an object store: by the writer's thread, before its first commit)
         self._registered = self.lake.is_local
         #: commits of this writer's rows: its own, and the committer's that carried its offers
         self.commits = 0
@@ -413,6 +415,11 @@ class LakeWriter:
         self._ager.start()
 
     def _register(self) -> None:
+        """Before this writer's first commit to a lake on an object store: its tables are
+        there with this release's columns (made now if missing; nothing to ask where this
+        machine noted them before) and this machine's id is its own."""
+        with store_errors(self.lake):  # a wrong bucket: one line naming the lake, logged and retried
+            tables.ensure_tables(self.lake)
         try:
             claims.register_machine(self.lake)
         except claims.MachineIdTaken as exc:
@@ -482,9 +489,9 @@ class LakeWriter:
         """Refuse a row while more acknowledged rows than `max_backlog_bytes` wait for the store."""
         with self._lock:
             waiting = sum(p.bytes for p in self._pending.values())
-            waiting += sum(part.bytes for f in self._flights for part in f.every_part)
+            waiting += sum(part.bytes for f in self._flights + self._returned for part in f.every_part)
             rows = sum(p.rows for p in self._pending.values())
-            rows += sum(part.rows for f in self._flights for part in f.every_part)
+            rows += sum(part.rows for f in self._flights + self._returned for part in f.every_part)
         if waiting < self.options.max_backlog_bytes:
             return
         self._due.set()
@@ -556,7 +563,7 @@ class LakeWriter:
         or handed off. Call with `_lock` held."""
         parts = [p for pending in self._pending.values() for p in pending.parts]
         parts += [p for pending in self._in_hand.values() for p in pending.parts]
-        parts += [p for f in self._flights for p in f.every_part]
+        parts += [p for f in self._flights + self._returned for p in f.every_part]
         return parts
 
     def _parts_now(self) -> set[int]:
@@ -592,6 +599,18 @@ class LakeWriter:
         wanted = self._parts_now()
         with self._lock:
             self._waiters.append((wanted, callback))
+
+    def episode_boundary(self) -> None:
+        """An episode of a collector at its own pace began (`Recorder`): commit what is
+        pending at the next tick, however young. The last steps and row of the episode before
+        and this one's claim and row go in one offer now, instead of each episode's first and
+        last batches carrying rows and waiting for their age. `max_age_s` stays the longest a
+        row waits."""
+        with self._lock:
+            if not self._pending:
+                return
+            self._eager = True
+        self._due.set()
 
     def commit_soon(self) -> None:
         """Ask the writer's thread to commit what is pending now rather than when it is due."""
@@ -676,40 +695,51 @@ class LakeWriter:
 
     def _settle_flights(self) -> bool:
         """Let go of the spool segments of hand-offs the committer committed; put those it
-        could not commit back to pending (merged by key next). True if any came back."""
-        back: dict[str, _Pending] = {}
+        could not commit back to pending (merged by key next), in the order they were
+        offered, once none is out any more (until then their `.retry` files stay: see
+        `_held_back`). True if any came back."""
         with self._lock:
             flights = list(self._flights)
         for flight in flights:
             where = committer.state(flight.offer)
             if where in (committer.OFFER, committer.TAKEN):
                 continue
-            with self._lock:
-                self._flights.remove(flight)
-            if where == committer.DONE:
-                self.claims.offer_settled(flight.claims, placed=True)  # before any waiter runs
-                for part in flight.every_part:
-                    part.segment.discard()
-                versions: set[tuple[str, int | str | None]] = set()
-                if flight.table is not None:
-                    versions.add((flight.table, committer.committed_version(flight.offer)))
-                if flight.upserts:
-                    versions.add(("", committer.committed_merge(flight.offer)))
-                for version in versions - self._versions:  # one commit may carry several offers
-                    self._versions.add(version)
-                    self.commits += 1
-                self.last_error = None
-            else:  # RETRY, or gone (withdrawn): whether it landed is unknown
+            if where != committer.DONE:  # RETRY, or gone (withdrawn): whether it landed is unknown
                 self.claims.offer_settled(flight.claims, placed=False)
-                if flight.table is not None:
-                    back.setdefault(flight.table, _Pending([])).parts.extend(flight.parts)
-                for table, parts in flight.upserts.items():
-                    back.setdefault(table, _Pending([])).parts.extend(parts)
+                with self._lock:
+                    self._flights.remove(flight)
+                    self._returned.append(flight)
+                continue
+            self.claims.offer_settled(flight.claims, placed=True)  # before any waiter runs
+            for part in flight.every_part:
+                part.segment.discard()
+            versions: set[tuple[str, int | str | None]] = set()
+            if flight.table is not None:
+                versions.add((flight.table, committer.committed_version(flight.offer)))
+            if flight.upserts:
+                versions.add(("", committer.committed_merge(flight.offer)))
+            for version in versions - self._versions:  # one commit may carry several offers
+                self._versions.add(version)
+                self.commits += 1
+            self.last_error = None
+            committer.forget(flight.offer)
+            with self._lock:  # last: a flush waiting on it finds it all done
+                self._flights.remove(flight)
+        with self._lock:
+            if self._flights or not self._returned:
+                return False
+            returned, self._returned = self._returned, []
+        back: dict[str, _Pending] = {}
+        for flight in returned:
+            if flight.table is not None:
+                back.setdefault(flight.table, _Pending([])).parts.extend(flight.parts)
+            for table, parts in flight.upserts.items():
+                back.setdefault(table, _Pending([])).parts.extend(parts)
             committer.forget(flight.offer)
         for pending in back.values():
             pending.failed = True  # the committer's append may have landed
         self._restore(back)
-        return bool(back)
+        return True
 
     def _set_aside_lost(self, taken: dict[str, _Pending]) -> None:
         """Take the rows of episodes whose claim was lost out of `taken` (kept under the spool
@@ -753,7 +783,7 @@ class LakeWriter:
         return (self.options.handoff and table in schema.APPEND_ONLY
                 and not (self.options.dedupe_steps or pending.failed))
 
-    def _commit(self, only: str | None, older_than: float | None = None) -> None:
+    def _commit(self, only: str | None, older_than: float | None = None) -> bool:
         """Commit due rows, referenced tables first (episodes before steps), so a reader that
         sees a step always finds its episode; the claims of the episodes go before any of
         their rows. Each table's rows go in slices of about one batch, each slice's spool
@@ -765,12 +795,16 @@ class LakeWriter:
         with self._commit_lock:
             self._settle_flights()
             if self._held_back():
-                return  # an offer with episode rows or claims is in flight: nothing goes after it yet
+                return False  # an offer came back while later ones are out: they settle first
             taken = self._take(only, older_than)
             try:
                 order = [t for t in tables.COMMIT_ORDER if t in taken]
                 if self._offers_all(taken):
                     self._commit_offered(taken, order)
+                elif self._flights:  # rows merged here would race the offers still out
+                    self._restore(taken)
+                    taken.clear()
+                    return False
                 else:
                     self._commit_each(taken, order)
             finally:
@@ -783,6 +817,7 @@ class LakeWriter:
                 self.claims.drop_released()
             except Exception as exc:  # the claims stay held a little longer; tried again next time
                 log.warning("releasing finished episodes' claims failed; retried at the next commit: %s", exc)
+        return True
 
     def _commit_offered(self, taken: dict[str, _Pending], order: list[str]) -> None:
         """`_commit` handing everything to the machine's committer (`_offer_all`)."""
@@ -865,8 +900,14 @@ class LakeWriter:
             self.last_error = None
 
     def _held_back(self) -> bool:
+        """Whether this writer offers nothing now: an offer of it came back (`_returned`) and
+        later ones are still out. Otherwise offers follow each other while earlier ones are in
+        flight: the committer commits a writer's offers in the order they were made (one
+        round takes them all, sorted; claims, then episode rows, then fragments) and sends
+        back every later one once one has come back, so a step never lands before its episode
+        and an older episode row never lands after a newer one."""
         with self._lock:
-            return any(f.holds_back for f in self._flights)
+            return bool(self._returned)
 
     def _offers_all(self, taken: dict[str, _Pending]) -> bool:
         """Whether this commit hands everything to the machine's committer (`_offer_all`):
@@ -881,10 +922,10 @@ class LakeWriter:
         commit: the rows of upsert tables (episodes) and the waiting claims travel inline in
         the offer with the first slice of steps (uploaded here), and the committer commits
         them in its round for every writer of the machine, claims first, then episodes, then
-        steps (`committer.NodeCommitter.round`). After an offer with episode rows or claims
-        this writer offers and commits nothing until it is settled (`_Flight.holds_back`):
-        so what the committer sends back is merged by key before anything newer of this
-        writer is committed (no stale episode row wins, no step goes before its episode).
+        steps (`committer.NodeCommitter.round`). Later offers follow while it is in flight;
+        once one comes back, this writer offers nothing until every offer is settled
+        (`_held_back`), and merges what came back by key before anything newer of it is
+        committed (no stale episode row wins, no step goes before its episode).
         Steps beyond what fits in flight stay pending (`MAX_IN_FLIGHT_BATCHES`). Raises with
         the rows not offered still in `taken` (the caller puts them back)."""
         opts = self.options
@@ -1024,16 +1065,18 @@ class LakeWriter:
                 # go on the side (both share their commits with the machine's other writers)
                 self._claims_aside()
                 # an append that saw a full batch may have knocked after this thread took it, or
-                # while an offer held this writer back (`_Flight.holds_back`)
+                # while a returned offer held this writer back (`_held_back`)
                 woken = self._full_batch()
                 urgent = self._flushing > 0 or self._eager
                 if urgent or woken or backoff or self._due_by_age(self.options.max_age_s):
-                    self._eager = False
+                    eager, self._eager = self._eager, False
                     now_all = urgent or woken or backoff
-                    self._commit(only=None, older_than=None if now_all else self.options.max_age_s)
+                    if not self._commit(only=None, older_than=None if now_all else self.options.max_age_s) and eager:
+                        self._eager = True  # held back: it goes once the offers ahead are settled
                 backoff = 0.0
             except Exception as exc:
                 self._failures += 1
+                self.last_error = exc  # a failure before any commit (`_register`) is one too
                 # one line per failure; the traceback once per run of failures, and only for a
                 # failure the lake did not already explain (a store that cannot be reached, 403, 404)
                 first = backoff == 0.0 and not isinstance(exc, EpisodeLakeError)
@@ -1083,7 +1126,7 @@ class LakeWriter:
             for pending in self._take(None).values():
                 for part in pending.parts:
                     part.segment.close()  # uncommitted: left for replay
-            for flight in self._flights:
+            for flight in self._flights + self._returned:
                 for part in flight.every_part:
                     part.segment.close()  # offered: committed by the committer, or merged at replay
             if self._uploader is not None:

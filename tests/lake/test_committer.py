@@ -147,29 +147,63 @@ def test_episode_rows_are_offered_with_their_steps_and_committed_before_them(lak
     assert stored(Lake(lake.path), "e1") == {"n": 10, "d": 10, "lo": 0, "hi": 9}
 
 
-def test_an_offer_with_episode_rows_holds_the_writers_later_rows_until_it_is_settled(lake):
-    """While an offer carrying episode rows is in flight (no committer round has run: the
-    commit lock is held), the writer offers and commits nothing more, so an older episode
-    row that comes back from a failed round can never land over a newer one; once the round
-    runs, the newer row follows and wins."""
+def _two_offers_out(w: LakeWriter) -> None:
+    """With the caller holding the commit lock (no round runs): the writer offers episode
+    e2's first row ("first") with steps 0-4, then its newer row ("second") with steps 5-9,
+    the second while the first is still in flight."""
+    w.append("episodes", {"episode_id": "e2", "task_name": "first", "status": "running"})
+    for n in range(5):
+        w.append("steps", {"episode_id": "e2", "step": n, "image": screenshot(n % 5)})
+    deadline = time.monotonic() + 30
+    while not w._flights and time.monotonic() < deadline:
+        time.sleep(0.02)
+    w.append("episodes", {"episode_id": "e2", "task_name": "second", "status": "done"})
+    for n in range(5, 10):
+        w.append("steps", {"episode_id": "e2", "step": n, "image": screenshot(n % 5)})
+    while len(w._flights) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(w._flights) == 2 and all(f.carries for f in w._flights)
+
+
+def _elected(w: LakeWriter) -> None:
+    deadline = time.monotonic() + 30
+    while w.node_committer is None and time.monotonic() < deadline:  # elected (it takes the lock once)
+        time.sleep(0.02)
+
+
+def test_a_writer_offers_again_while_an_offer_with_episode_rows_is_in_flight(lake):
+    """A writer does not wait for its offer of episode rows to be committed before it
+    offers the next batch: one round takes both, in the order they were offered, so the
+    newer episode row wins and every step lands once."""
     with LakeWriter(lake.path, WriterOptions(batch_rows=5, max_age_s=60)) as w:
-        deadline = time.monotonic() + 30
-        while w.node_committer is None and time.monotonic() < deadline:  # elected (it takes the lock once)
-            time.sleep(0.02)
+        _elected(w)
         with committer.commit_lock(w.lake):  # no committer round meanwhile
-            w.append("episodes", {"episode_id": "e2", "task_name": "first", "status": "running"})
-            for n in range(5):
-                w.append("steps", {"episode_id": "e2", "step": n, "image": screenshot(n % 5)})
-            deadline = time.monotonic() + 30
-            while not w._flights and time.monotonic() < deadline:
-                time.sleep(0.02)
-            assert len(w._flights) == 1 and w._flights[0].holds_back
-            w.append("episodes", {"episode_id": "e2", "task_name": "second", "status": "done"})
-            for n in range(5, 10):
-                w.append("steps", {"episode_id": "e2", "step": n, "image": screenshot(n % 5)})
-            time.sleep(0.5)  # several ticks of the writer's thread
-            assert len(w._flights) == 1  # nothing offered after it
+            _two_offers_out(w)
         w.flush()
+    reopened = Lake(lake.path)
+    assert stored(reopened, "e2") == {"n": 10, "d": 10, "lo": 0, "hi": 9}
+    assert reopened.sql("select task_name from episodes where episode_id = 'e2'").to_pylist() == [{"task_name": "second"}]
+
+
+def test_an_offer_sent_back_sends_back_the_writers_later_offers_and_they_are_merged_in_order(lake):
+    """The first of two offers comes back from a failed round: the committer commits
+    nothing more of that writer (the later offer goes back too, unmerged), and the writer
+    merges both by key in the order it offered them: the older episode row never lands over
+    the newer one, no step lands before its episode or twice."""
+    stages: list[str] = []
+    with LakeWriter(lake.path, WriterOptions(batch_rows=5, max_age_s=60)) as w:
+        _elected(w)
+        with committer.commit_lock(w.lake):
+            _two_offers_out(w)
+            first = w._flights[0].offer
+            assert committer._move(first, committer.RETRY) is not None  # as a round whose merge failed
+            committer.stage_hook = stages.append
+        try:
+            w.flush()
+        finally:
+            committer.stage_hook = None
+        assert w._returned == [] and not list(w._spool.dir.glob(f"*{committer.RETRY}"))
+    assert not {"taken", "merged", "committed"} & set(stages)  # the later offer was not committed by a round
     reopened = Lake(lake.path)
     assert stored(reopened, "e2") == {"n": 10, "d": 10, "lo": 0, "hi": 9}
     assert reopened.sql("select task_name from episodes where episode_id = 'e2'").to_pylist() == [{"task_name": "second"}]

@@ -288,3 +288,36 @@ def test_a_committer_killed_mid_round_on_s3_during_an_outage_is_replaced(s3_prox
     lake = Lake(s3_proxied_lake)
     assert lake.recover()["problems"] == {}
     assert stored(lake, "survivor") == {"n": 200, "d": 200, "lo": 0, "hi": 199}
+
+
+def _episodes(uri: str) -> dict[str, str]:
+    """episode_id -> status, as a reader sees the lake now."""
+    return {r["episode_id"]: r["status"] for r in Lake(uri).sql("select episode_id, status from episodes").to_pylist()}
+
+
+def test_a_paced_collectors_episode_boundary_commits_at_once_and_a_burst_waits_for_its_batch(s3_lake):
+    """An episode that took at least `max_age_s` (a collector at its own pace): starting the
+    next one commits the finished episode (its last step and outcome) with the new one's
+    claim and row at once, whatever the rows' age. Episodes started in a burst stay pending
+    until their batch is due (here: never before the flush)."""
+    rec = Recorder(s3_lake, image_checks="structure", anchor=None,
+                   options=WriterOptions(batch_rows=1000, max_age_s=3600))
+    try:
+        first = rec.start_episode("t", "goal")
+        first.log_step(screenshot(0), response())
+        first.finish(success=True)
+        rec._last_start -= 3600  # as if the first episode had taken an hour
+        second = rec.start_episode("t", "goal")
+        wait_for(lambda: _episodes(s3_lake) == {first.episode_id: "finished", second.episode_id: "running"}, 60,
+                 every_s=0.2, what="the boundary's commit")
+        assert Lake(s3_lake).sql("select count(*) n from steps").to_pylist() == [{"n": 1}]
+        assert {c["episode_id"] for c in _claims(s3_lake)} >= {second.episode_id}  # claimed before it is seen
+        second.log_step(screenshot(1), response())
+        second.finish(success=False)
+        third = rec.start_episode("t", "goal")  # a burst: the second episode took no time
+        time.sleep(1.0)  # ten ticks of the writer's thread
+        assert third.episode_id not in _episodes(s3_lake)
+        rec.flush()
+        assert _episodes(s3_lake)[second.episode_id] == "finished" and third.episode_id in _episodes(s3_lake)
+    finally:
+        rec.close()

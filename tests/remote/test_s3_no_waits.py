@@ -52,9 +52,19 @@ def _open_once(uri: str) -> None:
             ep.log_step(screenshot(0), response())
 
 
-@pytest.mark.parametrize("outage", ["refused", "hung"])
-def test_a_recorder_opens_and_records_during_an_outage_and_loses_nothing(s3_proxied_lake, s3_proxy, outage):
-    _open_once(s3_proxied_lake)
+#: What the machine knows of the lake when the outage starts: it opened it before; it never
+#: did (a machine joining a fleet: another machine made the lake); nobody did (no lake yet).
+MACHINES = ["opened before", "new machine", "new lake"]
+
+
+@pytest.mark.parametrize(("outage", "machine"), [("refused", m) for m in MACHINES] + [("hung", MACHINES[0])])
+def test_a_recorder_opens_and_records_during_an_outage_and_loses_nothing(
+        s3_proxied_lake, s3_proxy, outage, machine, monkeypatch, tmp_path):
+    if machine != "new lake":
+        _open_once(s3_proxied_lake)
+    if machine == "new machine":
+        monkeypatch.setenv(layout.SPOOL_ENV, str(tmp_path / "another-machine"))
+        monkeypatch.setenv(layout.MACHINE_ENV, "another-machine")
     recorded: dict[str, int] = {}
     with _outage(s3_proxy, outage):
         sent = s3_proxy.sent
@@ -79,7 +89,7 @@ def test_a_recorder_opens_and_records_during_an_outage_and_loses_nothing(s3_prox
     assert stored == {e: (n, n) for e, n in recorded.items()}  # 0 lost, 0 doubled
     lake = Lake(s3_proxied_lake)
     finished = lake.sql("select count(*) from episodes where status = 'finished'")[0][0].as_py()
-    assert finished == len(recorded) + 1
+    assert finished == len(recorded) + (machine != "new lake")
     wait_for(lambda: _claim_rows(s3_proxied_lake) == 0, 60, every_s=0.5, what="the claims' release")
 
 
@@ -141,3 +151,20 @@ def test_a_spool_folder_that_is_not_writable_is_one_clear_error_naming_the_setti
     with pytest.raises(spool.SpoolWriteError, match=r"not a writable folder .*point ELAKE_SPOOL at a writable folder") as refused:
         Recorder(s3_lake, image_checks="structure", anchor=None)
     assert "\n" not in str(refused.value)
+
+
+def test_a_recorder_on_a_bucket_that_does_not_exist_opens_and_its_close_names_the_lake(s3_lake, caplog):
+    """The open asks the store nothing, so a wrong bucket shows at the first commit (the
+    writer's warning) and at `close()`, one line naming the lake; the steps stay in the spool."""
+    uri = "s3://no-such-bucket-here/lake"
+    rec = Recorder(uri, image_checks="structure", anchor=None, options=OPTIONS)
+    ep = rec.start_episode("t", episode_id="nowhere")
+    ep.log_step(screenshot(0), response())
+    ep.finish(success=True)
+    with pytest.raises(CommitFailed, match=r"bucket does not exist") as failed:
+        rec.close()
+    assert uri in str(failed.value) and "spool" in str(failed.value)
+    assert any("no-such-bucket-here" in r.getMessage() and "bucket does not exist" in r.getMessage()
+               for r in caplog.records if r.name.endswith("writer"))
+    folder = layout.spool_root(Lake(uri, recall=True).location)
+    assert any(folder.rglob("*")), "the recorded step left the spool"
