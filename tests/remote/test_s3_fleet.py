@@ -200,17 +200,26 @@ class _Denying(http.server.BaseHTTPRequestHandler):
 
 def test_bad_credentials_are_one_clear_line(s3_lake, monkeypatch):
     """A store that answers 403 to everything (what a wrong secret key gets from S3; moto
-    does not check signatures, so a stub endpoint answers here)."""
+    does not check signatures, so a stub endpoint answers here). Opening the lake says so at
+    once; a recorder, which opens without asking the store, says so at its first commit and
+    its close, and keeps what it recorded in its spool."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Denying)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{server.server_address[1]}")
         with pytest.raises(StoreUnavailable) as denied:
-            Recorder(s3_lake, image_checks="structure", anchor=None)
+            Lake(s3_lake)
+        rec = Recorder(s3_lake, image_checks="structure", anchor=None)
+        with rec.start_episode("t", "denied") as ep:
+            ep.log_step(screenshot(0), response())
+        with pytest.raises(CommitFailed) as closing:
+            rec.close()
     finally:
         server.shutdown()
     text = str(denied.value)
     assert "\n" not in text and "access denied" in text, text
+    assert "\n" not in str(closing.value) and "access denied" in str(closing.value), closing.value
+    assert " 0 row(s)" not in str(closing.value) and "row(s)" in str(closing.value)  # kept in the spool
 
 
 @pytest.mark.parametrize("stage", ["uploaded", "offered"])
