@@ -513,8 +513,8 @@ class Recorder:
         return handle
 
     def _episode_boundary(self) -> None:
-        """A collector at its own pace (the episode before took at least `max_age_s`) on an
-        object store: the writer commits at once what the episode before left pending with
+        """A collector at its own pace (the episode before took at least `max_age_s`): the
+        writer commits at once what the episode before left pending with
         this one's claim and row (`LakeWriter.episode_boundary`), instead of both episodes'
         batches carrying rows and waiting for their age (the slowest 1% of steps at 8 paced
         writers). Episodes recorded faster than that batch as before."""
@@ -522,7 +522,7 @@ class Recorder:
         with self._lock:
             paced = self._last_start is not None and now - self._last_start >= self.writer.options.max_age_s
             self._last_start = now
-        if paced and not self.writer.lake.is_local and self.writer.options.handoff:
+        if paced:
             self.writer.episode_boundary()
 
     def _claim(self, episode_id: str, *, minted: bool, resume: bool) -> claims.Claim | None:

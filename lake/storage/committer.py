@@ -31,7 +31,7 @@ episode, nor an episode before its claim. A failed claims append or merge sends 
 the round back (retry), with nothing after it committed. A writer keeps offering while its
 earlier offers are in flight; once one comes back, it keeps that `.retry` file until all its
 later offers are settled and offers nothing meanwhile, and a round sends back every offer of a
-folder holding a `.retry` file (`_sent_back`): so what comes back is merged by its writer
+folder holding a `.retry` file (`_scan`): so what comes back is merged by its writer
 before anything newer of it is committed (no step before its episode, no older episode row
 over a newer one).
 
@@ -303,8 +303,7 @@ class NodeCommitter:
         offer comes back merges its rows by key (the commits before may have landed)."""
         with commit_lock(self.lake):
             offers: list[tuple[Path, dict]] = []
-            found = offered(self.root)
-            waiting = _sent_back({offer.parent for offer in found})
+            found, waiting = _scan(self.root)
             for offer in found:
                 target = _move(offer, TAKEN)
                 if target is None:
@@ -415,38 +414,35 @@ class NodeCommitter:
 
 
 def offered(root: Path) -> list[Path]:
-    """The offers in the writers' folders under `root`, sorted. A folder removed while it is
-    listed (its writer closing: a closing writer has no offer left) is skipped; with a glob
-    over all folders, one writer closing during a fleet's last round failed the whole round,
-    and every other writer merged its own offers instead."""
+    """The offers in the writers' folders under `root`, sorted."""
+    return _scan(root)[0]
+
+
+def _scan(root: Path) -> tuple[list[Path], set[Path]]:
+    """One listing of the writers' folders under `root`: their offers, sorted, and the
+    folders holding an offer that came back (`.retry.json`, kept by the writer while later
+    offers of it are out: those later offers go back too, so nothing of a writer is committed
+    ahead of what it must merge first). A folder removed while it is listed (its writer
+    closing: a closing writer has no offer left) is skipped; with a glob over all folders,
+    one writer closing during a fleet's last round failed the whole round, and every other
+    writer merged its own offers instead."""
     found: list[Path] = []
+    sent_back: set[Path] = set()
     try:
         with os.scandir(root) as folders:
             paths = [entry.path for entry in folders]
     except FileNotFoundError:
-        return found
+        return found, sent_back
     for folder in paths:
         try:
             with os.scandir(folder) as entries:
-                found += [Path(entry.path) for entry in entries if entry.name.endswith(OFFER)]
+                names = [entry.name for entry in entries]
         except (FileNotFoundError, NotADirectoryError):
             continue
-    return sorted(found)
-
-
-def _sent_back(folders: set[Path]) -> set[Path]:
-    """The writers' folders holding an offer that came back (`.retry.json`, kept by the
-    writer while later offers of it are out): their later offers go back too, so nothing of
-    a writer is committed ahead of what it must merge first."""
-    found = set()
-    for folder in folders:
-        try:
-            with os.scandir(folder) as entries:
-                if any(entry.name.endswith(RETRY) for entry in entries):
-                    found.add(folder)
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-    return found
+        found += [Path(folder, name) for name in names if name.endswith(OFFER)]
+        if any(name.endswith(RETRY) for name in names):
+            sent_back.add(Path(folder))
+    return sorted(found), sent_back
 
 
 def _mark_done(taken: Path, table: str, version: int | None, merged: str | None = None) -> None:

@@ -148,12 +148,13 @@ class Lake:
                 if latest != ds.version:
                     ds = ds.checkout_version(latest)
         else:
+            opened: dict[str, lance.LanceDataset] = {}
             if table not in self.location.known_tables and not self.location.is_local:
                 # opened with `recall`: the first read of a table this machine has not seen
-                # there makes sure of the lake's tables (a new lake has none yet)
+                # there makes sure of the lake's tables (a new lake has none yet), opening them
                 with store_errors(self.location):
-                    tables.ensure_tables(self.location)
-            ds = tables.open_table(self.path, table)
+                    opened = tables.ensure_tables(self.location)
+            ds = opened.get(table) or tables.open_table(self.path, table)
         checked = time.monotonic()
         with self._cache_lock:
             self._cache[table] = (now, ds, checked)

@@ -366,7 +366,7 @@ class LakeWriter:
         self._in_hand: dict[str, _Pending] = {}
         self._offers = 0
         #: hand-offs the committer sent back, until none is out any more: their `.retry` files
-        #: stay (so the committer sends the later ones back too, `committer._sent_back`), and
+        #: stay (so the committer sends the later ones back too, `committer._scan`), and
         #: their rows go back to pending together, in the order they were offered
         self._returned: list[_Flight] = []
         self._versions: set[tuple[str, int | str | None]] = set()  # (table, version) that took offers
@@ -489,9 +489,9 @@ class LakeWriter:
         """Refuse a row while more acknowledged rows than `max_backlog_bytes` wait for the store."""
         with self._lock:
             waiting = sum(p.bytes for p in self._pending.values())
-            waiting += sum(part.bytes for f in self._flights + self._returned for part in f.every_part)
-            rows = sum(p.rows for p in self._pending.values())
-            rows += sum(part.rows for f in self._flights + self._returned for part in f.every_part)
+            offered = [part for f in self._flights + self._returned for part in f.every_part]
+            waiting += sum(part.bytes for part in offered)
+            rows = sum(p.rows for p in self._pending.values()) + sum(part.rows for part in offered)
         if waiting < self.options.max_backlog_bytes:
             return
         self._due.set()
@@ -605,7 +605,10 @@ class LakeWriter:
         pending at the next tick, however young. The last steps and row of the episode before
         and this one's claim and row go in one offer now, instead of each episode's first and
         last batches carrying rows and waiting for their age. `max_age_s` stays the longest a
-        row waits."""
+        row waits. Only with hand-offs to a lake on an object store, where it was measured:
+        elsewhere an early commit is one more commit of this writer's own."""
+        if self.lake.is_local or not self.options.handoff:
+            return
         with self._lock:
             if not self._pending:
                 return
