@@ -229,6 +229,7 @@ def log_step_ms(uri: str, screens: list[bytes], seconds: float, proxy: TcpProxy 
 STAGES = [("tables", "commit"), ("committer", "write"), ("committer", "offer"), ("committer", "offered"),
           ("committer", "append_fragments"), ("group_commit", "together"), ("claims", "_append_locked"),
           ("claims", "_delete_locked"), ("claims", "settle"), ("committer.NodeCommitter", "round"),
+          ("committer.UpdateLane", "_merge"),
           ("writer.LakeWriter", "_commit"), ("writer.LakeWriter", "_settle_flights")]
 
 

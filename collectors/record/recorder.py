@@ -513,14 +513,15 @@ class Recorder:
         return handle
 
     def _episode_boundary(self) -> None:
-        """A collector at its own pace (the episode before took at least `max_age_s`): the
-        writer commits at once what the episode before left pending with
-        this one's claim and row (`LakeWriter.episode_boundary`), instead of both episodes'
-        batches carrying rows and waiting for their age (the slowest 1% of steps at 8 paced
-        writers). Episodes recorded faster than that batch as before."""
+        """A collector at its own pace (the episode before took at least `max_age_s`, or this
+        is its first): the writer commits at once what the episode before left pending with
+        this one's claim and row, and none of this one's steps (`LakeWriter.episode_boundary`),
+        instead of both episodes' batches carrying rows and waiting for their age (the
+        slowest 1% of steps at 8 paced writers); the committer then appends the offer's steps
+        beside the new row. Episodes recorded faster than that batch as before."""
         now = time.monotonic()
         with self._lock:
-            paced = self._last_start is not None and now - self._last_start >= self.writer.options.max_age_s
+            paced = self._last_start is None or now - self._last_start >= self.writer.options.max_age_s
             self._last_start = now
         if paced:
             self.writer.episode_boundary()

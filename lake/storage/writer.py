@@ -15,8 +15,8 @@ as Lance fragments and hands the fragments to the machine's committer, which app
 writer's fragments in one commit (`episodelake.lake.storage.committer`: the stages, who the
 committer is, and why nothing is lost or stored twice when any of them dies). Rows of the
 other tables (episodes: upserts) and the claims of new episodes go in the same offer, and the
-committer merges them in its round before the steps (`_offer_all`), so the writer's thread
-waits on no lock and no commit. Rows that come back from a failed round are merged by the
+committer commits them in its round, those the steps need before them (`_offer_all`,
+`_row_kinds`), so the writer's thread waits on no lock and no commit. Rows that come back from a failed round are merged by the
 writer itself, claims placed first (`_commit_each`). `WriterOptions(handoff=False)` commits
 every table directly (the path before the committer existed).
 
@@ -105,13 +105,15 @@ MAX_RETRY_WAIT_S = 30.0
 class _Part:
     """One spool segment and the rows written to it (at most about one batch)."""
 
-    __slots__ = ("segment", "batches", "rows", "bytes")
+    __slots__ = ("segment", "batches", "rows", "bytes", "sealed")
 
     def __init__(self, segment: spool.Segment):
         self.segment = segment
         self.batches: list[pa.RecordBatch] = []
         self.rows = 0
         self.bytes = 0
+        #: the last part before an episode boundary: later rows go to a new part (`episode_boundary`)
+        self.sealed = False
 
 
 class _Pending:
@@ -199,6 +201,19 @@ def _abandon(ahead: _Ahead | None) -> None:
         ahead.future.exception()
 
 
+def _ahead(rows: pa.Table | None, kinds: dict[str, dict[str, pa.Table]]) -> bool:
+    """Whether an offer's fragments (`rows`) hold no row of an episode whose first row it
+    carries (`committer.offer`'s `ahead`)."""
+    if rows is None or "episode_id" not in rows.column_names:
+        return False
+    first = [r.column("episode_id") for kind in ("inserts", "upserts") for t, r in kinds.get(kind, {}).items()
+             if t == "episodes"]
+    if not first:
+        return True
+    return not pc.any(pc.is_in(rows.column("episode_id"), value_set=pa.concat_arrays(
+        [c.combine_chunks() for c in first]))).as_py()
+
+
 def _rows(table: str, parts: list[_Part]) -> pa.Table:
     return pa.Table.from_batches([b for p in parts for b in p.batches], schema=schema.TABLES[table])
 
@@ -219,6 +234,9 @@ class ReplayReport:
 #: offer's data files and its spool segments both take disk until the commit, so offering a
 #: backlog a few batches at a time lets a nearly full disk drain it (`LakeWriter._commit`).
 MAX_IN_FLIGHT_BATCHES = 2
+#: Keys of an upsert table a writer remembers having offered (`LakeWriter._note_offered`):
+#: about one per episode, so a collector forgets nothing in a realistic run.
+OFFERED_KEYS_KEPT = 100_000
 #: Rows a replay commits at a time: a segment is replayed in slices of this many rows, each
 #: needing free space for itself only (the writers of this release keep a segment to about
 #: one batch, so a replay needs about one batch of free space).
@@ -235,8 +253,8 @@ def replay_orphans(lake: Location | Path | str, spool_dir: Path | None = None, *
 
     The spools are this machine's for the lake (`layout.spool_root`), or those under
     `spool_dir` (a spool folder copied from another machine; see `layout.spool_root_in`).
-    A dead writer's hand-offs to the committer are settled first, under the commit lock
-    (`committer.settle_dead`): after that no committer commits anything of that writer, and
+    A dead writer's hand-offs to the committer are settled first, under the commit and update
+    locks (`committer.quiet`, `committer.settle_dead`): after that no committer commits anything of that writer, and
     what it did commit is found by the keys. Each segment is committed in slices of
     `REPLAY_SLICE_ROWS` rows and then deleted before the next is read, so a replay needs free
     space for one slice at a time; it checks for that room first and says how much it needs
@@ -249,7 +267,7 @@ def replay_orphans(lake: Location | Path | str, spool_dir: Path | None = None, *
     for folder, lock in spool.orphaned(root):
         done = False
         try:
-            with committer.commit_lock(loc, settle_wait_s) as held:
+            with committer.quiet(loc, settle_wait_s) as held:
                 if not held:
                     report.deferred.append(f"{folder}: the committer on this machine is mid-commit; "
                                            "replayed by the next writer or `elake recover`")
@@ -370,6 +388,8 @@ class LakeWriter:
         #: their rows go back to pending together, in the order they were offered
         self._returned: list[_Flight] = []
         self._versions: set[tuple[str, int | str | None]] = set()  # (table, version) that took offers
+        #: keys of upsert tables this writer's offers carried, by table (`_row_kinds`)
+        self._offered: dict[str, set[tuple]] = {}
         self._lock = threading.Lock()  # guards _pending and _flights
         self._commit_lock = threading.Lock()  # one commit at a time, in order
         self._elect_lock = threading.Lock()
@@ -404,6 +424,9 @@ class LakeWriter:
         self._progress = threading.Condition()
         #: a flush asked for a try now, even during a failure's backoff
         self._retry_now = False
+        #: the last part of each table at an episode boundary, until the next commit takes
+        #: the rows up to it (`episode_boundary`, `_take_cut`)
+        self._cut: dict[str, _Part] | None = None
         #: commit what is pending at the next tick, however young (`commit_soon`)
         self._eager = False
         #: `when_committed` callbacks: (the parts they wait for, the callback)
@@ -471,7 +494,8 @@ class LakeWriter:
         with self._lock:
             pending = self._pending.get(table)
             last = None if pending is None else pending.parts[-1]
-            if last is None or last.segment.broken or last.rows >= opts.batch_rows or last.bytes >= opts.batch_bytes:
+            if (last is None or last.sealed or last.segment.broken or last.rows >= opts.batch_rows
+                    or last.bytes >= opts.batch_bytes):
                 part = _Part(self._spool.new_segment(table))  # a segment holds about one batch
                 if pending is None:
                     pending = self._pending[table] = _Pending([part])
@@ -489,7 +513,7 @@ class LakeWriter:
         """Refuse a row while more acknowledged rows than `max_backlog_bytes` wait for the store."""
         with self._lock:
             waiting = sum(p.bytes for p in self._pending.values())
-            offered = [part for f in self._flights + self._returned for part in f.every_part]
+            offered = self._offered_parts()
             waiting += sum(part.bytes for part in offered)
             rows = sum(p.rows for p in self._pending.values()) + sum(part.rows for part in offered)
         if waiting < self.options.max_backlog_bytes:
@@ -563,8 +587,13 @@ class LakeWriter:
         or handed off. Call with `_lock` held."""
         parts = [p for pending in self._pending.values() for p in pending.parts]
         parts += [p for pending in self._in_hand.values() for p in pending.parts]
-        parts += [p for f in self._flights + self._returned for p in f.every_part]
+        parts += self._offered_parts()
         return parts
+
+    def _offered_parts(self) -> list[_Part]:
+        """The spool parts of every hand-off not yet settled: in flight, or come back and not
+        yet put back to pending. Call with `_lock` held (or once the thread is stopped)."""
+        return [p for f in self._flights + self._returned for p in f.every_part]
 
     def _parts_now(self) -> set[int]:
         """The spool parts holding every row appended so far and not yet committed."""
@@ -602,16 +631,22 @@ class LakeWriter:
 
     def episode_boundary(self) -> None:
         """An episode of a collector at its own pace began (`Recorder`): commit what is
-        pending at the next tick, however young. The last steps and row of the episode before
-        and this one's claim and row go in one offer now, instead of each episode's first and
-        last batches carrying rows and waiting for their age. `max_age_s` stays the longest a
-        row waits. Only with hand-offs to a lake on an object store, where it was measured:
+        pending now at the next tick, however young, and nothing appended after this call.
+        The last steps and row of the episode before and this one's claim and row go in one
+        offer now, instead of each episode's first and last batches carrying rows and waiting
+        for their age; the new episode's steps (logged right after, maybe before the thread's
+        tick) wait for the next offer, so the committer appends this one's steps beside the
+        new row rather than after it (`committer._split_round`). `max_age_s` stays the longest
+        a row waits. Only with hand-offs to a lake on an object store, where it was measured:
         elsewhere an early commit is one more commit of this writer's own."""
         if self.lake.is_local or not self.options.handoff:
             return
         with self._lock:
             if not self._pending:
                 return
+            self._cut = {t: p.parts[-1] for t, p in self._pending.items()}
+            for part in self._cut.values():
+                part.sealed = True
             self._eager = True
         self._due.set()
 
@@ -667,9 +702,14 @@ class LakeWriter:
 
     def _take(self, only: str | None, older_than: float | None = None) -> dict[str, _Pending]:
         """Pending rows due for a commit, with the pending rows of every table they refer to
-        (an episode row goes with its steps), whatever their age."""
+        (an episode row goes with its steps), whatever their age; after an episode boundary,
+        the rows pending at it (`_take_cut`)."""
         with self._lock:
             now = time.monotonic()
+            cut, self._cut = self._cut, None
+            if cut is not None:
+                self._in_hand = self._take_cut(cut, now)
+                return self._in_hand
             chosen = {
                 t
                 for t, p in self._pending.items()
@@ -680,6 +720,28 @@ class LakeWriter:
             taken = {t: self._pending.pop(t) for t in chosen}
             self._in_hand = taken  # still uncommitted for a flush, until `_commit` is done with them
             return taken
+
+    def _take_cut(self, cut: dict[str, _Part], now: float) -> dict[str, _Pending]:
+        """With `_lock` held: the rows pending at the last episode boundary, each table's up
+        to the part sealed there (rows put back in front since stay in front); what came
+        after stays pending, due by its own age. The boundary's offer then holds the next
+        episode's claim and first row but none of its steps, so the committer appends the
+        offer's steps beside that row, not after it (`committer._split_round`)."""
+        taken: dict[str, _Pending] = {}
+        for table, sealed in cut.items():
+            pending = self._pending.get(table)
+            if pending is None:
+                continue
+            at = next((i for i, part in enumerate(pending.parts) if part is sealed), len(pending.parts) - 1)
+            if at + 1 < len(pending.parts):
+                rest = _Pending(pending.parts[at + 1:], pending.failed)
+                rest.since = now
+                pending.parts = pending.parts[:at + 1]
+                self._pending[table] = rest
+            else:
+                del self._pending[table]
+            taken[table] = pending
+        return taken
 
     def _restore(self, taken: dict[str, _Pending], uncertain: str | None = None) -> None:
         """Put rows back in front of those appended since. `uncertain`: the table whose
@@ -923,9 +985,11 @@ class LakeWriter:
     def _offer_all(self, taken: dict[str, _Pending], order: list[str]) -> None:
         """Offer the rows of `taken` to the machine's committer, waiting on no lock and no
         commit: the rows of upsert tables (episodes) and the waiting claims travel inline in
-        the offer with the first slice of steps (uploaded here), and the committer commits
-        them in its round for every writer of the machine, claims first, then episodes, then
-        steps (`committer.NodeCommitter.round`). Later offers follow while it is in flight;
+        the offer with the first slice of steps (uploaded here), sorted by how they are
+        committed (`_row_kinds`), with whether the steps need none of them (`_ahead`), and the
+        committer commits them in its round for every writer of the machine: claims before
+        episodes, an episode's first row before its steps, its later rows after the round
+        (`committer.NodeCommitter.round`). Later offers follow while it is in flight;
         once one comes back, this writer offers nothing until every offer is settled
         (`_held_back`), and merges what came back by key before anything newer of it is
         committed (no stale episode row wins, no step goes before its episode).
@@ -937,14 +1001,14 @@ class LakeWriter:
         tokens, claim_rows = self.claims.offer()
         carried = False  # the upserts and claims are in an offer
 
-        def hand(table: str | None, parts: list[_Part], fragments: list, rows: int) -> None:
+        def hand(table: str | None, parts: list[_Part], fragments: list, rows: pa.Table | None) -> None:
             nonlocal carried
             ride = not carried and bool(upserts or tokens)
+            kinds, keys = self._row_kinds({t: _rows(t, ps) for t, ps in upserts.items()}, claim_rows) if ride else ({}, {})
             self._offers += 1
             offer = committer.offer(
-                self._spool.dir, f"{self._offers:08d}-{table or 'rows'}", table, rows, fragments,
-                upserts={t: _rows(t, ps) for t, ps in upserts.items()} if ride else None,
-                claims=claim_rows if ride else None)
+                self._spool.dir, f"{self._offers:08d}-{table or 'rows'}", table, 0 if rows is None else rows.num_rows,
+                fragments, **kinds, claims=claim_rows if ride else None, ahead=_ahead(rows, kinds))
             flight = _Flight(table, parts, offer, dict(upserts) if ride else {}, list(tokens) if ride else [])
             with self._lock:
                 self._flights.append(flight)
@@ -952,6 +1016,7 @@ class LakeWriter:
                 carried = True
                 for t in upserts:
                     del taken[t].parts[:len(upserts[t])]
+                self._note_offered(keys)
 
         try:
             for table in appended:
@@ -960,10 +1025,10 @@ class LakeWriter:
                     if self._in_flight_full() or self._held_back():
                         break  # the rest waits for the committer (see `_commit`)
                     rows = _rows(table, parts)
-                    hand(table, parts, committer.write(self.lake, table, rows, opts.batch_rows), rows.num_rows)
+                    hand(table, parts, committer.write(self.lake, table, rows, opts.batch_rows), rows)
                     del pending.parts[:len(parts)]
             if not carried and (upserts or tokens):
-                hand(None, [], [], 0)
+                hand(None, [], [], None)
         finally:
             if not carried:
                 self.claims.offer_settled(tokens, placed=False)
@@ -971,6 +1036,39 @@ class LakeWriter:
             taken.clear()
         if self.node_committer is not None:
             self.node_committer.wake()
+
+    def _row_kinds(self, upserts: dict[str, pa.Table], claim_rows: pa.Table | None
+                   ) -> tuple[dict[str, dict[str, pa.Table]], dict[str, list[tuple]]]:
+        """Sort an offer's rows of upsert tables by how its committer commits them
+        (`committer.ROW_KINDS`): rows of a key an earlier offer of this writer carried are
+        updates; rows of an episode whose claim rides in this offer are inserts (minted
+        here, so no row of it is stored anywhere); the rest upserts. Returns the offer's
+        keyword arguments and the keys it carries (noted once it is offered:
+        `_note_offered`). Every row of a key in one offer is of one kind."""
+        new_ids = set(claim_rows.column("episode_id").to_pylist()) if claim_rows is not None else set()
+        kinds: dict[str, dict[str, pa.Table]] = {}
+        keys_of: dict[str, list[tuple]] = {}
+        for table, rows in upserts.items():
+            names = schema.KEYS[table]
+            keys = list(zip(*(rows.column(n).to_pylist() for n in names), strict=True))
+            offered = self._offered.get(table, set())
+            kind_of = ["updates" if key in offered
+                       else "inserts" if names == ("episode_id",) and key[0] in new_ids
+                       else "upserts" for key in keys]
+            for kind in set(kind_of):
+                kinds.setdefault(kind, {})[table] = rows.filter(pa.array([k == kind for k in kind_of]))
+            keys_of[table] = keys
+        return kinds, keys_of
+
+    def _note_offered(self, keys: dict[str, list[tuple]]) -> None:
+        """Remember the keys an offer carried: their later rows are updates (`_row_kinds`).
+        Forgetting is always safe (a forgotten key's rows are merged before the steps, as
+        anyone's), so past `OFFERED_KEYS_KEPT` keys a table's set starts again."""
+        for table, found in keys.items():
+            offered = self._offered.setdefault(table, set())
+            if len(offered) + len(found) > OFFERED_KEYS_KEPT:
+                offered.clear()
+            offered.update(found)
 
     def _claims_aside(self) -> None:
         """Delete released claims (and, without hand-offs, place new episodes' claims) on a
@@ -1126,12 +1224,12 @@ class LakeWriter:
                 node.stop()
             with self._commit_lock:
                 self._settle_flights()
+            self._cut = None  # every pending row, not only those before a boundary
             for pending in self._take(None).values():
                 for part in pending.parts:
                     part.segment.close()  # uncommitted: left for replay
-            for flight in self._flights + self._returned:
-                for part in flight.every_part:
-                    part.segment.close()  # offered: committed by the committer, or merged at replay
+            for part in self._offered_parts():
+                part.segment.close()  # offered: committed by the committer, or merged at replay
             if self._uploader is not None:
                 self._uploader.shutdown()
             if self._claimer is not None:

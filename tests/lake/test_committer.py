@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import threading
 import time
 
 import pyarrow as pa
@@ -17,6 +18,7 @@ from episodelake.lake import Lake, LakeWriter, WriterOptions
 from episodelake.lake.storage import committer
 from tests.factories import screenshot
 from tests.handoff import WRITER, acknowledged_by, spawn, start_committer, stored
+from tests.waiting import wait_for
 
 
 def test_writer_processes_share_the_committers_commits(lake):
@@ -62,10 +64,11 @@ def test_sigkill_of_a_writer_at_each_hand_off_stage_loses_and_doubles_nothing(la
             other.wait(timeout=60)
 
 
-@pytest.mark.parametrize("stage", ["taken", "merged", "committed"])
+@pytest.mark.parametrize("stage", ["taken", "merged", "committed", "updating", "updated"])
 def test_a_committer_killed_mid_round_is_replaced_and_nothing_is_lost_or_doubled(lake, stage):
     """The committer process dies after taking a writer's offers (before its commits, after
-    it merged their episode rows, or after the steps' commit landed): the writer becomes the
+    it merged their episode rows, after the steps' commit landed, or while or after it
+    merged an episode's later rows, which it does after the round): the writer becomes the
     committer, gets those offers back as 'retry' and merges them by key; it finishes normally
     with every step once, and its episode row as it last wrote it."""
     path = str(lake.path)
@@ -203,10 +206,76 @@ def test_an_offer_sent_back_sends_back_the_writers_later_offers_and_they_are_mer
         finally:
             committer.stage_hook = None
         assert w._returned == [] and not list(w._spool.dir.glob(f"*{committer.RETRY}"))
-    assert not {"taken", "merged", "committed"} & set(stages)  # the later offer was not committed by a round
+    assert not {"taken", "merged", "committed", "updating"} & set(stages)  # the later offer was not committed by a round
     reopened = Lake(lake.path)
     assert stored(reopened, "e2") == {"n": 10, "d": 10, "lo": 0, "hi": 9}
     assert reopened.sql("select task_name from episodes where episode_id = 'e2'").to_pylist() == [{"task_name": "second"}]
+
+
+def test_an_episodes_later_row_is_merged_after_its_rounds_steps_and_its_offer_is_done_only_then(lake):
+    """The second of two offers carries a newer row of an episode the first offered: the
+    round merges the first row before the steps and appends both offers' steps; the newer
+    row is merged after the round (the steps do not wait for it), and the offer holding it
+    is done only once it is, so its writer keeps its rows until then."""
+    seen = []
+
+    def look(stage):
+        now = Lake(lake.path)
+        steps = now.sql("select count(*) from steps where episode_id = 'e2'").column(0)[0].as_py()
+        task = now.sql("select task_name from episodes where episode_id = 'e2'").to_pylist()
+        seen.append((stage, steps, task, [committer.state(f.offer) == committer.TAKEN for f in flights]))
+
+    with LakeWriter(lake.path, WriterOptions(batch_rows=5, max_age_s=60)) as w:
+        _elected(w)
+        with committer.commit_lock(w.lake):
+            _two_offers_out(w)
+            flights = list(w._flights)
+            committer.stage_hook = lambda stage: look(stage) if stage in ("committed", "updating", "updated") else None
+        try:
+            w.flush()
+        finally:
+            committer.stage_hook = None
+    assert seen == [  # (stage, steps seen, episode row seen, which offers are still out)
+        ("committed", 10, [{"task_name": "first"}], [True, True]),
+        ("updating", 10, [{"task_name": "first"}], [False, True]),
+        ("updated", 10, [{"task_name": "second"}], [False, True]),
+    ]
+    assert stored(Lake(lake.path), "e2") == {"n": 10, "d": 10, "lo": 0, "hi": 9}
+
+
+def test_a_failed_merge_of_later_rows_sends_back_the_writers_later_offers_too(lake):
+    """The merge of an episode's newer row ("second") fails after its round, while a later
+    round has already taken the writer's next offer (steps and an even newer row, "third"):
+    that offer's row is not merged behind the failed one (its writer's folder holds an offer
+    that came back) but sent back too, and the writer merges both in the order it offered
+    them: "third" wins, and every step is stored once."""
+    entered, go = threading.Event(), threading.Event()
+
+    def fail_once(stage):
+        if stage == "updating" and not entered.is_set():
+            entered.set()
+            go.wait(60)
+            raise OSError("the store refused the merge")
+
+    with LakeWriter(lake.path, WriterOptions(batch_rows=5, max_age_s=60)) as w:
+        _elected(w)
+        committer.stage_hook = fail_once
+        try:
+            with committer.commit_lock(w.lake):
+                _two_offers_out(w)
+            assert entered.wait(60)  # the lane merges "second" and is held there
+            w.append("episodes", {"episode_id": "e2", "task_name": "third", "status": "done"})
+            for n in range(10, 15):
+                w.append("steps", {"episode_id": "e2", "step": n, "image": screenshot(n % 5)})
+            wait_for(lambda: stored(Lake(lake.path), "e2")["n"] == 15, 60, what="the third offer's round")
+            go.set()
+            w.flush()
+        finally:
+            go.set()
+            committer.stage_hook = None
+    reopened = Lake(lake.path)
+    assert stored(reopened, "e2") == {"n": 15, "d": 15, "lo": 0, "hi": 14}
+    assert reopened.sql("select task_name from episodes where episode_id = 'e2'").to_pylist() == [{"task_name": "third"}]
 
 
 def test_an_offer_with_episode_rows_is_sent_back_by_a_committer_of_an_older_release(tmp_path):
@@ -219,6 +288,12 @@ def test_an_offer_with_episode_rows_is_sent_back_by_a_committer_of_an_older_rele
     with pytest.raises(ValueError):
         json.loads(with_rows.read_text())
     assert committer._decode(committer._read_offer(with_rows)["upserts"]["episodes"]).equals(rows)
+    # nor to the release before this one, which knew upserts and claims but not inserts and updates
+    assert not with_rows.read_text().startswith(committer.OLD_ROWS_MARK)
+    older = tmp_path / f"00000003-rows{committer.OFFER}"
+    older.write_text(committer.OLD_ROWS_MARK + json.dumps({"table": None, "rows": 0, "fragments": [],
+                                                           "upserts": {"episodes": committer._encode(rows)}}))
+    assert committer._decode(committer._read_offer(older)["upserts"]["episodes"]).equals(rows)
     steps_only = committer.offer(tmp_path, "00000002-steps", "steps", 0, [])
     assert json.loads(steps_only.read_text())["table"] == "steps"
 

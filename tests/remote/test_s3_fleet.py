@@ -159,8 +159,10 @@ def test_a_deleted_bucket_is_one_clear_line_and_loses_nothing_acknowledged(s3_la
     ep = rec.start_episode("t", episode_id="orphaned")
     for n in range(3):
         ep.log_step(screenshot(n), response())
-    # the writer's thread takes this machine's id in the lake first (it writes to the bucket)
+    # the writer's thread takes this machine's id in the lake first, and commits the episode's
+    # row at once (a recorder's first episode starts at its own pace): both write to the bucket
     wait_for(lambda: rec.writer._registered, 60, every_s=0.1, what="the machine's id taken")
+    wait_for(lambda: "orphaned" in _episodes(s3_lake), 60, every_s=0.1, what="the episode's row committed")
     bucket = s3_lake.split("/")[2]
     client = s3_server.client()
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
@@ -257,10 +259,11 @@ MINTING = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("stage", ["placed", "merged"])
+@pytest.mark.parametrize("stage", ["placed", "merged", "updating", "updated"])
 def test_a_committer_killed_after_placing_claims_or_merging_episodes_loses_and_doubles_nothing(s3_lake, s3_env, stage):
     """The committer process dies in its round after it appended the offered claims (or
-    merged the offered episode rows) and before the steps' append: the recorder's process
+    committed the offered first episode rows) and before the steps' append, or while and
+    after it merged the finished episodes' rows (which it does after the round): the recorder's process
     becomes the committer, gets the offers back and merges them by key (its claims placed
     again first). Every step is stored once, every episode once, and no claim is left."""
     doomed = start_committer(s3_lake, stage)
@@ -307,8 +310,9 @@ def _episodes(uri: str) -> dict[str, str]:
 def test_a_paced_collectors_episode_boundary_commits_at_once_and_a_burst_waits_for_its_batch(s3_lake):
     """An episode that took at least `max_age_s` (a collector at its own pace): starting the
     next one commits the finished episode (its last step and outcome) with the new one's
-    claim and row at once, whatever the rows' age. Episodes started in a burst stay pending
-    until their batch is due (here: never before the flush)."""
+    claim and row at once, whatever the rows' age, and none of the new one's steps, even one
+    logged before the writer's thread took the rows (they wait for their batch). Episodes
+    started in a burst stay pending until their batch is due (here: never before the flush)."""
     rec = Recorder(s3_lake, image_checks="structure", anchor=None,
                    options=WriterOptions(batch_rows=1000, max_age_s=3600))
     try:
@@ -317,11 +321,12 @@ def test_a_paced_collectors_episode_boundary_commits_at_once_and_a_burst_waits_f
         first.finish(success=True)
         rec._last_start -= 3600  # as if the first episode had taken an hour
         second = rec.start_episode("t", "goal")
+        second.log_step(screenshot(1), response())  # after the boundary: not in its commit, however quick
         wait_for(lambda: _episodes(s3_lake) == {first.episode_id: "finished", second.episode_id: "running"}, 60,
                  every_s=0.2, what="the boundary's commit")
-        assert Lake(s3_lake).sql("select count(*) n from steps").to_pylist() == [{"n": 1}]
         assert {c["episode_id"] for c in _claims(s3_lake)} >= {second.episode_id}  # claimed before it is seen
-        second.log_step(screenshot(1), response())
+        time.sleep(0.5)  # five ticks of the writer's thread
+        assert Lake(s3_lake).sql("select count(*) n from steps").to_pylist() == [{"n": 1}]
         second.finish(success=False)
         third = rec.start_episode("t", "goal")  # a burst: the second episode took no time
         time.sleep(1.0)  # ten ticks of the writer's thread
@@ -330,3 +335,63 @@ def test_a_paced_collectors_episode_boundary_commits_at_once_and_a_burst_waits_f
         assert _episodes(s3_lake)[second.episode_id] == "finished" and third.episode_id in _episodes(s3_lake)
     finally:
         rec.close()
+
+
+ORPHANS = "select count(*) n from steps s left join episodes e using (episode_id) where e.episode_id is null"
+
+
+def test_no_step_is_seen_before_its_episode_whether_its_first_row_rides_with_it_or_not(s3_lake):
+    """Episodes at their own pace (each boundary offers the next episode's claim and first row
+    without its steps) and in bursts (first rows and their steps in one offer): the committer
+    appends a round's steps beside its claims and first rows only when they need none of
+    them, the rest after, and merges the finish rows after the round. With the claims'
+    commit slowed down, every commit of steps, and a reader polling all along, still finds
+    every step's episode; at the end every step and episode is stored once, the episodes'
+    first rows came in appends and their finish rows in merges."""
+    from episodelake.lake.storage import committer  # noqa: PLC0415
+
+    rec = Recorder(s3_lake, image_checks="structure", anchor=None,
+                   options=WriterOptions(batch_rows=100, max_age_s=0.3))
+    at_commit: list[int] = []
+    polled: list[int] = []
+    stop = threading.Event()
+
+    def hook(stage: str) -> None:
+        if stage == "placed":
+            time.sleep(0.3)  # the first rows land well after any steps appended beside them
+        elif stage == "committed":
+            at_commit.append(Lake(s3_lake).sql(ORPHANS).to_pylist()[0]["n"])
+
+    def poll() -> None:
+        reader = Lake(s3_lake)  # each query reads the tables' latest versions
+        while not stop.is_set():
+            polled.append(reader.sql(ORPHANS).to_pylist()[0]["n"])
+
+    thread = threading.Thread(target=poll, daemon=True)
+    thread.start()
+    committer.stage_hook = hook
+    ids = []
+    try:
+        for k in range(8):
+            ep = rec.start_episode("t", "goal")
+            ids.append(ep.episode_id)
+            for s in range(3):
+                ep.log_step(screenshot(s), response())
+                if k % 2:
+                    time.sleep(0.15)  # longer than max_age_s: its next start is a boundary
+            ep.finish(success=True)
+        rec.close()
+    finally:
+        committer.stage_hook = None
+        stop.set()
+        thread.join(timeout=60)
+    assert len(at_commit) >= 2 and set(at_commit) == {0}, at_commit
+    assert len(polled) >= 5 and set(polled) == {0}, polled
+    lake = Lake(s3_lake)
+    got = lake.sql("select episode_id, count(*) n, count(distinct step) d from steps group by 1 order by 1").to_pylist()
+    assert got == [{"episode_id": i, "n": 3, "d": 3} for i in sorted(ids)]
+    episodes = lake.sql("select episode_id, status from episodes order by 1").to_pylist()
+    assert episodes == [{"episode_id": i, "status": "finished"} for i in sorted(ids)]
+    ds = tables.dataset(layout.table_path(lake.location, "episodes"))
+    kinds = [type(t.operation).__name__ for t in ds.get_transactions() if t is not None]
+    assert "Append" in kinds and "Update" in kinds, kinds  # first rows appended, finish rows merged

@@ -134,10 +134,11 @@ HOLD_LOCKS = textwrap.dedent("""
 
 def test_a_writer_offers_its_claims_and_episode_rows_while_another_process_holds_their_locks(s3_lake, s3_env):
     """A recorder's writer thread waits on no commit lock: with another process holding this
-    machine's locks for placing claims and merging episodes, a minted episode's claim, its
-    row and its steps still go out, in one offer to the committer (which places and merges
-    them in its round, once the locks are free). Before, the writer's thread queued on both
-    locks, one after the other, before it could offer its steps."""
+    machine's locks for placing claims and merging episodes, a minted episode's claim and
+    row still go out in one offer to the committer (the recorder's first episode starts at
+    its own pace: they go at once, alone), and its steps in the next (the committer places
+    and commits them in its round, once the locks are free). Before, the writer's thread
+    queued on both locks, one after the other, before it could offer its steps."""
     lake = Lake(s3_lake)
     locks = [claims.shared_lock(lake.location, layout.CLAIMS_TABLE, "place"),
              claims.shared_lock(lake.location, "episodes", "upsert")]
@@ -152,11 +153,13 @@ def test_a_writer_offers_its_claims_and_episode_rows_while_another_process_holds
             ep = rec.start_episode("t")  # a minted id: its claim waits for the writer's thread
             for s in range(3):
                 ep.log_step(screenshot(s), response())
-            flights = wait_for(lambda: [f for f in rec.writer._flights if f.claims and f.upserts and f.parts], 120,
-                               every_s=0.05, what="an offer with the claim, the episode row and the steps")
-            assert flights[0].table == "steps"
-            assert lake.sql("select count(*) n from steps").to_pylist() == [{"n": 0}]  # the committer waits
-            holder.stdin.close()
+            try:
+                wait_for(lambda: [bool(f.claims and f.upserts) for f in rec.writer._flights] == [True, False]
+                         and rec.writer._flights[1].table == "steps", 120, every_s=0.05,
+                         what="an offer with the claim and the episode row, then one with the steps")
+                assert lake.sql("select count(*) n from steps").to_pylist() == [{"n": 0}]  # the committer waits
+            finally:
+                holder.stdin.close()  # else closing the recorder would wait for the locks forever
             assert holder.wait(timeout=60) == 0
             ep.finish(success=True)
             rec.flush()
