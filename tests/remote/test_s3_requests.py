@@ -57,7 +57,9 @@ def test_the_first_query_and_a_writer_reuse_what_the_open_read(s3_proxied_lake, 
     assert lake_listing == []  # the writer and the claims know the lake's tables already
     touched = {t.split("/")[3] for t in _manifests(written)}  # /bucket/lake/<table>/...
     assert touched <= {"_claims.lance", "episodes.lance", "steps.lance"}, touched
-    assert len(written) <= 35, written  # 67 before (another open of every table, listings per claim)
+    # 67 before (another open of every table, listings per claim); 35 before a recorder's first
+    # episode committed its row at once, alone (a commit more: the finish row is then merged apart)
+    assert len(written) <= 40, written
 
 
 def test_a_location_builds_its_filesystem_once_and_pickles_without_it(s3_lake):
