@@ -37,7 +37,7 @@ before: ~870 ms queued to place claims and ~600 ms for the episodes merge, per p
 is visible before its episode, nor an episode before its claim, and the steps of a round
 carrying an episode boundary are visible after one append, not after the claims, the merge and
 the append one after another (at 8 paced writers on a store 25 ms away, freshness p99 2.1 s ->
-1.75 s). A failure in the first phase sends every offer of the round back (retry), with
+1.56-1.75 s). A failure in the first phase sends every offer of the round back (retry), with
 nothing after it committed. A writer keeps offering while its earlier offers are in flight;
 once one comes back, it keeps that `.retry` file until all its later offers are settled and
 offers nothing meanwhile, and a round (and the lane) sends back every offer of a folder
