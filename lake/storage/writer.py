@@ -254,8 +254,8 @@ def replay_orphans(lake: Location | Path | str, spool_dir: Path | None = None, *
     The spools are this machine's for the lake (`layout.spool_root`), or those under
     `spool_dir` (a spool folder copied from another machine; see `layout.spool_root_in`).
     A dead writer's hand-offs to the committer are settled first, under the commit and update
-    locks (`committer.quiet`, `committer.settle_dead`): after that no committer commits anything of that writer, and
-    what it did commit is found by the keys. Each segment is committed in slices of
+    locks (`committer.quiet`, `committer.settle_dead`): after that no committer commits
+    anything of that writer, and what it did commit is found by the keys. Each segment is committed in slices of
     `REPLAY_SLICE_ROWS` rows and then deleted before the next is read, so a replay needs free
     space for one slice at a time; it checks for that room first and says how much it needs
     when there is not enough (the spool is left as it was). `settle_wait_s`: how long to wait
@@ -269,8 +269,8 @@ def replay_orphans(lake: Location | Path | str, spool_dir: Path | None = None, *
         try:
             with committer.quiet(loc, settle_wait_s) as held:
                 if not held:
-                    report.deferred.append(f"{folder}: the committer on this machine is mid-commit; "
-                                           "replayed by the next writer or `elake recover`")
+                    report.deferred.append(f"{folder}: the committer on this machine is mid-commit (a round, or a "
+                                           "merge of episode updates); replayed by the next writer or `elake recover`")
                     continue
                 settled = committer.settle_dead(folder)
             settled += group_commit.withdraw(folder, lambda table, kind: claims.shared_lock(loc, table, kind))

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from episodelake.lake import Lake, LakeWriter, WriterOptions
-from episodelake.lake.storage import committer
+from episodelake.lake.storage import committer, layout
 from tests.factories import screenshot
 from tests.handoff import WRITER, acknowledged_by, spawn, start_committer, stored
 from tests.waiting import wait_for
@@ -276,6 +276,31 @@ def test_a_failed_merge_of_later_rows_sends_back_the_writers_later_offers_too(la
     reopened = Lake(lake.path)
     assert stored(reopened, "e2") == {"n": 15, "d": 15, "lo": 0, "hi": 14}
     assert reopened.sql("select task_name from episodes where episode_id = 'e2'").to_pylist() == [{"task_name": "third"}]
+
+
+def test_a_dead_writers_replay_waits_while_updates_are_being_merged(lake):
+    """A replay settles a dead writer's hand-offs only while no round and no merge of updates
+    runs (`committer.quiet`), so no update of that writer lands over the replay of its rows:
+    with the update lock held (the lane mid-merge), the replay leaves the spool as it is and
+    says why; once the lock is free it replays, and every acknowledged step is stored once."""
+    from episodelake.lake.storage import writer  # noqa: PLC0415
+    from episodelake.lake.storage.store import location  # noqa: PLC0415
+
+    path = str(lake.path)
+    proc = spawn(WRITER.format(lake=path, stage="offered", nth=3, episode="dead", count=100_000))
+    acknowledged = acknowledged_by(proc)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read()
+    loc = location(path)
+    offers = sorted(layout.spool_root(loc).glob(f"*/*{committer.OFFER}"))
+    assert offers  # the dead writer's hand-offs, not yet taken by any round
+    with committer._flock(loc, committer.UPDATE_LOCK, None):
+        report = writer.replay_orphans(loc, settle_wait_s=0.3)
+        assert report.rows == 0 and len(report.deferred) == 1 and "mid-commit" in report.deferred[0], report
+        assert sorted(layout.spool_root(loc).glob(f"*/*{committer.OFFER}")) == offers  # left as they were
+    report = writer.replay_orphans(loc)
+    assert report.deferred == [] and report.rows > 0
+    got = stored(Lake(path), "dead")
+    assert got["n"] == got["d"] and got["lo"] == 0 and got["hi"] >= acknowledged and got["n"] == got["hi"] + 1, got
 
 
 def test_an_offer_with_episode_rows_is_sent_back_by_a_committer_of_an_older_release(tmp_path):
