@@ -192,6 +192,13 @@ def offer(folder: Path, name: str, table: str | None, rows: int, fragments: list
 #:   episode's last row): its first row is committed by now or earlier in this round, so they
 #:   are merged after the round's steps, off its path (`UpdateLane`).
 ROW_KINDS = ("inserts", "upserts", "updates")
+#: The kinds committed before the round's steps: an episode's first rows.
+FIRST_ROWS = ("inserts", "upserts")
+
+
+def _carries_first_rows(meta: dict) -> bool:
+    """Whether an offer (its metadata) carries first rows of episodes (`FIRST_ROWS`)."""
+    return any(meta.get(kind) for kind in FIRST_ROWS)
 
 #: Opens an offer that carries rows of upsert tables or claims: not JSON, so a committer of an
 #: older release on the machine (which would commit what it knows and drop the rest) finds it
@@ -413,7 +420,7 @@ class NodeCommitter:
                 count += len(batch)
             for table, batch in late.items():
                 try:
-                    ds = append_fragments(self.lake, table, [f for _, meta in batch for f in meta["fragments"]])
+                    version = self._append(table, batch)
                 except Exception as exc:
                     self.last_error = exc
                     for target, _ in batch:
@@ -422,14 +429,19 @@ class NodeCommitter:
                                 len(batch), table, exc)
                     continue
                 self.last_error = None
-                _stage("committed")
                 for target, meta in batch:
-                    _settle(target, meta, table, ds.version, merged, later)
-                self._count(commits=1)
+                    _settle(target, meta, table, version, merged, later)
                 count += len(batch)
             self._count(offers=count)
         self._lane.put(later)
         return count
+
+    def _append(self, table: str, batch: list[tuple[Path, dict]]) -> int:
+        """Append the fragments of `batch` (taken offers) to `table` in one commit; its version."""
+        ds = append_fragments(self.lake, table, [f for _, meta in batch for f in meta["fragments"]])
+        _stage("committed")
+        self._count(commits=1)
+        return ds.version
 
     def _count(self, commits: int = 0, offers: int = 0, merged: int = 0) -> None:
         with self._counting:
@@ -471,15 +483,12 @@ class NodeCommitter:
         that holds them; raises the first failure, once both are over (the caller sends every
         offer of the round back: what landed is found by its keys)."""
         rows = (self._helper.submit(self._place_and_merge, offers)
-                if any(meta.get(k) for _, meta in offers for k in ("claims", "inserts", "upserts")) else None)
+                if any(meta.get("claims") or _carries_first_rows(meta) for _, meta in offers) else None)
         appended: dict[str, tuple[list[tuple[Path, dict]], int]] = {}
         failed: BaseException | None = None
         try:
             for table, batch in early.items():
-                ds = append_fragments(self.lake, table, [f for _, meta in batch for f in meta["fragments"]])
-                _stage("committed")
-                self._count(commits=1)
-                appended[table] = (batch, ds.version)
+                appended[table] = (batch, self._append(table, batch))
         except Exception as exc:
             failed = exc
         merged = None
@@ -509,8 +518,7 @@ class NodeCommitter:
         for table in _in_order(inserts):
             rows = pa.concat_tables(inserts[table], promote_options="default")
             tables.commit(self.lake, table, tables.dedupe_last(rows, schema.KEYS[table]), "append")
-        for table in _in_order(upserts):
-            tables.commit(self.lake, table, pa.concat_tables(upserts[table], promote_options="default"), "upsert")
+        _upsert(self.lake, upserts)
         _stage("merged")
         return self._merge_name()
 
@@ -609,10 +617,14 @@ class UpdateLane:
         owner = self._owner
         with _flock(owner.lake, UPDATE_LOCK, None):
             live = []
+            sent_back: dict[Path, bool] = {}  # by writer folder: one listing each
             for item in batch:
                 if not item.target.exists():
                     continue  # settled by the replay of its dead writer
-                if _sent_back(item.target.parent):
+                folder = item.target.parent
+                if folder not in sent_back:
+                    sent_back[folder] = _sent_back(folder)
+                if sent_back[folder]:
                     _move(item.target, RETRY)
                     continue
                 live.append(item)
@@ -621,9 +633,7 @@ class UpdateLane:
             try:
                 _stage("updating")
                 updates = _rows_of([(item.target, item.meta) for item in live], "updates")
-                for table in _in_order(updates):
-                    tables.commit(owner.lake, table, pa.concat_tables(updates[table], promote_options="default"),
-                                  "upsert")
+                _upsert(owner.lake, updates)
                 _stage("updated")
                 with owner._counting:
                     owner._merged_tables.update(updates)
@@ -653,7 +663,7 @@ def _split_round(offers: list[tuple[Path, dict]]) -> tuple[dict[str, list[tuple[
     late: dict[str, list[tuple[Path, dict]]] = {}
     blocked: set[Path] = set()  # writers with first rows earlier in this round
     for target, meta in offers:  # sorted: each writer's offers in the order it made them
-        first = bool(meta.get("inserts") or meta.get("upserts"))
+        first = _carries_first_rows(meta)
         if meta.get("table") and meta.get("fragments"):
             ahead = target.parent not in blocked and (not first or meta.get("ahead"))
             (early if ahead else late).setdefault(meta["table"], []).append((target, meta))
@@ -670,7 +680,7 @@ def _settle(target: Path, meta: dict, table: str, version: int | None, merged: s
     if meta.get("updates"):
         later.append(_Update(target, meta, table, version))
     else:
-        _mark_done(target, table, version, merged if meta.get("inserts") or meta.get("upserts") else None)
+        _mark_done(target, table, version, merged if _carries_first_rows(meta) else None)
 
 
 def _rows_of(offers: list[tuple[Path, dict]], kind: str) -> dict[str, list[pa.Table]]:
@@ -680,6 +690,13 @@ def _rows_of(offers: list[tuple[Path, dict]], kind: str) -> dict[str, list[pa.Ta
         for table, text in (meta.get(kind) or {}).items():
             rows.setdefault(table, []).append(_decode(text))
     return rows
+
+
+def _upsert(lake: Location, rows: dict[str, list[pa.Table]]) -> None:
+    """Merge rows by key, one commit per table in `tables.COMMIT_ORDER` (each table's rows in
+    offer order, the last row of a key winning)."""
+    for table in _in_order(rows):
+        tables.commit(lake, table, pa.concat_tables(rows[table], promote_options="default"), "upsert")
 
 
 def _in_order(by_table: dict) -> list[str]:

@@ -206,7 +206,7 @@ def _ahead(rows: pa.Table | None, kinds: dict[str, dict[str, pa.Table]]) -> bool
     carries (`committer.offer`'s `ahead`)."""
     if rows is None or "episode_id" not in rows.column_names:
         return False
-    first = [r.column("episode_id") for kind in ("inserts", "upserts") for t, r in kinds.get(kind, {}).items()
+    first = [r.column("episode_id") for kind in committer.FIRST_ROWS for t, r in kinds.get(kind, {}).items()
              if t == "episodes"]
     if not first:
         return True
